@@ -1,0 +1,69 @@
+/* What the host offers plugins: an append-only table of services.
+ * Rules (SQLite sqlite3ext.h style): members are only ever added at the end;
+ * a plugin MUST check `size` before using a member newer than ABI 1.0. */
+#ifndef FEDRUN_HOST_H
+#define FEDRUN_HOST_H
+
+#include <stdint.h>
+#include <stdarg.h>
+#include "fedrun/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum fedrun_log_level {
+	FEDRUN_LOG_ERROR = 0,
+	FEDRUN_LOG_WARN = 1,
+	FEDRUN_LOG_INFO = 2,
+	FEDRUN_LOG_DEBUG = 3
+};
+
+enum fedrun_split {
+	FEDRUN_SPLIT_TRAIN = 0,
+	FEDRUN_SPLIT_VALID = 1,
+	FEDRUN_SPLIT_TEST = 2
+};
+
+/* Client index meaning "the union of all clients' data". */
+#define FEDRUN_ALL_CLIENTS (-1)
+
+struct fedrun_host {
+	uint32_t size;      /* sizeof(struct fedrun_host) as the host was built */
+	uint32_t abi_minor; /* the host's FEDRUN_ABI_MINOR */
+	void *ctx;          /* pass back as the first argument of every call */
+
+	/* Writes a line to the run log (and stderr at WARN and above). */
+	void (*log)(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
+
+	/* Records an error message for the current operation and returns
+	 * `code` (a negative FEDRUN_E*). The same as fedrun_error(). */
+	int (*error)(void *ctx, int code, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
+
+	/* Records a metric for the current round: `name` such as
+	 * "fedatt.alpha", `client` or -1, `tensor` name or NULL. Thread-safe.
+	 * Events are written in a deterministic order. */
+	int (*metric)(void *ctx, const char *name, int64_t client,
+		      const char *tensor, double value);
+
+	/* Loss (mean over the split) and, when grad is not NULL, its gradient
+	 * with respect to params, of `client`'s data (or FEDRUN_ALL_CLIENTS).
+	 * For aggregators that need the target's loss (meritfed). May be NULL
+	 * when the model cannot provide it. Not thread-safe: call from the
+	 * aggregator only. */
+	int (*loss_grad)(void *ctx, int64_t client, enum fedrun_split split,
+			 const float *params, float *grad, double *loss);
+
+	/* Number of worker threads the run uses; aggregators may use as many. */
+	uint32_t (*threads)(void *ctx);
+
+	/* The run's seed, for plugins' own fedrun_rng streams. */
+	uint64_t (*seed)(void *ctx);
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,89 @@
+/* Files: atomic writes, directories, and the safetensors format. */
+#ifndef FEDRUN_IO_H
+#define FEDRUN_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+#include "fedrun/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Creates a directory and its parents (mode 0777 & ~umask). */
+int fedrun_mkdir_p(const char *dir);
+
+/* Atomic file writing: data goes to "<path>.tmp.<pid>", which commit()
+ * fsyncs and renames over path (then fsyncs the directory); abort() removes
+ * it. A crash leaves either the old file or the new one, never half of it. */
+struct fedrun_atomic_file {
+	FILE *fp;    /* write here */
+	char *path;  /* owned */
+	char *tmp;   /* owned */
+};
+int fedrun_atomic_open(struct fedrun_atomic_file *af, const char *path);
+int fedrun_atomic_commit(struct fedrun_atomic_file *af);
+void fedrun_atomic_abort(struct fedrun_atomic_file *af);
+/* Writes a whole buffer atomically. */
+int fedrun_write_file_atomic(const char *path, const void *data, size_t n);
+
+/* Reads a whole file into a new NUL-terminated buffer (free with free()). */
+int fedrun_read_file(const char *path, char **data, size_t *n);
+
+/* ---- safetensors ----
+ * 8-byte little-endian header length N, N bytes of JSON header, then the
+ * tensor data. Dtypes used here: F32, F64, U8, U64, I64. */
+
+enum fedrun_dtype { FEDRUN_F32, FEDRUN_F64, FEDRUN_U8, FEDRUN_U64, FEDRUN_I64 };
+
+struct fedrun_st_tensor {
+	char *name;     /* owned */
+	enum fedrun_dtype dtype;
+	uint32_t ndim;
+	uint64_t shape[8];
+	uint64_t bytes;
+	const void *data; /* writer: borrowed; reader: points into the file buffer */
+};
+
+struct fedrun_st_file {
+	uint32_t n, cap;
+	struct fedrun_st_tensor *t; /* owned */
+	json_t *meta;               /* "__metadata__": string -> string; owned */
+	char *buf;                  /* reader: the file contents; owned */
+	size_t buf_len;
+};
+
+void fedrun_st_init(struct fedrun_st_file *f);
+void fedrun_st_fini(struct fedrun_st_file *f);
+/* Writer: adds a tensor whose data is borrowed until write. */
+int fedrun_st_add(struct fedrun_st_file *f, const char *name, enum fedrun_dtype dtype,
+		  uint32_t ndim, const uint64_t *shape, const void *data);
+/* Writer: sets a metadata entry (copied). */
+int fedrun_st_meta_set(struct fedrun_st_file *f, const char *key, const char *value);
+/* Writes atomically. Output is a pure function of the tensors and metadata
+ * (in insertion order), so equal models give equal bytes. */
+int fedrun_st_write(const struct fedrun_st_file *f, const char *path);
+/* Reads and validates the whole file: header bounds, JSON, dtypes, shapes
+ * against byte ranges, ranges inside the file and not overlapping. */
+int fedrun_st_read(struct fedrun_st_file *f, const char *path);
+/* The tensor called name, or NULL. */
+const struct fedrun_st_tensor *fedrun_st_find(const struct fedrun_st_file *f,
+					      const char *name);
+/* Metadata value or NULL. */
+const char *fedrun_st_meta_get(const struct fedrun_st_file *f, const char *key);
+
+/* Saves every tensor of a layout from an arena (F32), padding excluded. */
+int fedrun_st_add_layout(struct fedrun_st_file *f, const struct fedrun_layout *l,
+			 const float *arena);
+/* Loads every tensor of a layout into an arena; the file must have each
+ * tensor with the same shape and dtype F32. Tensors in the file that are not
+ * in the layout are an error unless their name starts with `ignore_prefix`. */
+int fedrun_st_load_layout(const struct fedrun_st_file *f, const struct fedrun_layout *l,
+			  float *arena, const char *ignore_prefix);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,235 @@
+/* The fedrun plugin ABI.
+ *
+ * A plugin is a shared object that exports exactly one symbol,
+ *
+ *     const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);
+ *
+ * which the host calls with index 0, 1, 2, ... until it returns NULL, so one
+ * file may hold several plugins. The rules (LV2 / GStreamer style):
+ *
+ *  - abi_major MUST equal the host's FEDRUN_ABI_MAJOR; abi_minor MUST NOT be
+ *    newer than the host's FEDRUN_ABI_MINOR.
+ *  - `size` MUST be sizeof(struct fedrun_plugin) as the plugin was built; the
+ *    ops table's first member MUST be its own size. Tables only grow at the
+ *    end; the host reads no member beyond the size a plugin declares.
+ *  - Required ops (marked REQUIRED below) MUST NOT be NULL.
+ *  - A plugin MUST NOT exit or abort the process, nor print to stdout: it
+ *    returns a negative FEDRUN_E* code with a message (fedrun_error or
+ *    host->error).
+ *  - Configuration arrives as the plugin's pipeline section, a jansson object
+ *    BORROWED for the duration of create(); keep what you need. Unknown keys
+ *    MUST be rejected (fedrun_opts_parse does it).
+ *  - Every pointer passed to an op is borrowed for the duration of the call
+ *    unless stated otherwise.
+ */
+#ifndef FEDRUN_PLUGIN_H
+#define FEDRUN_PLUGIN_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <jansson.h>
+#include "fedrun/error.h"
+#include "fedrun/params.h"
+#include "fedrun/host.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FEDRUN_ABI_MAJOR 1
+#define FEDRUN_ABI_MINOR 0
+
+#define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
+
+enum fedrun_plugin_kind {
+	FEDRUN_KIND_AGGREGATOR = 1,
+	FEDRUN_KIND_MODEL = 2,
+	FEDRUN_KIND_SELECTOR = 3,
+	FEDRUN_KIND_PRIVACY = 4,
+	FEDRUN_KIND_BACKEND = 5
+};
+#define FEDRUN_KIND_MAX_ FEDRUN_KIND_BACKEND
+
+struct fedrun_plugin {
+	uint32_t abi_major;  /* FEDRUN_ABI_MAJOR */
+	uint32_t abi_minor;  /* FEDRUN_ABI_MINOR */
+	uint32_t size;       /* sizeof(struct fedrun_plugin) */
+	uint32_t kind;       /* enum fedrun_plugin_kind */
+	const char *name;    /* pipeline name: [a-z0-9_-]+ */
+	const char *version; /* the plugin's own version, "1.2.0" */
+	const char *summary; /* one line */
+	const void *ops;     /* the kind's ops table, first member its size */
+};
+
+/* Signature of the entry symbol. */
+typedef const struct fedrun_plugin *(*fedrun_plugin_entry_fn)(uint32_t index);
+
+/* What every round-time call knows about the round. */
+struct fedrun_round_info {
+	uint32_t size;     /* sizeof(struct fedrun_round_info) */
+	uint32_t round;    /* 1-based */
+	uint32_t rounds;   /* total rounds of the run */
+	uint32_t num_clients;
+	uint64_t seed;
+	const struct fedrun_layout *layout;
+};
+
+/* ---- aggregators ------------------------------------------------------- */
+
+/* One client's update as the server decoded it from the pull message.
+ * tensor[i] points at the numel floats of Δ_k = θ_k − θ_t for tensor i of the
+ * layout, or is NULL when the client's selector did not send tensor i. */
+struct fedrun_update {
+	uint32_t client;
+	uint64_t n_samples;         /* n_k: the client's training samples */
+	double train_loss;          /* mean local training loss */
+	const float *const *tensor; /* layout->n entries */
+};
+
+/* A named piece of plugin state that the host saves in checkpoints and
+ * restores in place on --resume. `data` is owned by the plugin. */
+struct fedrun_state_blob {
+	const char *name;
+	void *data;
+	uint64_t bytes;
+};
+
+struct fedrun_aggregator_ops {
+	uint32_t size;
+	/* REQUIRED. Parses `config` and allocates state. */
+	int (*create)(const struct fedrun_host *host, json_t *config,
+		      const struct fedrun_layout *layout, void **state);
+	/* REQUIRED. */
+	void (*destroy)(void *state);
+	/* REQUIRED. `params` holds θ_t on entry and must hold θ_{t+1} on
+	 * return. `updates` are sorted by client id; n >= 1. */
+	int (*aggregate)(void *state, const struct fedrun_round_info *round,
+			 const struct fedrun_update *updates, uint32_t n,
+			 float *params);
+	/* Optional. Lists state that must survive a checkpoint/resume; sets
+	 * *blobs (owned by the plugin) and *n. */
+	int (*state)(void *state, const struct fedrun_state_blob **blobs,
+		     uint32_t *n);
+};
+
+/* ---- selectors --------------------------------------------------------- */
+
+struct fedrun_selector_ops {
+	uint32_t size;
+	int (*create)(const struct fedrun_host *host, json_t *config,
+		      const struct fedrun_layout *layout, void **state); /* REQUIRED */
+	void (*destroy)(void *state);                                /* REQUIRED */
+	/* REQUIRED. Sets mask[i] to 1 for each tensor i of `client`'s update
+	 * that is sent to the server, 0 otherwise. `before` is θ_t as the
+	 * client received it, `after` its parameters after local training.
+	 * Called from worker threads, concurrently for different clients. */
+	int (*select)(void *state, const struct fedrun_round_info *round,
+		      uint32_t client, const float *before, const float *after,
+		      uint8_t *mask);
+};
+
+/* ---- privacy ----------------------------------------------------------- */
+
+struct fedrun_privacy_ops {
+	uint32_t size;
+	int (*create)(const struct fedrun_host *host, json_t *config,
+		      const struct fedrun_layout *layout, void **state); /* REQUIRED */
+	void (*destroy)(void *state);                                /* REQUIRED */
+	/* REQUIRED. Transforms client's update `delta` (a whole arena) in
+	 * place; only tensors with mask[i] set travel. Called from worker
+	 * threads, concurrently for different clients. */
+	int (*apply)(void *state, const struct fedrun_round_info *round,
+		     uint32_t client, const uint8_t *mask, float *delta);
+};
+
+/* ---- models ------------------------------------------------------------ */
+
+enum fedrun_optimizer_kind {
+	FEDRUN_OPTIM_SGD = 0,
+	FEDRUN_OPTIM_ADAM = 1,
+	FEDRUN_OPTIM_ADAMW = 2
+};
+
+/* Local optimizer settings, from the pipeline's clients.optimizer. */
+struct fedrun_optim_cfg {
+	enum fedrun_optimizer_kind kind;
+	double lr;
+	double momentum;     /* SGD */
+	bool nesterov;       /* SGD */
+	double weight_decay;
+	double beta1, beta2, eps; /* Adam, AdamW */
+	double clip_norm;    /* global-norm gradient clipping; 0 = off */
+};
+
+struct fedrun_train_args {
+	uint32_t size;        /* sizeof(struct fedrun_train_args) */
+	uint32_t round;
+	uint32_t client;
+	uint64_t seed;
+	uint32_t epochs;      /* local epochs; 0 when steps is used */
+	uint64_t steps;       /* local steps; 0 when epochs is used */
+	uint32_t batch;
+	const struct fedrun_optim_cfg *optim;
+	/* Optimizer state that persists across rounds when the pipeline keeps
+	 * it (fedrun_optim_state_floats() floats), else a zeroed scratch. */
+	float *optim_state;
+	uint64_t *optim_step; /* the optimizer's step counter, kept with it */
+};
+
+struct fedrun_train_stats {
+	double loss;      /* mean training loss over the local work */
+	uint64_t samples; /* samples (or tokens) processed */
+};
+
+#define FEDRUN_METRICS_MAX 16
+struct fedrun_metric_value {
+	char name[32];
+	double value;
+};
+/* Evaluation results; by convention m[0] is "loss". */
+struct fedrun_eval {
+	uint32_t n;
+	struct fedrun_metric_value m[FEDRUN_METRICS_MAX];
+};
+
+struct fedrun_model_ops {
+	uint32_t size;
+	/* REQUIRED. Builds the model and loads or generates its data from
+	 * the "model" and "data" sections (data may be NULL when absent). */
+	int (*create)(const struct fedrun_host *host, json_t *model_config,
+		      json_t *data_config, void **model);
+	void (*destroy)(void *model); /* REQUIRED */
+	/* REQUIRED. Borrowed, valid until destroy. */
+	const struct fedrun_layout *(*layout)(void *model);
+	/* REQUIRED. Initial parameters (padding already zero). */
+	int (*init_params)(void *model, uint64_t seed, float *params);
+	/* REQUIRED. */
+	uint32_t (*num_clients)(void *model);
+	/* REQUIRED. n_k, the number of training samples of `client`. */
+	uint64_t (*client_size)(void *model, uint32_t client);
+	/* Optional per-thread scratch; worker is NULL where absent. */
+	int (*worker_create)(void *model, void **worker);
+	void (*worker_destroy)(void *model, void *worker);
+	/* REQUIRED. Local training of args->client starting from `params`,
+	 * which hold the trained parameters on return. Called concurrently
+	 * from worker threads (each with its own worker). */
+	int (*train)(void *model, void *worker,
+		     const struct fedrun_train_args *args, float *params,
+		     struct fedrun_train_stats *stats);
+	/* REQUIRED. Evaluates params on `split` of `client` (or
+	 * FEDRUN_ALL_CLIENTS). Returns FEDRUN_ENOENT when the client has no
+	 * such split. */
+	int (*evaluate)(void *model, void *worker, const float *params,
+			enum fedrun_split split, int64_t client,
+			struct fedrun_eval *out);
+	/* Optional. Mean loss and its gradient (grad may be NULL). */
+	int (*loss_grad)(void *model, void *worker, const float *params,
+			 enum fedrun_split split, int64_t client, float *grad,
+			 double *loss);
+};
+
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,249 @@
+/* Declarative validation of pipeline sections (see fedrun/opts.h). */
+#include "config.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fedrun/error.h"
+#include "fedrun/opts.h"
+
+static _Thread_local char base_dir[4096];
+
+void fedrun_opts_set_base_dir(const char *dir)
+{
+	snprintf(base_dir, sizeof base_dir, "%s", dir ? dir : "");
+}
+
+char *fedrun_path_resolve(const char *base, const char *path)
+{
+	if (!base || !*base || path[0] == '/')
+		return strdup(path);
+	size_t n = strlen(base) + strlen(path) + 2;
+	char *out = malloc(n);
+	if (out)
+		snprintf(out, n, "%s/%s", base, path);
+	return out;
+}
+
+char *fedrun_json_describe(const json_t *v, char *buf, size_t n)
+{
+	char *s = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	if (!s) {
+		snprintf(buf, n, "%s", v ? "a value" : "nothing");
+		return buf;
+	}
+	if (strlen(s) > 48)
+		snprintf(buf, n, "%.44s...", s);
+	else
+		snprintf(buf, n, "%s", s);
+	free(s);
+	return buf;
+}
+
+static void format_range(const struct fedrun_opt *o, char *buf, size_t n)
+{
+	char lo[32], hi[32];
+	if (isinf(o->min))
+		snprintf(lo, sizeof lo, "-inf");
+	else
+		snprintf(lo, sizeof lo, "%.10g", o->min);
+	if (isinf(o->max))
+		snprintf(hi, sizeof hi, "inf");
+	else
+		snprintf(hi, sizeof hi, "%.10g", o->max);
+	snprintf(buf, n, "%c%s, %s%c",
+		 (o->flags & FEDRUN_OPT_MIN_OPEN) || isinf(o->min) ? '(' : '[', lo, hi,
+		 (o->flags & FEDRUN_OPT_MAX_OPEN) || isinf(o->max) ? ')' : ']');
+}
+
+static bool in_range(const struct fedrun_opt *o, double x)
+{
+	if (o->flags & FEDRUN_OPT_MIN_OPEN ? !(x > o->min) : !(x >= o->min))
+		return false;
+	if (o->flags & FEDRUN_OPT_MAX_OPEN ? !(x < o->max) : !(x <= o->max))
+		return false;
+	return true;
+}
+
+/* Index of `s` among '|'-separated `choices`, or -1. */
+static int choice_index(const char *choices, const char *s)
+{
+	size_t len = strlen(s);
+	int i = 0;
+	for (const char *p = choices; p; i++) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+		if (n == len && strncmp(p, s, n) == 0)
+			return i;
+		p = bar ? bar + 1 : NULL;
+	}
+	return -1;
+}
+
+static int parse_one(const struct fedrun_opt *o, json_t *section, const char *path,
+		     json_t *v, void *out)
+{
+	char *field = (char *)out + o->offset;
+	char got[64], range[96];
+	fedrun_json_describe(v, got, sizeof got);
+
+	switch (o->type) {
+	case FEDRUN_OPT_BOOL:
+		if (!json_is_boolean(v))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected true or false, got %s",
+					    path, o->key, got);
+		*(bool *)field = json_is_true(v);
+		return 0;
+	case FEDRUN_OPT_INT: {
+		double x;
+		if (json_is_integer(v))
+			x = (double)json_integer_value(v);
+		else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)))
+			x = json_real_value(v);
+		else
+			x = NAN;
+		format_range(o, range, sizeof range);
+		if (isnan(x) || !in_range(o, x))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected an integer in %s, got %s",
+					    path, o->key, range, got);
+		*(int64_t *)field = json_is_integer(v) ? json_integer_value(v) : (int64_t)x;
+		return 0;
+	}
+	case FEDRUN_OPT_NUMBER: {
+		format_range(o, range, sizeof range);
+		if (!json_is_number(v) || !in_range(o, json_number_value(v)))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected a number in %s, got %s",
+					    path, o->key, range, got);
+		*(double *)field = json_number_value(v);
+		return 0;
+	}
+	case FEDRUN_OPT_STRING:
+		if (!json_is_string(v))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected a string, got %s",
+					    path, o->key, got);
+		*(const char **)field = json_string_value(v);
+		return 0;
+	case FEDRUN_OPT_CHOICE: {
+		int i = json_is_string(v) ? choice_index(o->choices, json_string_value(v)) : -1;
+		if (i < 0) {
+			char list[256];
+			snprintf(list, sizeof list, "%s", o->choices);
+			for (char *p = list; *p; p++)
+				if (*p == '|')
+					*p = ',';
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected one of {%s}, got %s",
+					    path, o->key, list, got);
+		}
+		*(int *)field = i;
+		return 0;
+	}
+	case FEDRUN_OPT_PATH: {
+		if (!json_is_string(v) || !*json_string_value(v))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected a file name, got %s",
+					    path, o->key, got);
+		char *full = fedrun_path_resolve(base_dir, json_string_value(v));
+		if (!full)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		if (access(full, R_OK) != 0) {
+			int rc = fedrun_error(FEDRUN_ENOENT, "%s.%s: cannot read file '%s': %s",
+					      path, o->key, full, strerror(errno));
+			free(full);
+			return rc;
+		}
+		json_object_set_new(section, o->key, json_string(full));
+		free(full);
+		*(const char **)field = json_string_value(json_object_get(section, o->key));
+		return 0;
+	}
+	case FEDRUN_OPT_OBJECT:
+		if (!json_is_object(v))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected an object, got %s",
+					    path, o->key, got);
+		*(json_t **)field = v;
+		return 0;
+	case FEDRUN_OPT_ARRAY:
+		if (!json_is_array(v))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected an array, got %s",
+					    path, o->key, got);
+		*(json_t **)field = v;
+		return 0;
+	case FEDRUN_OPT_ANY:
+		*(json_t **)field = v;
+		return 0;
+	}
+	return fedrun_error(FEDRUN_EINVAL, "%s.%s: bad option type", path, o->key);
+}
+
+static json_t *default_value(const struct fedrun_opt *o)
+{
+	switch (o->type) {
+	case FEDRUN_OPT_BOOL: return json_boolean(o->def != 0);
+	case FEDRUN_OPT_INT: return json_integer((json_int_t)o->def);
+	case FEDRUN_OPT_NUMBER: return json_real(o->def);
+	case FEDRUN_OPT_STRING:
+	case FEDRUN_OPT_CHOICE:
+	case FEDRUN_OPT_PATH: return o->def_str ? json_string(o->def_str) : NULL;
+	default: return NULL;
+	}
+}
+
+int fedrun_opts_parse(const struct fedrun_opt *spec, json_t *section, const char *path,
+		      void *out)
+{
+	char got[64];
+	if (!json_is_object(section))
+		return fedrun_error(FEDRUN_ECONFIG, "%s: expected an object, got %s", path,
+				    fedrun_json_describe(section, got, sizeof got));
+
+	const char *key;
+	json_t *v;
+	json_object_foreach(section, key, v) {
+		if (strcmp(key, "plugin") == 0 || strcmp(key, "path") == 0)
+			continue;
+		const struct fedrun_opt *o = spec;
+		while (o->key && strcmp(o->key, key) != 0)
+			o++;
+		if (!o->key) {
+			char known[512] = "";
+			size_t len = 0;
+			for (o = spec; o->key && len < sizeof known - 1; o++)
+				len += snprintf(known + len, sizeof known - len, "%s%s",
+						len ? ", " : "", o->key);
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: unknown key (known: %s)", path,
+					    key, *known ? known : "none");
+		}
+	}
+
+	for (const struct fedrun_opt *o = spec; o->key; o++) {
+		v = json_object_get(section, o->key);
+		if (!v) {
+			if (o->flags & FEDRUN_OPT_REQUIRED)
+				return fedrun_error(FEDRUN_ECONFIG, "%s.%s: required key is missing",
+						    path, o->key);
+			if (o->flags & FEDRUN_OPT_OPTIONAL) {
+				if (o->type >= FEDRUN_OPT_STRING && o->type != FEDRUN_OPT_CHOICE)
+					*(void **)((char *)out + o->offset) = NULL;
+				continue;
+			}
+			json_t *d = default_value(o);
+			if (!d) {
+				if (o->type >= FEDRUN_OPT_STRING && o->type != FEDRUN_OPT_CHOICE)
+					*(void **)((char *)out + o->offset) = NULL;
+				continue;
+			}
+			json_object_set_new(section, o->key, d);
+			v = json_object_get(section, o->key);
+			/* A default PATH is taken as given: it need not exist. */
+			if (o->type == FEDRUN_OPT_PATH) {
+				*(const char **)((char *)out + o->offset) = json_string_value(v);
+				continue;
+			}
+		}
+		int rc = parse_one(o, section, path, v, out);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,437 @@
+/* The plugin loader: dlopen, the entry symbol, and every ABI check, in the
+ * order DESIGN.md section 2 gives, each refusal naming the file and both
+ * values. */
+#include "config.h"
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fedrun/registry.h"
+
+#ifndef FEDRUN_PLUGINDIR
+#define FEDRUN_PLUGINDIR "/usr/local/lib/fedrun"
+#endif
+
+/* sizeof the ABI 1.0 descriptor: what a plugin must at least declare. */
+#define DESCRIPTOR_MIN_SIZE (offsetof(struct fedrun_plugin, ops) + sizeof(void *))
+
+struct module {
+	char *file;
+	void *dl;
+	uint32_t n;
+	const struct fedrun_plugin **plugins;
+};
+
+struct fedrun_registry {
+	char **dirs; /* search directories, in order */
+	uint32_t ndirs;
+	struct module *mods;
+	uint32_t nmods, capmods;
+};
+
+const char *fedrun_version(void)
+{
+	return PACKAGE_VERSION;
+}
+
+const char *fedrun_plugin_dir(void)
+{
+	return FEDRUN_PLUGINDIR;
+}
+
+const char *fedrun_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case FEDRUN_KIND_AGGREGATOR: return "aggregator";
+	case FEDRUN_KIND_MODEL: return "model";
+	case FEDRUN_KIND_SELECTOR: return "selector";
+	case FEDRUN_KIND_PRIVACY: return "privacy";
+	case FEDRUN_KIND_BACKEND: return "backend";
+	default: return "unknown";
+	}
+}
+
+/* The ops a kind requires, by offset in its table. */
+struct required_op {
+	size_t offset;
+	const char *name;
+};
+#define REQ(type, member) {offsetof(struct type, member), #member}
+static const struct required_op agg_req[] = {
+	REQ(fedrun_aggregator_ops, create), REQ(fedrun_aggregator_ops, destroy),
+	REQ(fedrun_aggregator_ops, aggregate), {0, NULL}};
+static const struct required_op sel_req[] = {
+	REQ(fedrun_selector_ops, create), REQ(fedrun_selector_ops, destroy),
+	REQ(fedrun_selector_ops, select), {0, NULL}};
+static const struct required_op priv_req[] = {
+	REQ(fedrun_privacy_ops, create), REQ(fedrun_privacy_ops, destroy),
+	REQ(fedrun_privacy_ops, apply), {0, NULL}};
+static const struct required_op model_req[] = {
+	REQ(fedrun_model_ops, create), REQ(fedrun_model_ops, destroy),
+	REQ(fedrun_model_ops, layout), REQ(fedrun_model_ops, init_params),
+	REQ(fedrun_model_ops, num_clients), REQ(fedrun_model_ops, client_size),
+	REQ(fedrun_model_ops, train), REQ(fedrun_model_ops, evaluate), {0, NULL}};
+
+/* Smallest ops table of each kind at ABI 1.0, and its required members. */
+static const struct {
+	size_t min_size;
+	const struct required_op *req;
+} kinds[] = {
+	[FEDRUN_KIND_AGGREGATOR] = {offsetof(struct fedrun_aggregator_ops, state) + sizeof(void *), agg_req},
+	[FEDRUN_KIND_MODEL] = {offsetof(struct fedrun_model_ops, loss_grad) + sizeof(void *), model_req},
+	[FEDRUN_KIND_SELECTOR] = {offsetof(struct fedrun_selector_ops, select) + sizeof(void *), sel_req},
+	[FEDRUN_KIND_PRIVACY] = {offsetof(struct fedrun_privacy_ops, apply) + sizeof(void *), priv_req},
+	/* Backends: their ops table is defined with the nn engine. */
+	[FEDRUN_KIND_BACKEND] = {sizeof(uint32_t), NULL},
+};
+
+static int valid_name(const char *s)
+{
+	if (!s || !*s || strlen(s) > 64)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
+			return 0;
+	return 1;
+}
+
+/* Checks one descriptor; index for messages. */
+static int check_plugin(const char *file, uint32_t index, const struct fedrun_plugin *p)
+{
+	if (p->abi_major != FEDRUN_ABI_MAJOR)
+		return fedrun_error(FEDRUN_EABI,
+				    "%s: plugin #%u was built for ABI major %u, this fedrun has ABI %d.%d",
+				    file, index, p->abi_major, FEDRUN_ABI_MAJOR, FEDRUN_ABI_MINOR);
+	if (p->abi_minor > FEDRUN_ABI_MINOR)
+		return fedrun_error(FEDRUN_EABI,
+				    "%s: plugin #%u needs ABI %u.%u, newer than this fedrun's %d.%d",
+				    file, index, p->abi_major, p->abi_minor, FEDRUN_ABI_MAJOR,
+				    FEDRUN_ABI_MINOR);
+	if (p->size < DESCRIPTOR_MIN_SIZE)
+		return fedrun_error(FEDRUN_EABI,
+				    "%s: plugin #%u declares a descriptor of %u bytes, ABI %d.%d needs at least %zu",
+				    file, index, p->size, FEDRUN_ABI_MAJOR, p->abi_minor,
+				    (size_t)DESCRIPTOR_MIN_SIZE);
+	if (!valid_name(p->name))
+		return fedrun_error(FEDRUN_EABI, "%s: plugin #%u has an invalid name (want [a-z0-9_-]+)",
+				    file, index);
+	if (p->kind < 1 || p->kind > FEDRUN_KIND_MAX_)
+		return fedrun_error(FEDRUN_EABI,
+				    "%s: plugin '%s' has unknown kind %u (this fedrun knows 1 to %d)",
+				    file, p->name, p->kind, FEDRUN_KIND_MAX_);
+	const uint32_t *ops_size = p->ops;
+	if (!ops_size)
+		return fedrun_error(FEDRUN_EABI, "%s: plugin '%s' (%s) has no ops table", file,
+				    p->name, fedrun_kind_name(p->kind));
+	if (*ops_size < kinds[p->kind].min_size)
+		return fedrun_error(FEDRUN_EABI,
+				    "%s: plugin '%s' (%s) declares an ops table of %u bytes, ABI %d.%d needs at least %zu",
+				    file, p->name, fedrun_kind_name(p->kind), *ops_size,
+				    FEDRUN_ABI_MAJOR, p->abi_minor, kinds[p->kind].min_size);
+	for (const struct required_op *r = kinds[p->kind].req; r && r->name; r++) {
+		void *fn;
+		memcpy(&fn, (const char *)p->ops + r->offset, sizeof fn);
+		if (!fn)
+			return fedrun_error(FEDRUN_EABI,
+					    "%s: plugin '%s' (%s) lacks the required op '%s'", file,
+					    p->name, fedrun_kind_name(p->kind), r->name);
+	}
+	if (!p->version || !p->summary)
+		return fedrun_error(FEDRUN_EABI, "%s: plugin '%s' lacks a version or summary", file,
+				    p->name);
+	return 0;
+}
+
+static struct module *find_loaded(struct fedrun_registry *reg, const char *file)
+{
+	for (uint32_t i = 0; i < reg->nmods; i++)
+		if (strcmp(reg->mods[i].file, file) == 0)
+			return &reg->mods[i];
+	return NULL;
+}
+
+int fedrun_registry_open(struct fedrun_registry *reg, const char *file,
+			 const struct fedrun_plugin *const **plugins, uint32_t *n)
+{
+	struct module *m = find_loaded(reg, file);
+	if (m) {
+		*plugins = m->plugins;
+		*n = m->n;
+		return 0;
+	}
+	int rc;
+	void *dl = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+	if (!dl)
+		return fedrun_error(FEDRUN_EPLUGIN, "%s: cannot load: %s", file, dlerror());
+	fedrun_plugin_entry_fn entry;
+	void *sym = dlsym(dl, FEDRUN_PLUGIN_ENTRY);
+	memcpy(&entry, &sym, sizeof entry);
+	if (!sym) {
+		rc = fedrun_error(FEDRUN_EABI, "%s: no symbol '%s': not a fedrun plugin", file,
+				  FEDRUN_PLUGIN_ENTRY);
+		goto close_dl;
+	}
+	const struct fedrun_plugin **list = NULL;
+	uint32_t count = 0;
+	for (;;) {
+		const struct fedrun_plugin *p = entry(count);
+		if (!p)
+			break;
+		if (count >= 1024) {
+			rc = fedrun_error(FEDRUN_EABI, "%s: more than 1024 plugins", file);
+			goto free_list;
+		}
+		rc = check_plugin(file, count, p);
+		if (rc < 0)
+			goto free_list;
+		const struct fedrun_plugin **bigger = realloc(list, (count + 1) * sizeof *list);
+		if (!bigger) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			goto free_list;
+		}
+		list = bigger;
+		list[count++] = p;
+	}
+	if (count == 0) {
+		rc = fedrun_error(FEDRUN_EABI, "%s: entry point lists no plugins", file);
+		goto free_list;
+	}
+	if (reg->nmods == reg->capmods) {
+		uint32_t cap = reg->capmods ? 2 * reg->capmods : 16;
+		struct module *mods = realloc(reg->mods, cap * sizeof *mods);
+		if (!mods) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			goto free_list;
+		}
+		reg->mods = mods;
+		reg->capmods = cap;
+	}
+	m = &reg->mods[reg->nmods];
+	m->file = strdup(file);
+	if (!m->file) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto free_list;
+	}
+	m->dl = dl;
+	m->n = count;
+	m->plugins = list;
+	reg->nmods++;
+	*plugins = m->plugins;
+	*n = count;
+	return 0;
+free_list:
+	free(list);
+close_dl:
+	dlclose(dl);
+	return rc;
+}
+
+static int add_dir(struct fedrun_registry *reg, const char *dir)
+{
+	if (!*dir)
+		return 0;
+	char **dirs = realloc(reg->dirs, (reg->ndirs + 1) * sizeof *dirs);
+	if (!dirs)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	reg->dirs = dirs;
+	if (!(dirs[reg->ndirs] = strdup(dir)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	reg->ndirs++;
+	return 0;
+}
+
+int fedrun_registry_create(const char *plugindir, struct fedrun_registry **out)
+{
+	struct fedrun_registry *reg = calloc(1, sizeof *reg);
+	if (!reg)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	int rc = 0;
+	const char *env = getenv("FEDRUN_PLUGIN_PATH");
+	if (env) {
+		char *copy = strdup(env), *save = NULL;
+		if (!copy)
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && rc == 0;
+		     d = strtok_r(NULL, ":", &save))
+			rc = add_dir(reg, d);
+		free(copy);
+	}
+	if (rc == 0)
+		rc = add_dir(reg, plugindir ? plugindir : FEDRUN_PLUGINDIR);
+	if (rc < 0) {
+		fedrun_registry_destroy(reg);
+		return rc;
+	}
+	*out = reg;
+	return 0;
+}
+
+void fedrun_registry_destroy(struct fedrun_registry *reg)
+{
+	if (!reg)
+		return;
+	for (uint32_t i = 0; i < reg->nmods; i++) {
+		dlclose(reg->mods[i].dl);
+		free(reg->mods[i].file);
+		free(reg->mods[i].plugins);
+	}
+	free(reg->mods);
+	for (uint32_t i = 0; i < reg->ndirs; i++)
+		free(reg->dirs[i]);
+	free(reg->dirs);
+	free(reg);
+}
+
+static int ends_with_so(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 3 && strcmp(s + n - 3, ".so") == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .so files of a directory, sorted by name; a missing directory has none. */
+static int list_dir(const char *dir, char ***files, uint32_t *n)
+{
+	*files = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d)) != NULL) {
+		if (!ends_with_so(e->d_name))
+			continue;
+		char **bigger = realloc(*files, (*n + 1) * sizeof **files);
+		size_t len = strlen(dir) + strlen(e->d_name) + 2;
+		char *path = malloc(len);
+		if (!bigger || !path) {
+			free(path);
+			if (bigger)
+				*files = bigger;
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			break;
+		}
+		*files = bigger;
+		snprintf(path, len, "%s/%s", dir, e->d_name);
+		(*files)[(*n)++] = path;
+	}
+	closedir(d);
+	if (*n)
+		qsort(*files, *n, sizeof **files, cmp_str);
+	return rc;
+}
+
+static void free_list(char **files, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+}
+
+int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char *name,
+			 const char *file, const struct fedrun_plugin **plugin,
+			 const char **found_file)
+{
+	const struct fedrun_plugin *const *list;
+	uint32_t n;
+	int rc;
+	if (file) {
+		rc = fedrun_registry_open(reg, file, &list, &n);
+		if (rc < 0)
+			return rc;
+		for (uint32_t i = 0; i < n; i++) {
+			if (list[i]->kind == kind && strcmp(list[i]->name, name) == 0) {
+				*plugin = list[i];
+				if (found_file)
+					*found_file = find_loaded(reg, file)->file;
+				return 0;
+			}
+		}
+		return fedrun_error(FEDRUN_ENOENT, "%s holds no %s plugin called '%s'", file,
+				    fedrun_kind_name(kind), name);
+	}
+	char refused[1024] = "";
+	size_t rlen = 0;
+	for (uint32_t d = 0; d < reg->ndirs; d++) {
+		char **files;
+		uint32_t nf;
+		rc = list_dir(reg->dirs[d], &files, &nf);
+		if (rc < 0)
+			return rc;
+		for (uint32_t f = 0; f < nf; f++) {
+			if (fedrun_registry_open(reg, files[f], &list, &n) < 0) {
+				if (rlen < sizeof refused - 1)
+					rlen += snprintf(refused + rlen, sizeof refused - rlen,
+							 "\n  refused: %s", fedrun_error_message());
+				continue;
+			}
+			for (uint32_t i = 0; i < n; i++) {
+				if (list[i]->kind == kind && strcmp(list[i]->name, name) == 0) {
+					*plugin = list[i];
+					if (found_file)
+						*found_file = find_loaded(reg, files[f])->file;
+					free_list(files, nf);
+					return 0;
+				}
+			}
+		}
+		free_list(files, nf);
+	}
+	char path[1024] = "";
+	size_t plen = 0;
+	for (uint32_t d = 0; d < reg->ndirs && plen < sizeof path - 1; d++)
+		plen += snprintf(path + plen, sizeof path - plen, "%s%s", d ? ":" : "", reg->dirs[d]);
+	return fedrun_error(FEDRUN_ENOENT,
+			    "no %s plugin called '%s' in the plugin path %s (see 'fedrun plugins')%s",
+			    fedrun_kind_name(kind), name, path, refused);
+}
+
+int fedrun_registry_scan(struct fedrun_registry *reg, fedrun_registry_visit_fn visit, void *ud)
+{
+	struct seen {
+		uint32_t kind;
+		const char *name;
+	} *seen = NULL;
+	uint32_t nseen = 0;
+	int rc = 0;
+	for (uint32_t d = 0; d < reg->ndirs && rc == 0; d++) {
+		char **files;
+		uint32_t nf;
+		rc = list_dir(reg->dirs[d], &files, &nf);
+		for (uint32_t f = 0; f < nf && rc == 0; f++) {
+			const struct fedrun_plugin *const *list;
+			uint32_t n;
+			if (fedrun_registry_open(reg, files[f], &list, &n) < 0) {
+				visit(ud, files[f], NULL, fedrun_error_message(), 0);
+				continue;
+			}
+			for (uint32_t i = 0; i < n; i++) {
+				int shadowed = 0;
+				for (uint32_t s = 0; s < nseen; s++)
+					shadowed |= seen[s].kind == list[i]->kind &&
+						    strcmp(seen[s].name, list[i]->name) == 0;
+				visit(ud, files[f], list[i], NULL, shadowed);
+				struct seen *bigger = realloc(seen, (nseen + 1) * sizeof *seen);
+				if (!bigger) {
+					rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+					break;
+				}
+				seen = bigger;
+				seen[nseen].kind = list[i]->kind;
+				seen[nseen].name = list[i]->name;
+				nseen++;
+			}
+		}
+		free_list(files, nf);
+	}
+	free(seen);
+	return rc;
+}
