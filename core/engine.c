@@ -1,0 +1,662 @@
+/* The round engine (DESIGN.md section 4): sample clients, push θ_t, train
+ * clients in parallel, select and privatise their updates, pull them as
+ * messages, aggregate, evaluate, write metrics and checkpoints. Results are
+ * the same bits whatever the number of threads: randomness comes from
+ * counter-based streams and updates are combined in client order. */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "engine.h"
+#include "message.h"
+
+/* ---- client state kept across rounds --------------------------------- */
+
+struct client_state *run_client_state(struct run *r, uint32_t client, int *rc)
+{
+	uint32_t lo = 0, hi = r->ncstates;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (r->cstates[mid].client < client)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->ncstates && r->cstates[lo].client == client)
+		return &r->cstates[lo];
+	struct client_state *cs = realloc(r->cstates, (r->ncstates + 1) * sizeof *cs);
+	if (!cs) {
+		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
+		return NULL;
+	}
+	r->cstates = cs;
+	memmove(&cs[lo + 1], &cs[lo], (r->ncstates - lo) * sizeof *cs);
+	r->ncstates++;
+	cs[lo] = (struct client_state){.client = client};
+	if (r->optim_floats && !(cs[lo].optim = fedrun_arena_alloc(r->optim_floats))) {
+		memmove(&cs[lo], &cs[lo + 1], (r->ncstates - lo - 1) * sizeof *cs);
+		r->ncstates--;
+		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
+		return NULL;
+	}
+	return &cs[lo];
+}
+
+/* ---- a small thread pool: parallel for with deterministic errors ------ */
+
+struct pfor {
+	struct run *r;
+	uint32_t n;
+	atomic_uint next;
+	int (*fn)(struct run *r, struct worker *w, uint32_t i, void *ctx);
+	void *ctx;
+	int *rcs; /* per item */
+	char **msgs;
+	uint32_t omp_threads;
+};
+
+struct pfor_arg {
+	struct pfor *pf;
+	struct worker *w;
+};
+
+static void *pfor_thread(void *p)
+{
+	struct pfor_arg *a = p;
+	struct pfor *pf = a->pf;
+#ifdef _OPENMP
+	omp_set_num_threads((int)pf->omp_threads);
+#endif
+	for (;;) {
+		uint32_t i = atomic_fetch_add(&pf->next, 1);
+		if (i >= pf->n)
+			break;
+		fedrun_error_clear();
+		int rc = pf->fn(pf->r, a->w, i, pf->ctx);
+		if (rc < 0) {
+			pf->rcs[i] = rc;
+			pf->msgs[i] = strdup(fedrun_error_message());
+			atomic_store(&pf->next, pf->n); /* stop handing out work */
+		}
+	}
+	return NULL;
+}
+
+/* Runs fn(i) for i in [0, n) on the workers. On failure returns the error
+ * of the lowest failed index, so the message does not depend on timing. */
+static int parallel_for(struct run *r, uint32_t n,
+			int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx)
+{
+	if (n == 0)
+		return 0;
+	uint32_t nt = r->nworkers < n ? r->nworkers : n;
+	struct pfor pf = {.r = r, .n = n, .fn = fn, .ctx = ctx};
+	atomic_init(&pf.next, 0);
+	pf.omp_threads = r->opts->threads / nt ? r->opts->threads / nt : 1;
+	pf.rcs = calloc(n, sizeof *pf.rcs);
+	pf.msgs = calloc(n, sizeof *pf.msgs);
+	pthread_t *tids = calloc(nt, sizeof *tids);
+	struct pfor_arg *args = calloc(nt, sizeof *args);
+	int rc = 0;
+	if (!pf.rcs || !pf.msgs || !tids || !args) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	uint32_t started = 0;
+	for (uint32_t t = 0; t < nt; t++) {
+		args[t] = (struct pfor_arg){&pf, &r->workers[t]};
+		if (t == 0)
+			continue; /* the calling thread is worker 0 */
+		if (pthread_create(&tids[t], NULL, pfor_thread, &args[t]) != 0)
+			break;
+		started = t;
+	}
+#ifdef _OPENMP
+	int saved = omp_get_max_threads();
+#endif
+	pfor_thread(&args[0]);
+#ifdef _OPENMP
+	omp_set_num_threads(saved);
+#endif
+	for (uint32_t t = 1; t <= started; t++)
+		pthread_join(tids[t], NULL);
+	for (uint32_t i = 0; i < n; i++) {
+		if (pf.rcs[i] < 0) {
+			rc = fedrun_error(pf.rcs[i], "%s", pf.msgs[i] ? pf.msgs[i] : "");
+			break;
+		}
+	}
+out:
+	if (pf.msgs)
+		for (uint32_t i = 0; i < n; i++)
+			free(pf.msgs[i]);
+	free(pf.msgs);
+	free(pf.rcs);
+	free(tids);
+	free(args);
+	return rc;
+}
+
+/* ---- one round -------------------------------------------------------- */
+
+struct round_ctx {
+	struct fedrun_round_info info;
+	const uint32_t *clients;
+	const void *push;
+	size_t push_len;
+	void **pull;
+	size_t *pull_len;
+	double *loss;
+};
+
+static int first_bad_tensor(const struct fedrun_layout *l, const float *arena, const char **name)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (!fedrun_vec_finite(l->t[i].numel, arena + l->t[i].offset, NULL)) {
+			*name = l->t[i].name;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
+{
+	struct round_ctx *rc_ = p;
+	const struct fedrun_layout *l = r->layout;
+	uint32_t c = rc_->clients[i];
+	struct msg_view view = {.tensor = w->view};
+	int rc = msg_decode(rc_->push, rc_->push_len, l, &view);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "client %u: push message: ", c);
+	for (uint32_t t = 0; t < l->n; t++)
+		if (view.tensor[t])
+			memcpy(w->params + l->t[t].offset, view.tensor[t], l->t[t].numel * sizeof(float));
+	memcpy(w->before, w->params, l->total * sizeof(float));
+
+	float *optim = w->optim_scratch;
+	uint64_t scratch_step = 0, *step = &scratch_step;
+	if (r->cfg.optim_state_keep) {
+		struct client_state *cs = run_client_state(r, c, &rc); /* created before */
+		if (!cs)
+			return rc;
+		optim = cs->optim;
+		step = &cs->step;
+	} else if (optim) {
+		memset(optim, 0, r->optim_floats * sizeof(float));
+	}
+	struct fedrun_train_args args = {
+		.size = sizeof args, .round = rc_->info.round, .client = c,
+		.seed = (uint64_t)r->cfg.seed, .epochs = (uint32_t)r->cfg.epochs,
+		.steps = (uint64_t)r->cfg.steps, .batch = (uint32_t)r->cfg.batch,
+		.optim = &r->cfg.optim, .optim_state = optim, .optim_step = step};
+	struct fedrun_train_stats stats = {0};
+	rc = r->model_ops->train(r->model.state, w->model_worker, &args, w->params, &stats);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "client %u: training: ", c);
+	const char *bad;
+	if (first_bad_tensor(l, w->params, &bad))
+		return fedrun_error(FEDRUN_ENUMERIC,
+				    "round %u, client %u: training produced non-finite values in tensor '%s' "
+				    "(try a smaller clients.optimizer.lr)", rc_->info.round, c, bad);
+	rc_->loss[i] = stats.loss;
+
+	memset(w->mask, 0, l->n);
+	rc = r->sel_ops->select(r->selector.state, &rc_->info, c, w->before, w->params, w->mask);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "client %u: selector '%s': ", c, r->selector.desc->name);
+	fedrun_vec_sub(l->total, w->params, w->before, w->params); /* Δ_k = θ_k − θ_t */
+	if (r->priv_ops) {
+		rc = r->priv_ops->apply(r->privacy.state, &rc_->info, c, w->mask, w->params);
+		if (rc < 0)
+			return fedrun_error_wrap(rc, "client %u: privacy '%s': ", c, r->privacy.desc->name);
+		for (uint32_t t = 0; t < l->n; t++)
+			if (w->mask[t] && !fedrun_vec_finite(l->t[t].numel, w->params + l->t[t].offset, NULL))
+				return fedrun_error(FEDRUN_ENUMERIC,
+						    "round %u, client %u: privacy '%s' produced non-finite values in tensor '%s'",
+						    rc_->info.round, c, r->privacy.desc->name, l->t[t].name);
+	}
+	rc = msg_encode(MSG_PULL, rc_->info.round, c, r->model_ops->client_size(r->model.state, c),
+			stats.loss, l, w->params, w->mask, &rc_->pull[i], &rc_->pull_len[i]);
+	if (rc < 0)
+		return rc;
+	return 0;
+}
+
+/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id. */
+static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_t *m)
+{
+	uint32_t K = r->num_clients;
+	uint32_t want = (uint32_t)floor(r->cfg.fraction * K + 1e-9);
+	if (want < 1)
+		want = 1;
+	uint32_t *all = malloc((size_t)K * sizeof *all);
+	if (!all)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < K; k++)
+		all[k] = k;
+	if (want < K) {
+		struct fedrun_rng rng;
+		fedrun_rng_init(&rng, (uint64_t)r->cfg.seed, FEDRUN_RNG_SAMPLE, round, 0);
+		for (uint32_t k = 0; k < want; k++) { /* partial Fisher-Yates */
+			uint32_t j = k + (uint32_t)fedrun_rng_below(&rng, K - k);
+			uint32_t t = all[k];
+			all[k] = all[j];
+			all[j] = t;
+		}
+		for (uint32_t k = 1; k < want; k++) /* insertion sort is fine: few */
+			for (uint32_t j = k; j > 0 && all[j - 1] > all[j]; j--) {
+				uint32_t t = all[j];
+				all[j] = all[j - 1];
+				all[j - 1] = t;
+			}
+	}
+	*out = all;
+	*m = want;
+	return 0;
+}
+
+static int evaluate_server(struct run *r, enum fedrun_split split)
+{
+	struct fedrun_eval ev = {0};
+	int rc = r->model_ops->evaluate(r->model.state, r->workers[0].model_worker, r->theta, split,
+					FEDRUN_ALL_CLIENTS, &ev);
+	if (rc == FEDRUN_ENOENT)
+		return 0; /* no such split */
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "evaluation: ");
+	for (uint32_t i = 0; i < ev.n && i < FEDRUN_METRICS_MAX; i++) {
+		rc = run_event(r, -1, (int)split, ev.m[i].name, NULL, ev.m[i].value);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int eval_client(struct run *r, struct worker *w, uint32_t c, void *p)
+{
+	enum fedrun_split split = *(enum fedrun_split *)p;
+	struct fedrun_eval ev = {0};
+	int rc = r->model_ops->evaluate(r->model.state, w->model_worker, r->theta, split, c, &ev);
+	if (rc == FEDRUN_ENOENT)
+		return 0;
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "evaluation of client %u: ", c);
+	for (uint32_t i = 0; i < ev.n && i < FEDRUN_METRICS_MAX; i++)
+		if ((rc = run_event(r, c, (int)split, ev.m[i].name, NULL, ev.m[i].value)) < 0)
+			return rc;
+	return 0;
+}
+
+static int evaluate_all(struct run *r, enum fedrun_split split)
+{
+	int rc = evaluate_server(r, split);
+	if (rc == 0 && r->cfg.eval_clients)
+		rc = parallel_for(r, r->num_clients, eval_client, &split);
+	return rc;
+}
+
+static double last_loss(const struct run *r, int split)
+{
+	for (uint32_t i = r->nevents; i-- > 0;)
+		if (r->events[i].client < 0 && r->events[i].split == split &&
+		    strcmp(r->events[i].name, "loss") == 0)
+			return r->events[i].value;
+	return NAN;
+}
+
+static void progress(struct run *r, uint32_t first, double train_loss)
+{
+	if (!r->opts->progress || r->opts->quiet)
+		return;
+	double el = run_now() - r->t0;
+	double per = el / (r->round - first + 1);
+	double eta = per * (double)(r->cfg.rounds - r->round);
+	double vl = last_loss(r, r->cfg.eval_split);
+	fprintf(stderr, "\rround %u/%" PRId64 "  train loss %.4f", r->round, r->cfg.rounds, train_loss);
+	if (!isnan(vl))
+		fprintf(stderr, "  %s loss %.4f", r->cfg.eval_split == FEDRUN_SPLIT_VALID ? "valid" :
+			r->cfg.eval_split == FEDRUN_SPLIT_TEST ? "test" : "train", vl);
+	fprintf(stderr, "  ETA %dm%02ds \033[K", (int)(eta / 60), (int)fmod(eta, 60));
+	if (r->round == r->cfg.rounds)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static int run_round(struct run *r, uint32_t round)
+{
+	const struct fedrun_layout *l = r->layout;
+	uint32_t *clients = NULL, m = 0;
+	int rc = sample_clients(r, round, &clients, &m);
+	if (rc < 0)
+		return rc;
+	struct round_ctx ctx = {
+		.info = {.size = sizeof ctx.info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
+			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l},
+		.clients = clients};
+	void *push = NULL;
+	struct fedrun_update *ups = NULL;
+	const float **views = NULL;
+	ctx.pull = calloc(m, sizeof *ctx.pull);
+	ctx.pull_len = calloc(m, sizeof *ctx.pull_len);
+	ctx.loss = calloc(m, sizeof *ctx.loss);
+	ups = calloc(m, sizeof *ups);
+	views = calloc((size_t)m * l->n, sizeof *views);
+	if (!ctx.pull || !ctx.pull_len || !ctx.loss || !ups || !views) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (r->cfg.optim_state_keep)
+		for (uint32_t i = 0; i < m && rc == 0; i++)
+			if (!run_client_state(r, clients[i], &rc))
+				goto out;
+
+	/* PUSH: one serialized θ_t, received by every sampled client. */
+	rc = msg_encode(MSG_PUSH, round, UINT32_MAX, 0, 0, l, r->theta, NULL, &push, &ctx.push_len);
+	if (rc < 0)
+		goto out;
+	ctx.push = push;
+	r->bytes_push = (uint64_t)ctx.push_len * m;
+
+	rc = parallel_for(r, m, train_client, &ctx);
+	if (rc < 0)
+		goto out;
+
+	/* PULL: decode in client order. */
+	r->bytes_pull = 0;
+	double loss_sum = 0, n_sum = 0;
+	for (uint32_t i = 0; i < m; i++) {
+		struct msg_view v = {.tensor = views + (size_t)i * l->n};
+		rc = msg_decode(ctx.pull[i], ctx.pull_len[i], l, &v);
+		if (rc < 0)
+			goto out;
+		r->bytes_pull += ctx.pull_len[i];
+		ups[i] = (struct fedrun_update){.client = v.client, .n_samples = v.n_samples,
+						.train_loss = v.train_loss, .tensor = v.tensor};
+		loss_sum += v.train_loss * (double)v.n_samples;
+		n_sum += (double)v.n_samples;
+		if ((rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, v.train_loss)) < 0)
+			goto out;
+	}
+	rc = r->agg_ops->aggregate(r->aggregator.state, &ctx.info, ups, m, r->theta);
+	if (rc < 0) {
+		fedrun_error_wrap(rc, "round %u: aggregator '%s': ", round, r->aggregator.desc->name);
+		goto out;
+	}
+	const char *bad;
+	if (first_bad_tensor(l, r->theta, &bad)) {
+		rc = fedrun_error(FEDRUN_ENUMERIC, "round %u: aggregator '%s' produced non-finite values in tensor '%s'",
+				  round, r->aggregator.desc->name, bad);
+		goto out;
+	}
+	r->round = round;
+	double train_loss = n_sum > 0 ? loss_sum / n_sum : NAN;
+	rc = run_event(r, -1, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, train_loss);
+	if (rc == 0)
+		rc = run_event(r, -1, -1, "clients", NULL, m);
+	if (rc == 0 && r->cfg.eval_every > 0 &&
+	    (round % r->cfg.eval_every == 0 || round == r->cfg.rounds))
+		rc = evaluate_all(r, (enum fedrun_split)r->cfg.eval_split);
+	if (rc < 0)
+		goto out;
+	progress(r, 1, train_loss);
+	rc = metrics_flush_round(r, round);
+out:
+	if (ctx.pull)
+		for (uint32_t i = 0; i < m; i++)
+			free(ctx.pull[i]);
+	free(ctx.pull);
+	free(ctx.pull_len);
+	free(ctx.loss);
+	free(push);
+	free(ups);
+	free(views);
+	free(clients);
+	return rc;
+}
+
+/* ---- setup and teardown ----------------------------------------------- */
+
+static int workers_create(struct run *r)
+{
+	uint32_t n = r->opts->threads ? r->opts->threads : 1;
+	r->workers = calloc(n, sizeof *r->workers);
+	if (!r->workers)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	r->nworkers = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct worker *w = &r->workers[i];
+		w->params = fedrun_arena_alloc(r->layout->total);
+		w->before = fedrun_arena_alloc(r->layout->total);
+		w->mask = calloc(r->layout->n, 1);
+		w->view = calloc(r->layout->n, sizeof *w->view);
+		if (r->optim_floats && !r->cfg.optim_state_keep)
+			w->optim_scratch = fedrun_arena_alloc(r->optim_floats);
+		if (!w->params || !w->before || !w->mask || !w->view ||
+		    (r->optim_floats && !r->cfg.optim_state_keep && !w->optim_scratch))
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory for worker buffers");
+		if (r->model_ops->worker_create) {
+			int rc = r->model_ops->worker_create(r->model.state, &w->model_worker);
+			if (rc < 0)
+				return fedrun_error_wrap(rc, "model '%s': ", r->model.desc->name);
+		}
+	}
+	return 0;
+}
+
+static void workers_destroy(struct run *r)
+{
+	for (uint32_t i = 0; i < r->nworkers; i++) {
+		struct worker *w = &r->workers[i];
+		if (w->model_worker && r->model_ops->worker_destroy)
+			r->model_ops->worker_destroy(r->model.state, w->model_worker);
+		fedrun_arena_free(w->params);
+		fedrun_arena_free(w->before);
+		fedrun_arena_free(w->optim_scratch);
+		free(w->mask);
+		free(w->view);
+	}
+	free(r->workers);
+	r->workers = NULL;
+	r->nworkers = 0;
+}
+
+static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_opts *opts,
+		     struct fedrun_registry *reg)
+{
+	memset(r, 0, sizeof *r);
+	r->pipeline = pipeline;
+	r->opts = opts;
+	r->t0 = run_now();
+	pthread_mutex_init(&r->lock, NULL);
+	run_host_init(r);
+	fedrun_opts_set_base_dir(opts->base_dir);
+	int rc = run_config_parse(pipeline, &r->cfg);
+	if (rc == 0)
+		rc = run_plugins_create(r, reg);
+	return rc;
+}
+
+static void run_teardown(struct run *r)
+{
+	metrics_close(r);
+	workers_destroy(r);
+	run_plugins_destroy(r);
+	fedrun_arena_free(r->theta);
+	for (uint32_t i = 0; i < r->ncstates; i++)
+		fedrun_arena_free(r->cstates[i].optim);
+	free(r->cstates);
+	free(r->events);
+	pthread_mutex_destroy(&r->lock);
+}
+
+int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opts,
+			     struct fedrun_registry *reg)
+{
+	struct run r;
+	int rc = run_setup(&r, pipeline, opts, reg);
+	run_teardown(&r);
+	return rc;
+}
+
+/* Compares the resolved pipeline with the one a run directory holds; only
+ * "rounds" may differ (a resumed run may be extended). */
+static int same_pipeline(const struct run *r, const char *saved_path)
+{
+	json_t *saved;
+	int rc = fedrun_pipeline_load(saved_path, &saved);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "cannot resume: ");
+	json_t *now = json_deep_copy(r->pipeline);
+	json_object_del(saved, "rounds");
+	json_object_del(now, "rounds");
+	const char *key;
+	json_t *v;
+	rc = 0;
+	json_object_foreach(now, key, v) {
+		if (!json_equal(v, json_object_get(saved, key))) {
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "cannot resume: the pipeline's '%s' differs from the run's %s",
+					  key, saved_path);
+			break;
+		}
+	}
+	json_object_foreach(saved, key, v)
+		if (rc == 0 && !json_object_get(now, key))
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "cannot resume: the run's %s has '%s', the pipeline does not",
+					  saved_path, key);
+	json_decref(saved);
+	json_decref(now);
+	return rc;
+}
+
+static int prepare_dir(struct run *r)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
+	if (r->opts->resume) {
+		if (access(path, R_OK) != 0)
+			return fedrun_error(FEDRUN_ENOENT, "cannot resume: %s holds no run (no pipeline.json)",
+					    r->cfg.dir);
+		return same_pipeline(r, path);
+	}
+	if (access(path, F_OK) == 0 && !r->cfg.overwrite)
+		return fedrun_error(FEDRUN_EIO,
+				    "%s already holds a run: continue it with --resume, or set "
+				    "output.overwrite to true, or choose another output.dir", r->cfg.dir);
+	int rc = fedrun_mkdir_p(r->cfg.dir);
+	if (rc < 0)
+		return rc;
+	if (r->cfg.overwrite) {
+		/* Start clean: stale checkpoints must not be resumed later. */
+		const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors"};
+		for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+			snprintf(path, sizeof path, "%s/%s", r->cfg.dir, files[i]);
+			unlink(path);
+		}
+		uint32_t rd;
+		char *ck;
+		while (checkpoint_latest(r->cfg.dir, &rd, &ck) == 0) {
+			int gone = unlink(ck) == 0;
+			free(ck);
+			if (!gone)
+				break;
+		}
+		fedrun_error_clear();
+	}
+	char *text = json_dumps(r->pipeline, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!text)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
+	size_t n = strlen(text);
+	text[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
+	rc = fedrun_write_file_atomic(path, text, n + 1);
+	free(text);
+	return rc;
+}
+
+int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
+			struct fedrun_registry *reg)
+{
+	struct run r;
+	int rc = run_setup(&r, pipeline, opts, reg);
+	if (rc < 0)
+		goto out;
+	r.optim_floats = fedrun_optim_state_floats(&r.cfg.optim, r.layout->total);
+	r.theta = fedrun_arena_alloc(r.layout->total);
+	if (!r.theta) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for %" PRIu64 " parameters",
+				  r.layout->total);
+		goto out;
+	}
+	if ((rc = prepare_dir(&r)) < 0 || (rc = workers_create(&r)) < 0)
+		goto out;
+	if (opts->resume) {
+		uint32_t rd;
+		char *path;
+		if ((rc = checkpoint_latest(r.cfg.dir, &rd, &path)) < 0)
+			goto out;
+		rc = checkpoint_load(&r, path);
+		free(path);
+		if (rc < 0 || (rc = metrics_truncate(r.cfg.dir, r.round)) < 0)
+			goto out;
+	} else if (r.cfg.init) {
+		if ((rc = init_load(&r, r.cfg.init)) < 0)
+			goto out;
+	} else {
+		rc = r.model_ops->init_params(r.model.state, (uint64_t)r.cfg.seed, r.theta);
+		if (rc < 0) {
+			fedrun_error_wrap(rc, "model '%s': initialisation: ", r.model.desc->name);
+			goto out;
+		}
+	}
+	if ((rc = metrics_open(&r, opts->resume)) < 0)
+		goto out;
+	r.host.log(&r, FEDRUN_LOG_INFO, "fedrun %s: %s, %u clients, %" PRIu64 " parameters in %u tensors, %u threads%s",
+		   PACKAGE_VERSION, r.cfg.name, r.num_clients, fedrun_layout_numel(r.layout), r.layout->n,
+		   opts->threads, opts->resume ? ", resumed" : "");
+	if (!opts->resume && r.cfg.eval_every > 0) {
+		/* Round 0: the initial model, as a baseline. */
+		if ((rc = evaluate_all(&r, (enum fedrun_split)r.cfg.eval_split)) < 0 ||
+		    (rc = metrics_flush_round(&r, 0)) < 0)
+			goto out;
+	}
+	uint32_t first = r.round + 1;
+	for (uint32_t round = first; round <= (uint32_t)r.cfg.rounds; round++) {
+		if ((rc = run_round(&r, round)) < 0)
+			goto out;
+		int stop = opts->interrupt && *opts->interrupt;
+		if ((r.cfg.ckpt_every > 0 && round % r.cfg.ckpt_every == 0) || stop)
+			if ((rc = checkpoint_write(&r)) < 0)
+				goto out;
+		if (stop && round < r.cfg.rounds) {
+			rc = fedrun_error(FEDRUN_EINTERRUPTED,
+					  "interrupted after round %u; a checkpoint is in %s/checkpoints: "
+					  "continue with --resume", round, r.cfg.dir);
+			goto out;
+		}
+	}
+	if (r.cfg.final_test) {
+		if ((rc = evaluate_all(&r, FEDRUN_SPLIT_TEST)) < 0 ||
+		    (rc = metrics_flush_round(&r, r.round)) < 0)
+			goto out;
+	}
+	rc = final_write(&r);
+	if (rc == 0)
+		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,
+			   r.cfg.dir);
+out:
+	if (rc < 0 && r.log)
+		fprintf(r.log, "error: %s\n", fedrun_error_message());
+	run_teardown(&r);
+	return rc;
+}

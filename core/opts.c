@@ -8,12 +8,18 @@
 #include <unistd.h>
 #include "fedrun/error.h"
 #include "fedrun/opts.h"
+#include "internal.h"
 
 static _Thread_local char base_dir[4096];
 
 void fedrun_opts_set_base_dir(const char *dir)
 {
 	snprintf(base_dir, sizeof base_dir, "%s", dir ? dir : "");
+}
+
+const char *opts_base_dir(void)
+{
+	return base_dir;
 }
 
 char *fedrun_path_resolve(const char *base, const char *path)
@@ -92,8 +98,8 @@ static int parse_one(const struct fedrun_opt *o, json_t *section, const char *pa
 	switch (o->type) {
 	case FEDRUN_OPT_BOOL:
 		if (!json_is_boolean(v))
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected true or false, got %s",
-					    path, o->key, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected true or false, got %s",
+					    path, *path ? "." : "", o->key, got);
 		*(bool *)field = json_is_true(v);
 		return 0;
 	case FEDRUN_OPT_INT: {
@@ -106,23 +112,23 @@ static int parse_one(const struct fedrun_opt *o, json_t *section, const char *pa
 			x = NAN;
 		format_range(o, range, sizeof range);
 		if (isnan(x) || !in_range(o, x))
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected an integer in %s, got %s",
-					    path, o->key, range, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected an integer in %s, got %s",
+					    path, *path ? "." : "", o->key, range, got);
 		*(int64_t *)field = json_is_integer(v) ? json_integer_value(v) : (int64_t)x;
 		return 0;
 	}
 	case FEDRUN_OPT_NUMBER: {
 		format_range(o, range, sizeof range);
 		if (!json_is_number(v) || !in_range(o, json_number_value(v)))
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected a number in %s, got %s",
-					    path, o->key, range, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected a number in %s, got %s",
+					    path, *path ? "." : "", o->key, range, got);
 		*(double *)field = json_number_value(v);
 		return 0;
 	}
 	case FEDRUN_OPT_STRING:
 		if (!json_is_string(v))
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected a string, got %s",
-					    path, o->key, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected a string, got %s",
+					    path, *path ? "." : "", o->key, got);
 		*(const char **)field = json_string_value(v);
 		return 0;
 	case FEDRUN_OPT_CHOICE: {
@@ -133,22 +139,22 @@ static int parse_one(const struct fedrun_opt *o, json_t *section, const char *pa
 			for (char *p = list; *p; p++)
 				if (*p == '|')
 					*p = ',';
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected one of {%s}, got %s",
-					    path, o->key, list, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected one of {%s}, got %s",
+					    path, *path ? "." : "", o->key, list, got);
 		}
 		*(int *)field = i;
 		return 0;
 	}
 	case FEDRUN_OPT_PATH: {
 		if (!json_is_string(v) || !*json_string_value(v))
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected a file name, got %s",
-					    path, o->key, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected a file name, got %s",
+					    path, *path ? "." : "", o->key, got);
 		char *full = fedrun_path_resolve(base_dir, json_string_value(v));
 		if (!full)
 			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		if (access(full, R_OK) != 0) {
-			int rc = fedrun_error(FEDRUN_ENOENT, "%s.%s: cannot read file '%s': %s",
-					      path, o->key, full, strerror(errno));
+			int rc = fedrun_error(FEDRUN_ENOENT, "%s%s%s: cannot read file '%s': %s",
+					      path, *path ? "." : "", o->key, full, strerror(errno));
 			free(full);
 			return rc;
 		}
@@ -159,21 +165,21 @@ static int parse_one(const struct fedrun_opt *o, json_t *section, const char *pa
 	}
 	case FEDRUN_OPT_OBJECT:
 		if (!json_is_object(v))
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected an object, got %s",
-					    path, o->key, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected an object, got %s",
+					    path, *path ? "." : "", o->key, got);
 		*(json_t **)field = v;
 		return 0;
 	case FEDRUN_OPT_ARRAY:
 		if (!json_is_array(v))
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: expected an array, got %s",
-					    path, o->key, got);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected an array, got %s",
+					    path, *path ? "." : "", o->key, got);
 		*(json_t **)field = v;
 		return 0;
 	case FEDRUN_OPT_ANY:
 		*(json_t **)field = v;
 		return 0;
 	}
-	return fedrun_error(FEDRUN_EINVAL, "%s.%s: bad option type", path, o->key);
+	return fedrun_error(FEDRUN_EINVAL, "%s%s%s: bad option type", path, *path ? "." : "", o->key);
 }
 
 static json_t *default_value(const struct fedrun_opt *o)
@@ -194,7 +200,7 @@ int fedrun_opts_parse(const struct fedrun_opt *spec, json_t *section, const char
 {
 	char got[64];
 	if (!json_is_object(section))
-		return fedrun_error(FEDRUN_ECONFIG, "%s: expected an object, got %s", path,
+		return fedrun_error(FEDRUN_ECONFIG, "%s: expected an object, got %s", *path ? path : "pipeline",
 				    fedrun_json_describe(section, got, sizeof got));
 
 	const char *key;
@@ -211,8 +217,8 @@ int fedrun_opts_parse(const struct fedrun_opt *spec, json_t *section, const char
 			for (o = spec; o->key && len < sizeof known - 1; o++)
 				len += snprintf(known + len, sizeof known - len, "%s%s",
 						len ? ", " : "", o->key);
-			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: unknown key (known: %s)", path,
-					    key, *known ? known : "none");
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: unknown key (known: %s)", path,
+					    *path ? "." : "", key, *known ? known : "none");
 		}
 	}
 
@@ -220,8 +226,8 @@ int fedrun_opts_parse(const struct fedrun_opt *spec, json_t *section, const char
 		v = json_object_get(section, o->key);
 		if (!v) {
 			if (o->flags & FEDRUN_OPT_REQUIRED)
-				return fedrun_error(FEDRUN_ECONFIG, "%s.%s: required key is missing",
-						    path, o->key);
+				return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: required key is missing",
+						    path, *path ? "." : "", o->key);
 			if (o->flags & FEDRUN_OPT_OPTIONAL) {
 				if (o->type >= FEDRUN_OPT_STRING && o->type != FEDRUN_OPT_CHOICE)
 					*(void **)((char *)out + o->offset) = NULL;

@@ -229,6 +229,14 @@ struct fedrun_model_ops {
 };
 
 
+/* Convenience: a descriptor initialiser with this header's ABI and size.
+ *   static const struct fedrun_plugin desc = FEDRUN_PLUGIN_INIT(
+ *       FEDRUN_KIND_AGGREGATOR, "mine", "1.0.0", "what it does", &mine_ops); */
+#define FEDRUN_PLUGIN_INIT(kind_, name_, version_, summary_, ops_)              \
+	{.abi_major = FEDRUN_ABI_MAJOR, .abi_minor = FEDRUN_ABI_MINOR,            \
+	 .size = sizeof(struct fedrun_plugin), .kind = (kind_), .name = (name_),   \
+	 .version = (version_), .summary = (summary_), .ops = (ops_)}
+
 #ifdef __cplusplus
 }
 #endif

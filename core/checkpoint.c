@@ -1,0 +1,232 @@
+/* Checkpoints (everything --resume needs: θ, aggregator state, clients'
+ * optimizer state), the final model, and "init" from a safetensors file.
+ * All are safetensors files written atomically. */
+#include "config.h"
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "engine.h"
+
+#define AGG_PREFIX "__aggregator__."
+#define CLIENT_PREFIX "__client__."
+
+static void ckpt_path(const struct run *r, uint32_t round, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/checkpoints/round-%06u.safetensors", r->cfg.dir, round);
+}
+
+static int add_meta(struct fedrun_st_file *f, const struct run *r, uint32_t round)
+{
+	char num[32];
+	snprintf(num, sizeof num, "%u", round);
+	int rc = fedrun_st_meta_set(f, "fedrun.round", num);
+	snprintf(num, sizeof num, "%" PRId64, r->cfg.seed);
+	if (rc == 0)
+		rc = fedrun_st_meta_set(f, "fedrun.seed", num);
+	if (rc == 0)
+		rc = fedrun_st_meta_set(f, "fedrun.model", r->model.desc->name);
+	if (rc == 0)
+		rc = fedrun_st_meta_set(f, "fedrun.version", PACKAGE_VERSION);
+	return rc;
+}
+
+/* Removes checkpoints beyond the newest `keep`. */
+static void prune(const struct run *r)
+{
+	for (int64_t old = (int64_t)r->round - r->cfg.ckpt_every * r->cfg.ckpt_keep; old > 0;
+	     old -= r->cfg.ckpt_every) {
+		char path[4096];
+		ckpt_path(r, (uint32_t)old, path, sizeof path);
+		if (unlink(path) != 0)
+			break;
+	}
+}
+
+int checkpoint_write(struct run *r)
+{
+	char dir[4096], path[4096];
+	snprintf(dir, sizeof dir, "%s/checkpoints", r->cfg.dir);
+	int rc = fedrun_mkdir_p(dir);
+	if (rc < 0)
+		return rc;
+	struct fedrun_st_file f;
+	fedrun_st_init(&f);
+	char (*names)[FEDRUN_NAME_MAX + 64] = NULL;
+	uint64_t *steps = NULL;
+	rc = add_meta(&f, r, r->round);
+	if (rc == 0)
+		rc = fedrun_st_add_layout(&f, r->layout, r->theta);
+
+	const struct fedrun_state_blob *blobs = NULL;
+	uint32_t nblobs = 0;
+	if (rc == 0 && r->agg_ops->size > offsetof(struct fedrun_aggregator_ops, state) &&
+	    r->agg_ops->state)
+		rc = r->agg_ops->state(r->aggregator.state, &blobs, &nblobs);
+	names = calloc(nblobs + 2 * (size_t)r->ncstates + 1, sizeof *names);
+	steps = calloc(r->ncstates + 1, sizeof *steps);
+	if (rc == 0 && (!names || !steps))
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	uint32_t k = 0;
+	for (uint32_t i = 0; rc == 0 && i < nblobs; i++, k++) {
+		snprintf(names[k], sizeof names[k], AGG_PREFIX "%s", blobs[i].name);
+		rc = fedrun_st_add(&f, names[k], FEDRUN_U8, 1, &blobs[i].bytes, blobs[i].data);
+	}
+	for (uint32_t i = 0; rc == 0 && i < r->ncstates; i++) {
+		const struct client_state *cs = &r->cstates[i];
+		uint64_t one = 1;
+		steps[i] = cs->step;
+		snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.step", cs->client);
+		rc = fedrun_st_add(&f, names[k++], FEDRUN_U64, 1, &one, &steps[i]);
+		if (rc == 0 && r->optim_floats) {
+			snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.optim", cs->client);
+			rc = fedrun_st_add(&f, names[k++], FEDRUN_F32, 1, &r->optim_floats, cs->optim);
+		}
+	}
+	if (rc == 0) {
+		ckpt_path(r, r->round, path, sizeof path);
+		rc = fedrun_st_write(&f, path);
+	}
+	fedrun_st_fini(&f);
+	free(names);
+	free(steps);
+	if (rc == 0)
+		prune(r);
+	return rc;
+}
+
+int checkpoint_latest(const char *dir, uint32_t *round, char **path)
+{
+	char cdir[4096];
+	snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+	DIR *d = opendir(cdir);
+	*round = 0;
+	*path = NULL;
+	if (!d)
+		return fedrun_error(FEDRUN_ENOENT, "%s: no checkpoints to resume from", dir);
+	struct dirent *e;
+	unsigned best = 0;
+	int found = 0;
+	while ((e = readdir(d)) != NULL) {
+		unsigned rd;
+		char tail[32];
+		if (sscanf(e->d_name, "round-%u.%31s", &rd, tail) == 2 &&
+		    strcmp(tail, "safetensors") == 0 && (!found || rd > best)) {
+			best = rd;
+			found = 1;
+		}
+	}
+	closedir(d);
+	if (!found)
+		return fedrun_error(FEDRUN_ENOENT, "%s: no checkpoints to resume from", cdir);
+	size_t n = strlen(cdir) + 64;
+	*path = malloc(n);
+	if (!*path)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	snprintf(*path, n, "%s/round-%06u.safetensors", cdir, best);
+	*round = best;
+	return 0;
+}
+
+int checkpoint_load(struct run *r, const char *path)
+{
+	struct fedrun_st_file f;
+	int rc = fedrun_st_read(&f, path);
+	if (rc < 0)
+		return rc;
+	const char *rd = fedrun_st_meta_get(&f, "fedrun.round");
+	const char *model = fedrun_st_meta_get(&f, "fedrun.model");
+	if (!rd || !model) {
+		rc = fedrun_error(FEDRUN_EFORMAT, "%s: not a fedrun checkpoint (no fedrun.round)", path);
+		goto out;
+	}
+	if (strcmp(model, r->model.desc->name) != 0) {
+		rc = fedrun_error(FEDRUN_EFORMAT, "%s: a checkpoint of model '%s', the pipeline has '%s'",
+				  path, model, r->model.desc->name);
+		goto out;
+	}
+	r->round = (uint32_t)strtoul(rd, NULL, 10);
+	rc = fedrun_st_load_layout(&f, r->layout, r->theta, "__");
+	if (rc < 0) {
+		fedrun_error_wrap(rc, "%s: ", path);
+		goto out;
+	}
+	const struct fedrun_state_blob *blobs = NULL;
+	uint32_t nblobs = 0;
+	if (r->agg_ops->size > offsetof(struct fedrun_aggregator_ops, state) && r->agg_ops->state) {
+		rc = r->agg_ops->state(r->aggregator.state, &blobs, &nblobs);
+		if (rc < 0)
+			goto out;
+	}
+	for (uint32_t i = 0; i < nblobs; i++) {
+		char name[FEDRUN_NAME_MAX + 64];
+		snprintf(name, sizeof name, AGG_PREFIX "%s", blobs[i].name);
+		const struct fedrun_st_tensor *t = fedrun_st_find(&f, name);
+		if (!t || t->bytes != blobs[i].bytes) {
+			rc = fedrun_error(FEDRUN_EFORMAT, "%s: aggregator state '%s' is %s", path,
+					  blobs[i].name, t ? "of another size" : "missing");
+			goto out;
+		}
+		memcpy(blobs[i].data, t->data, t->bytes);
+	}
+	for (uint32_t i = 0; i < f.n; i++) {
+		unsigned client;
+		char what[16];
+		if (sscanf(f.t[i].name, CLIENT_PREFIX "%u.%15s", &client, what) != 2 ||
+		    strcmp(what, "step") != 0)
+			continue;
+		if (client >= r->num_clients || f.t[i].dtype != FEDRUN_U64 || f.t[i].bytes != 8) {
+			rc = fedrun_error(FEDRUN_EFORMAT, "%s: bad client state '%s'", path, f.t[i].name);
+			goto out;
+		}
+		struct client_state *cs = run_client_state(r, client, &rc);
+		if (!cs)
+			goto out;
+		memcpy(&cs->step, f.t[i].data, 8);
+		if (r->optim_floats) {
+			char name[64];
+			snprintf(name, sizeof name, CLIENT_PREFIX "%u.optim", client);
+			const struct fedrun_st_tensor *t = fedrun_st_find(&f, name);
+			if (!t || t->dtype != FEDRUN_F32 || t->bytes != r->optim_floats * sizeof(float)) {
+				rc = fedrun_error(FEDRUN_EFORMAT, "%s: client %u optimizer state is %s",
+						  path, client, t ? "of another size" : "missing");
+				goto out;
+			}
+			memcpy(cs->optim, t->data, t->bytes);
+		}
+	}
+	rc = 0;
+out:
+	fedrun_st_fini(&f);
+	return rc;
+}
+
+int final_write(struct run *r)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/final.safetensors", r->cfg.dir);
+	struct fedrun_st_file f;
+	fedrun_st_init(&f);
+	int rc = add_meta(&f, r, r->round);
+	if (rc == 0)
+		rc = fedrun_st_add_layout(&f, r->layout, r->theta);
+	if (rc == 0)
+		rc = fedrun_st_write(&f, path);
+	fedrun_st_fini(&f);
+	return rc;
+}
+
+int init_load(struct run *r, const char *path)
+{
+	struct fedrun_st_file f;
+	int rc = fedrun_st_read(&f, path);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "init: ");
+	rc = fedrun_st_load_layout(&f, r->layout, r->theta, "__");
+	fedrun_st_fini(&f);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "init: %s: ", path);
+	return 0;
+}

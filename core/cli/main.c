@@ -1,0 +1,203 @@
+/* The fedrun command: run, validate and list plugins. Only here do error
+ * codes become exit statuses and messages. */
+#include "config.h"
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fedrun/fedrun.h"
+#include "fedrun/pipeline.h"
+#include "commands.h"
+
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = 1;
+	/* A second signal ends the process at once. */
+	signal(sig, SIG_DFL);
+}
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"Usage: fedrun [OPTIONS] PIPELINE.json\n"
+		"       fedrun run [OPTIONS] PIPELINE.json\n"
+		"       fedrun validate [--set PATH=VALUE]... PIPELINE.json\n"
+		"       fedrun plugins\n"
+		"       fedrun bleu [OPTIONS] REF HYP\n"
+		"\n"
+		"Options:\n"
+		"  -t, --threads N        worker threads (default: number of CPUs)\n"
+		"  -s, --set PATH=VALUE   override a pipeline key (repeatable)\n"
+		"  -r, --resume           continue the run from its last checkpoint\n"
+		"  -q, --quiet            no progress line\n"
+		"  -h, --help             this help\n"
+		"  -V, --version          version and plugin ABI\n"
+		"\n"
+		"Exit status: 0 success, 1 the run failed, 2 usage or pipeline error,\n"
+		"3 a plugin could not be loaded, 130 interrupted (checkpoint written).\n"
+		"See fedrun(1), fedrun-pipeline(5) and fedrun-plugin(7).\n");
+}
+
+int fedrun_exit_status(int rc)
+{
+	switch (rc) {
+	case 0: return 0;
+	case FEDRUN_ECONFIG:
+	case FEDRUN_EINVAL:
+	case FEDRUN_ENOENT: return 2;
+	case FEDRUN_EABI:
+	case FEDRUN_EPLUGIN: return 3;
+	case FEDRUN_EINTERRUPTED: return 130;
+	default: return 1;
+	}
+}
+
+static int fail(int rc)
+{
+	const char *msg = fedrun_error_message();
+	fprintf(stderr, "fedrun: %s\n", *msg ? msg : fedrun_strerror(rc));
+	return fedrun_exit_status(rc);
+}
+
+struct plist_row {
+	int n;
+};
+
+static void print_plugin(void *ud, const char *file, const struct fedrun_plugin *p,
+			 const char *error, int shadowed)
+{
+	struct plist_row *row = ud;
+	if (row->n++ == 0)
+		printf("%-14s %-11s %-8s %-5s %s\n", "NAME", "KIND", "VERSION", "ABI", "FILE");
+	if (!p) {
+		printf("%-14s %-11s %-8s %-5s %s\n    refused: %s\n", "-", "-", "-", "-", file, error);
+		return;
+	}
+	printf("%-14s %-11s %-8s %u.%-3u %s%s\n    %s\n", p->name, fedrun_kind_name(p->kind),
+	       p->version, p->abi_major, p->abi_minor, file, shadowed ? " (shadowed)" : "",
+	       p->summary);
+}
+
+static int cmd_plugins(void)
+{
+	struct fedrun_registry *reg;
+	int rc = fedrun_registry_create(NULL, &reg);
+	if (rc < 0)
+		return fail(rc);
+	struct plist_row row = {0};
+	rc = fedrun_registry_scan(reg, print_plugin, &row);
+	if (row.n == 0)
+		printf("no plugins found (searched $FEDRUN_PLUGIN_PATH and %s)\n", fedrun_plugin_dir());
+	fedrun_registry_destroy(reg);
+	return rc < 0 ? fail(rc) : 0;
+}
+
+static int cmd_run(int argc, char **argv, int validate_only)
+{
+	static const struct option longopts[] = {
+		{"threads", required_argument, NULL, 't'}, {"set", required_argument, NULL, 's'},
+		{"resume", no_argument, NULL, 'r'},        {"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct fedrun_run_opts opts = {.threads = cpus > 0 ? (uint32_t)cpus : 1,
+				       .progress = isatty(STDERR_FILENO) != 0,
+				       .interrupt = &interrupted};
+	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	int nsets = 0, c;
+	if (!sets)
+		return fail(fedrun_error(FEDRUN_ENOMEM, "out of memory"));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:s:rqhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*end || n < 1 || n > 1024) {
+				free(sets);
+				fprintf(stderr, "fedrun: --threads: expected an integer in [1, 1024], got '%s'\n",
+					optarg);
+				return 2;
+			}
+			opts.threads = (uint32_t)n;
+			break;
+		}
+		case 's': sets[nsets++] = optarg; break;
+		case 'r': opts.resume = true; break;
+		case 'q': opts.quiet = true; break;
+		case 'h': usage(stdout); free(sets); return 0;
+		case 'V':
+			printf("fedrun %s (plugin ABI %d.%d)\n", fedrun_version(), FEDRUN_ABI_MAJOR,
+			       FEDRUN_ABI_MINOR);
+			free(sets);
+			return 0;
+		default: usage(stderr); free(sets); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		free(sets);
+		return 2;
+	}
+	const char *file = argv[optind];
+	json_t *pipeline = NULL;
+	struct fedrun_registry *reg = NULL;
+	char *dircopy = strdup(file);
+	int rc = dircopy ? fedrun_pipeline_load(file, &pipeline)
+			 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (int i = 0; rc == 0 && i < nsets; i++)
+		rc = fedrun_pipeline_set(pipeline, sets[i]);
+	if (rc == 0)
+		rc = fedrun_registry_create(NULL, &reg);
+	if (rc == 0) {
+		opts.base_dir = dirname(dircopy);
+		if (validate_only) {
+			rc = fedrun_pipeline_validate(pipeline, &opts, reg);
+			if (rc == 0)
+				printf("%s: valid\n", file);
+		} else {
+			signal(SIGINT, on_signal);
+			signal(SIGTERM, on_signal);
+			rc = fedrun_pipeline_run(pipeline, &opts, reg);
+		}
+	}
+	if (rc < 0 && rc != FEDRUN_ENOENT && rc != FEDRUN_ENOMEM && !strstr(fedrun_error_message(), file) &&
+	    (rc == FEDRUN_ECONFIG))
+		fedrun_error_wrap(rc, "%s: ", file);
+	int status = rc < 0 ? fail(rc) : 0;
+	json_decref(pipeline);
+	fedrun_registry_destroy(reg);
+	free(dircopy);
+	free(sets);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(argc - 1, argv + 1, 0);
+	if (strcmp(cmd, "validate") == 0)
+		return cmd_run(argc - 1, argv + 1, 1);
+	if (strcmp(cmd, "plugins") == 0) {
+		if (argc != 2) {
+			usage(stderr);
+			return 2;
+		}
+		return cmd_plugins();
+	}
+	if (strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	return cmd_run(argc, argv, 0);
+}

@@ -1,0 +1,162 @@
+/* The core's pipeline sections: top level, clients, eval and output. Plugin
+ * sections (model, data, selector, privacy, aggregator) are checked by their
+ * plugins; here only their "plugin" and "path" keys. */
+#include "config.h"
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include "engine.h"
+
+struct top {
+	const char *name;
+	int64_t seed, rounds;
+	const char *init;
+	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output;
+};
+
+#define O(key, type, st, field, flags, lo, hi, def, defs, choices) \
+	{key, type, offsetof(st, field), flags, lo, hi, def, defs, choices}
+
+static const struct fedrun_opt top_spec[] = {
+	O("name", FEDRUN_OPT_STRING, struct top, name, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("seed", FEDRUN_OPT_INT, struct top, seed, 0, 0, 9007199254740991.0, 0, NULL, NULL),
+	O("rounds", FEDRUN_OPT_INT, struct top, rounds, FEDRUN_OPT_REQUIRED, 1, 1e9, 0, NULL, NULL),
+	O("init", FEDRUN_OPT_PATH, struct top, init, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("model", FEDRUN_OPT_OBJECT, struct top, model, FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL, NULL),
+	O("data", FEDRUN_OPT_OBJECT, struct top, data, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("clients", FEDRUN_OPT_OBJECT, struct top, clients, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("selector", FEDRUN_OPT_OBJECT, struct top, selector, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("privacy", FEDRUN_OPT_ANY, struct top, privacy, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("aggregator", FEDRUN_OPT_OBJECT, struct top, aggregator, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("eval", FEDRUN_OPT_OBJECT, struct top, eval, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("output", FEDRUN_OPT_OBJECT, struct top, output, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	FEDRUN_OPT_END_,
+};
+
+static const struct fedrun_opt clients_spec[] = {
+	O("fraction", FEDRUN_OPT_NUMBER, struct run_cfg, fraction, FEDRUN_OPT_MIN_OPEN, 0, 1, 1.0, NULL, NULL),
+	O("epochs", FEDRUN_OPT_INT, struct run_cfg, epochs, 0, 0, 1e6, 1, NULL, NULL),
+	O("steps", FEDRUN_OPT_INT, struct run_cfg, steps, 0, 0, 1e12, 0, NULL, NULL),
+	O("batch", FEDRUN_OPT_INT, struct run_cfg, batch, 0, 1, 1e9, 32, NULL, NULL),
+	O("optimizer_state", FEDRUN_OPT_CHOICE, struct run_cfg, optim_state_keep, 0, 0, 0, 0, "reset", "reset|keep"),
+	FEDRUN_OPT_END_,
+};
+
+struct optim_json {
+	int kind;
+	double lr, momentum, weight_decay, beta1, beta2, eps, clip_norm;
+	bool nesterov;
+};
+
+static const struct fedrun_opt optim_spec[] = {
+	O("name", FEDRUN_OPT_CHOICE, struct optim_json, kind, 0, 0, 0, 0, "sgd", "sgd|adam|adamw"),
+	O("lr", FEDRUN_OPT_NUMBER, struct optim_json, lr, FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0.1, NULL, NULL),
+	O("momentum", FEDRUN_OPT_NUMBER, struct optim_json, momentum, FEDRUN_OPT_MAX_OPEN, 0, 1, 0, NULL, NULL),
+	O("nesterov", FEDRUN_OPT_BOOL, struct optim_json, nesterov, 0, 0, 0, 0, NULL, NULL),
+	O("weight_decay", FEDRUN_OPT_NUMBER, struct optim_json, weight_decay, 0, 0, 1e6, 0, NULL, NULL),
+	O("beta1", FEDRUN_OPT_NUMBER, struct optim_json, beta1, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.9, NULL, NULL),
+	O("beta2", FEDRUN_OPT_NUMBER, struct optim_json, beta2, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.999, NULL, NULL),
+	O("eps", FEDRUN_OPT_NUMBER, struct optim_json, eps, FEDRUN_OPT_MIN_OPEN, 0, 1, 1e-8, NULL, NULL),
+	O("clip_norm", FEDRUN_OPT_NUMBER, struct optim_json, clip_norm, 0, 0, 1e12, 0, NULL, NULL),
+	FEDRUN_OPT_END_,
+};
+
+static const struct fedrun_opt eval_spec[] = {
+	O("every", FEDRUN_OPT_INT, struct run_cfg, eval_every, 0, 0, 1e9, 1, NULL, NULL),
+	O("split", FEDRUN_OPT_CHOICE, struct run_cfg, eval_split, 0, 0, 0, 0, "valid", "train|valid|test"),
+	O("clients", FEDRUN_OPT_BOOL, struct run_cfg, eval_clients, 0, 0, 0, 0, NULL, NULL),
+	O("final_test", FEDRUN_OPT_BOOL, struct run_cfg, final_test, 0, 0, 0, 1, NULL, NULL),
+	FEDRUN_OPT_END_,
+};
+
+static const struct fedrun_opt output_spec[] = {
+	O("dir", FEDRUN_OPT_STRING, struct run_cfg, dir, 0, 0, 0, 0, NULL, NULL),
+	O("checkpoint_every", FEDRUN_OPT_INT, struct run_cfg, ckpt_every, 0, 0, 1e9, 1, NULL, NULL),
+	O("keep", FEDRUN_OPT_INT, struct run_cfg, ckpt_keep, 0, 1, 1e9, 2, NULL, NULL),
+	O("overwrite", FEDRUN_OPT_BOOL, struct run_cfg, overwrite, 0, 0, 0, 0, NULL, NULL),
+	FEDRUN_OPT_END_,
+};
+
+/* Gets or creates the object section `key` of root. */
+static json_t *section(json_t *root, const char *key)
+{
+	json_t *s = json_object_get(root, key);
+	if (!s) {
+		s = json_object();
+		json_object_set_new(root, key, s);
+	}
+	return s;
+}
+
+int run_config_parse(json_t *root, struct run_cfg *cfg)
+{
+	struct top top;
+	memset(cfg, 0, sizeof *cfg);
+	int rc = fedrun_opts_parse(top_spec, root, "", &top);
+	if (rc < 0)
+		return rc;
+	cfg->name = top.name ? top.name : "run";
+	if (!top.name)
+		json_object_set_new(root, "name", json_string("run"));
+	cfg->seed = top.seed;
+	cfg->rounds = top.rounds;
+	cfg->init = top.init;
+
+	json_t *clients = section(root, "clients");
+	json_t *optim = json_object_get(clients, "optimizer");
+	if (optim)
+		json_incref(optim), json_object_del(clients, "optimizer");
+	else
+		optim = json_object();
+	struct optim_json oj;
+	rc = fedrun_opts_parse(clients_spec, clients, "clients", cfg);
+	if (rc == 0)
+		rc = fedrun_opts_parse(optim_spec, optim, "clients.optimizer", &oj);
+	if (rc == 0) {
+		cfg->optim = (struct fedrun_optim_cfg){
+			.kind = (enum fedrun_optimizer_kind)oj.kind, .lr = oj.lr,
+			.momentum = oj.momentum, .nesterov = oj.nesterov,
+			.weight_decay = oj.weight_decay, .beta1 = oj.beta1, .beta2 = oj.beta2,
+			.eps = oj.eps, .clip_norm = oj.clip_norm};
+	}
+	json_object_set_new(clients, "optimizer", optim);
+	if (rc < 0)
+		return rc;
+	if (cfg->epochs == 0 && cfg->steps == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "clients: epochs and steps are both 0: clients would not train");
+	if (cfg->epochs > 0 && cfg->steps > 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "clients: give epochs or steps, not both (set epochs to 0 to use steps)");
+
+	rc = fedrun_opts_parse(eval_spec, section(root, "eval"), "eval", cfg);
+	if (rc < 0)
+		return rc;
+	json_t *output = section(root, "output");
+	if (!json_object_get(output, "dir")) {
+		char dir[512];
+		snprintf(dir, sizeof dir, "runs/%s", cfg->name);
+		json_object_set_new(output, "dir", json_string(dir));
+	}
+	rc = fedrun_opts_parse(output_spec, output, "output", cfg);
+	if (rc < 0)
+		return rc;
+	if (!*cfg->dir)
+		return fedrun_error(FEDRUN_ECONFIG, "output.dir: must not be empty");
+
+	/* Defaults for the plugin sections. */
+	if (!json_object_get(section(root, "selector"), "plugin"))
+		json_object_set_new(section(root, "selector"), "plugin", json_string("all"));
+	if (!json_object_get(section(root, "aggregator"), "plugin"))
+		json_object_set_new(section(root, "aggregator"), "plugin", json_string("fedavg"));
+	json_t *priv = json_object_get(root, "privacy");
+	if (!priv) {
+		json_object_set_new(root, "privacy", json_null());
+	} else if (!json_is_null(priv) && !json_is_object(priv)) {
+		char got[64];
+		return fedrun_error(FEDRUN_ECONFIG, "privacy: expected an object or null, got %s",
+				    fedrun_json_describe(priv, got, sizeof got));
+	}
+	return 0;
+}

@@ -1,0 +1,117 @@
+/* Internal structures of a run, shared by the engine's files. */
+#ifndef FEDRUN_ENGINE_H
+#define FEDRUN_ENGINE_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <jansson.h>
+#include "fedrun/fedrun.h"
+#include "fedrun/pipeline.h"
+
+/* The core's own pipeline keys (see man 5 fedrun-pipeline). */
+struct run_cfg {
+	const char *name;
+	int64_t seed;
+	int64_t rounds;
+	const char *init;
+	/* clients */
+	double fraction;
+	int64_t epochs, steps, batch;
+	int optim_state_keep; /* 0 reset each round, 1 keep */
+	struct fedrun_optim_cfg optim;
+	/* eval */
+	int64_t eval_every;
+	bool eval_clients;
+	int eval_split;       /* FEDRUN_SPLIT_* evaluated every eval_every rounds */
+	bool final_test;
+	/* output */
+	const char *dir;
+	int64_t ckpt_every, ckpt_keep;
+	bool overwrite;
+};
+
+struct plugin_slot {
+	const struct fedrun_plugin *desc;
+	const char *file;
+	void *state;
+};
+
+struct metric_event {
+	int64_t client; /* -1: server */
+	uint64_t seq;
+	int split;      /* -1: none */
+	char name[48];
+	char tensor[FEDRUN_NAME_MAX];
+	double value;
+};
+
+struct client_state {
+	uint32_t client;
+	float *optim;
+	uint64_t step;
+};
+
+struct worker {
+	void *model_worker;
+	float *params, *before;
+	uint8_t *mask;
+	const float **view;
+	float *optim_scratch;
+};
+
+struct run {
+	json_t *pipeline; /* borrowed, resolved in place */
+	const struct fedrun_run_opts *opts;
+	struct run_cfg cfg;
+	struct fedrun_host host;
+
+	struct plugin_slot model, aggregator, selector, privacy;
+	const struct fedrun_model_ops *model_ops;
+	const struct fedrun_aggregator_ops *agg_ops;
+	const struct fedrun_selector_ops *sel_ops;
+	const struct fedrun_privacy_ops *priv_ops; /* NULL: no privacy */
+
+	const struct fedrun_layout *layout;
+	uint32_t num_clients;
+	uint64_t optim_floats;
+	float *theta;
+	uint32_t round; /* last completed round */
+
+	struct worker *workers;
+	uint32_t nworkers;
+
+	struct client_state *cstates; /* sorted by client; only clients that trained */
+	uint32_t ncstates;
+
+	pthread_mutex_t lock;
+	struct metric_event *events;
+	uint32_t nevents, capevents;
+	uint64_t seq;
+
+	FILE *metrics, *csv, *log;
+	double t0;
+	uint64_t bytes_push, bytes_pull; /* of the current round */
+};
+
+int run_config_parse(json_t *root, struct run_cfg *cfg);
+int run_plugins_create(struct run *r, struct fedrun_registry *reg);
+void run_plugins_destroy(struct run *r);
+void run_host_init(struct run *r);
+
+int checkpoint_write(struct run *r);
+int checkpoint_latest(const char *dir, uint32_t *round, char **path);
+int checkpoint_load(struct run *r, const char *path);
+int final_write(struct run *r);
+int init_load(struct run *r, const char *path);
+
+int metrics_open(struct run *r, bool resume);
+void metrics_close(struct run *r);
+int metrics_flush_round(struct run *r, uint32_t round);
+int metrics_truncate(const char *dir, uint32_t round);
+int run_event(struct run *r, int64_t client, int split, const char *name, const char *tensor,
+	      double value);
+double run_now(void);
+
+struct client_state *run_client_state(struct run *r, uint32_t client, int *rc);
+
+#endif

@@ -1,0 +1,49 @@
+/* Pipeline files: loading, --set overrides, validation and running.
+ * A pipeline is one JSON document; fedrun_pipeline_validate() resolves it
+ * (defaults filled in, relative input paths made relative to the pipeline
+ * file's directory) by building every plugin it names without training. */
+#ifndef FEDRUN_PIPELINE_H
+#define FEDRUN_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "fedrun/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Parses a pipeline file (duplicate keys are errors). *out is a new
+ * reference. Messages give file:line:column. */
+int fedrun_pipeline_load(const char *file, json_t **out);
+
+/* Applies one "a.b.c=value" override: value is parsed as JSON when it is
+ * valid JSON, else taken as a string; missing objects on the way are
+ * created. */
+int fedrun_pipeline_set(json_t *root, const char *assignment);
+
+struct fedrun_run_opts {
+	uint32_t threads;         /* worker threads; >= 1 */
+	bool resume;              /* continue from the run directory's last checkpoint */
+	bool quiet;               /* no progress line */
+	bool progress;            /* show a progress line (stderr is a terminal) */
+	const char *base_dir;     /* relative input paths are resolved here */
+	volatile int *interrupt;  /* set non-zero (e.g. from a signal handler)
+				     to stop after the current round */
+};
+
+/* Resolves and checks the pipeline (which it modifies: defaults are
+ * filled in) by creating every plugin, then destroys them. */
+int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opts,
+			     struct fedrun_registry *reg);
+
+/* Runs the pipeline. Returns 0, FEDRUN_EINTERRUPTED when *opts->interrupt
+ * stopped it (a checkpoint was written), or another error. */
+int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
+			struct fedrun_registry *reg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,171 @@
+/* The run's metrics: events collected during a round (from the engine and
+ * from plugins through host->metric), written at the round's end in a fixed
+ * order to metrics.jsonl and its CSV view metrics.csv. */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+
+static const char *split_names[] = {"train", "valid", "test"};
+
+#define CSV_HEADER "round,client,split,metric,tensor,value,bytes_push,bytes_pull,wall\n"
+
+int run_event(struct run *r, int64_t client, int split, const char *name, const char *tensor,
+	      double value)
+{
+	pthread_mutex_lock(&r->lock);
+	if (r->nevents == r->capevents) {
+		uint32_t cap = r->capevents ? 2 * r->capevents : 256;
+		struct metric_event *e = realloc(r->events, cap * sizeof *e);
+		if (!e) {
+			pthread_mutex_unlock(&r->lock);
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory recording metrics");
+		}
+		r->events = e;
+		r->capevents = cap;
+	}
+	struct metric_event *e = &r->events[r->nevents++];
+	e->client = client;
+	e->seq = r->seq++;
+	e->split = split;
+	snprintf(e->name, sizeof e->name, "%s", name);
+	snprintf(e->tensor, sizeof e->tensor, "%s", tensor ? tensor : "");
+	e->value = value;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+/* Server events first, then clients in id order; within one client, in the
+ * order they were recorded (one client runs on one thread, so that order is
+ * deterministic). */
+static int cmp_event(const void *a, const void *b)
+{
+	const struct metric_event *x = a, *y = b;
+	if (x->client != y->client)
+		return x->client < y->client ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static FILE *open_append(const char *dir, const char *name, const char *header)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *fp = fopen(path, "a");
+	if (fp && header && ftell(fp) == 0)
+		fputs(header, fp);
+	return fp;
+}
+
+int metrics_open(struct run *r, bool resume)
+{
+	(void)resume;
+	r->metrics = open_append(r->cfg.dir, "metrics.jsonl", NULL);
+	r->csv = open_append(r->cfg.dir, "metrics.csv", CSV_HEADER);
+	r->log = open_append(r->cfg.dir, "log.txt", NULL);
+	if (!r->metrics || !r->csv || !r->log)
+		return fedrun_error(FEDRUN_EIO, "%s: cannot write metrics: %s", r->cfg.dir,
+				    strerror(errno));
+	return 0;
+}
+
+void metrics_close(struct run *r)
+{
+	if (r->metrics)
+		fclose(r->metrics);
+	if (r->csv)
+		fclose(r->csv);
+	if (r->log)
+		fclose(r->log);
+	r->metrics = r->csv = r->log = NULL;
+}
+
+static void json_num(FILE *fp, double v)
+{
+	if (isfinite(v))
+		fprintf(fp, "%.17g", v);
+	else
+		fputs("null", fp);
+}
+
+int metrics_flush_round(struct run *r, uint32_t round)
+{
+	double wall = run_now() - r->t0;
+	qsort(r->events, r->nevents, sizeof *r->events, cmp_event);
+	for (uint32_t i = 0; i < r->nevents; i++) {
+		const struct metric_event *e = &r->events[i];
+		fprintf(r->metrics, "{\"round\":%u,\"client\":", round);
+		if (e->client >= 0)
+			fprintf(r->metrics, "%" PRId64, e->client);
+		else
+			fputs("null", r->metrics);
+		if (e->split >= 0)
+			fprintf(r->metrics, ",\"split\":\"%s\"", split_names[e->split]);
+		else
+			fputs(",\"split\":null", r->metrics);
+		fprintf(r->metrics, ",\"metric\":\"%s\"", e->name);
+		if (e->tensor[0])
+			fprintf(r->metrics, ",\"tensor\":\"%s\"", e->tensor);
+		fputs(",\"value\":", r->metrics);
+		json_num(r->metrics, e->value);
+		fprintf(r->metrics, ",\"bytes_push\":%" PRIu64 ",\"bytes_pull\":%" PRIu64
+				    ",\"wall\":%.3f}\n", r->bytes_push, r->bytes_pull, wall);
+
+		fprintf(r->csv, "%u,", round);
+		if (e->client >= 0)
+			fprintf(r->csv, "%" PRId64, e->client);
+		fprintf(r->csv, ",%s,%s,%s,%.17g,%" PRIu64 ",%" PRIu64 ",%.3f\n",
+			e->split >= 0 ? split_names[e->split] : "", e->name, e->tensor, e->value,
+			r->bytes_push, r->bytes_pull, wall);
+	}
+	r->nevents = 0;
+	if (fflush(r->metrics) != 0 || fflush(r->csv) != 0 || fflush(r->log) != 0)
+		return fedrun_error(FEDRUN_EIO, "%s: cannot write metrics: %s", r->cfg.dir,
+				    strerror(errno));
+	return 0;
+}
+
+/* Keeps the lines of rounds <= round (a resumed run rewrites what came after
+ * its checkpoint). `is_csv` skips the header line. */
+static int truncate_file(const char *dir, const char *name, uint32_t round, int is_csv)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	char *data;
+	size_t n;
+	int rc = fedrun_read_file(path, &data, &n);
+	if (rc == FEDRUN_ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	size_t keep = 0;
+	for (char *line = data; line < data + n;) {
+		char *nl = memchr(line, '\n', (size_t)(data + n - line));
+		if (!nl)
+			break; /* a torn last line is dropped */
+		unsigned long rd;
+		int is_header = is_csv && line == data;
+		if (!is_header) {
+			if (is_csv ? sscanf(line, "%lu,", &rd) != 1
+				   : sscanf(line, "{\"round\":%lu,", &rd) != 1)
+				break;
+			if (rd > round)
+				break;
+		}
+		keep = (size_t)(nl + 1 - data);
+		line = nl + 1;
+	}
+	rc = fedrun_write_file_atomic(path, data, keep);
+	free(data);
+	return rc;
+}
+
+int metrics_truncate(const char *dir, uint32_t round)
+{
+	int rc = truncate_file(dir, "metrics.jsonl", round, 0);
+	if (rc == 0)
+		rc = truncate_file(dir, "metrics.csv", round, 1);
+	return rc;
+}

@@ -1,0 +1,167 @@
+/* Wiring a run: the host table handed to plugins, and creating the model,
+ * selector, privacy and aggregator plugins named by the pipeline. */
+#include "config.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include "engine.h"
+#include "internal.h"
+
+double run_now(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
+{
+	struct run *r = ctx;
+	static const char *names[] = {"error", "warning", "info", "debug"};
+	char line[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	const char *lvl = level <= FEDRUN_LOG_DEBUG ? names[level] : "log";
+	pthread_mutex_lock(&r->lock);
+	if (r->log)
+		fprintf(r->log, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
+	if (level <= FEDRUN_LOG_WARN)
+		fprintf(stderr, "fedrun: %s: %s\n", lvl, line);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int host_error(void *ctx, int code, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return fedrun_error(code, "%s", msg);
+}
+
+static int host_metric(void *ctx, const char *name, int64_t client, const char *tensor,
+		       double value)
+{
+	return run_event(ctx, client, -1, name, tensor, value);
+}
+
+static int host_loss_grad(void *ctx, int64_t client, enum fedrun_split split,
+			  const float *params, float *grad, double *loss)
+{
+	struct run *r = ctx;
+	if (!r->model_ops->loss_grad)
+		return fedrun_error(FEDRUN_EUNSUPPORTED, "model '%s' cannot compute loss gradients",
+				    r->model.desc->name);
+	return r->model_ops->loss_grad(r->model.state, r->workers[0].model_worker, params,
+				       split, client, grad, loss);
+}
+
+static uint32_t host_threads(void *ctx)
+{
+	return ((struct run *)ctx)->opts->threads;
+}
+
+static uint64_t host_seed(void *ctx)
+{
+	return (uint64_t)((struct run *)ctx)->cfg.seed;
+}
+
+void run_host_init(struct run *r)
+{
+	r->host = (struct fedrun_host){
+		.size = sizeof(struct fedrun_host), .abi_minor = FEDRUN_ABI_MINOR, .ctx = r,
+		.log = host_log, .error = host_error, .metric = host_metric,
+		.loss_grad = host_loss_grad, .threads = host_threads, .seed = host_seed};
+}
+
+/* Finds the plugin named by section `key` ("plugin", optional "path"). */
+static int find_plugin(struct fedrun_registry *reg, json_t *root, const char *key, uint32_t kind,
+		       struct plugin_slot *slot, json_t **sec)
+{
+	char got[64];
+	*sec = json_object_get(root, key);
+	json_t *name = json_object_get(*sec, "plugin"), *path = json_object_get(*sec, "path");
+	if (!json_is_string(name))
+		return fedrun_error(FEDRUN_ECONFIG, "%s.plugin: expected a plugin name, got %s", key,
+				    fedrun_json_describe(name, got, sizeof got));
+	if (path && !json_is_string(path))
+		return fedrun_error(FEDRUN_ECONFIG, "%s.path: expected a file name, got %s", key,
+				    fedrun_json_describe(path, got, sizeof got));
+	char *file = NULL;
+	if (path) {
+		file = fedrun_path_resolve(opts_base_dir(), json_string_value(path));
+		if (!file)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	int rc = fedrun_registry_find(reg, kind, json_string_value(name), file, &slot->desc,
+				      &slot->file);
+	free(file);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "%s.plugin: ", key);
+	return 0;
+}
+
+int run_plugins_create(struct run *r, struct fedrun_registry *reg)
+{
+	json_t *root = r->pipeline, *sec;
+	int rc = find_plugin(reg, root, "model", FEDRUN_KIND_MODEL, &r->model, &sec);
+	if (rc < 0)
+		return rc;
+	r->model_ops = r->model.desc->ops;
+	json_t *data = json_object_get(root, "data");
+	rc = r->model_ops->create(&r->host, sec, data, &r->model.state);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "model '%s': ", r->model.desc->name);
+	r->layout = r->model_ops->layout(r->model.state);
+	r->num_clients = r->model_ops->num_clients(r->model.state);
+	if (!r->layout || r->layout->n == 0)
+		return fedrun_error(FEDRUN_EPLUGIN, "model '%s' has no parameters", r->model.desc->name);
+	if (r->num_clients == 0)
+		return fedrun_error(FEDRUN_ECONFIG, "model '%s': the data gives no clients",
+				    r->model.desc->name);
+
+	rc = find_plugin(reg, root, "selector", FEDRUN_KIND_SELECTOR, &r->selector, &sec);
+	if (rc < 0)
+		return rc;
+	r->sel_ops = r->selector.desc->ops;
+	rc = r->sel_ops->create(&r->host, sec, r->layout, &r->selector.state);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "selector '%s': ", r->selector.desc->name);
+
+	if (json_is_object(json_object_get(root, "privacy"))) {
+		rc = find_plugin(reg, root, "privacy", FEDRUN_KIND_PRIVACY, &r->privacy, &sec);
+		if (rc < 0)
+			return rc;
+		r->priv_ops = r->privacy.desc->ops;
+		rc = r->priv_ops->create(&r->host, sec, r->layout, &r->privacy.state);
+		if (rc < 0)
+			return fedrun_error_wrap(rc, "privacy '%s': ", r->privacy.desc->name);
+	}
+
+	rc = find_plugin(reg, root, "aggregator", FEDRUN_KIND_AGGREGATOR, &r->aggregator, &sec);
+	if (rc < 0)
+		return rc;
+	r->agg_ops = r->aggregator.desc->ops;
+	rc = r->agg_ops->create(&r->host, sec, r->layout, &r->aggregator.state);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "aggregator '%s': ", r->aggregator.desc->name);
+	return 0;
+}
+
+void run_plugins_destroy(struct run *r)
+{
+	if (r->aggregator.state)
+		r->agg_ops->destroy(r->aggregator.state);
+	if (r->privacy.state)
+		r->priv_ops->destroy(r->privacy.state);
+	if (r->selector.state)
+		r->sel_ops->destroy(r->selector.state);
+	if (r->model.state)
+		r->model_ops->destroy(r->model.state);
+	r->aggregator.state = r->privacy.state = r->selector.state = r->model.state = NULL;
+}
