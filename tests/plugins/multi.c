@@ -1,0 +1,15 @@
+/* Test plugin file holding two valid plugins (enumeration by index), and,
+ * as "half_bad", a valid plugin followed by a broken one. */
+#include "common.h"
+
+static const struct fedrun_aggregator_ops ops = {sizeof ops, t_create, t_destroy, t_aggregate, NULL};
+static const struct fedrun_aggregator_ops broken = {sizeof broken, t_create, NULL, t_aggregate, NULL};
+static const struct fedrun_plugin first =
+	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_AGGREGATOR, PREFIX "one", "1.2.3", "first of two", &ops);
+static const struct fedrun_plugin second =
+	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_AGGREGATOR, PREFIX "two", "1.2.3", "second of two", BROKEN ? &broken : &ops);
+
+const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)
+{
+	return index == 0 ? &first : index == 1 ? &second : NULL;
+}

@@ -1,0 +1,6 @@
+/* Test plugin: a shared object without the entry symbol. */
+int not_a_plugin(void);
+int not_a_plugin(void)
+{
+	return 1;
+}
