@@ -539,46 +539,58 @@ static int same_pipeline(const struct run *r, const char *saved_path)
 	return rc;
 }
 
-static int prepare_dir(struct run *r)
+/* A fresh run directory: refuses to overwrite a run unless output.overwrite
+ * says so, in which case the old run's files go first (stale checkpoints
+ * must not be resumed later). */
+static int fresh_dir(struct run *r)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
-	if (r->opts->resume) {
-		if (access(path, R_OK) != 0)
-			return fedrun_error(FEDRUN_ENOENT, "cannot resume: %s holds no run (no pipeline.json)",
-					    r->cfg.dir);
-		return same_pipeline(r, path);
-	}
 	if (access(path, F_OK) == 0 && !r->cfg.overwrite)
 		return fedrun_error(FEDRUN_EIO,
 				    "%s already holds a run: continue it with --resume, or set "
 				    "output.overwrite to true, or choose another output.dir", r->cfg.dir);
 	int rc = fedrun_mkdir_p(r->cfg.dir);
+	if (rc < 0 || !r->cfg.overwrite)
+		return rc;
+	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		snprintf(path, sizeof path, "%s/%s", r->cfg.dir, files[i]);
+		unlink(path);
+	}
+	uint32_t rd;
+	char *ck;
+	while (checkpoint_latest(r->cfg.dir, &rd, &ck) == 0) {
+		int gone = unlink(ck) == 0;
+		free(ck);
+		if (!gone)
+			break;
+	}
+	fedrun_error_clear();
+	return 0;
+}
+
+/* Checks the run directory and records the resolved pipeline in it (on
+ * resume too: "rounds" may have been extended). */
+static int prepare_dir(struct run *r)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
+	int rc;
+	if (r->opts->resume)
+		rc = access(path, R_OK) != 0
+			     ? fedrun_error(FEDRUN_ENOENT, "cannot resume: %s holds no run (no pipeline.json)",
+					    r->cfg.dir)
+			     : same_pipeline(r, path);
+	else
+		rc = fresh_dir(r);
 	if (rc < 0)
 		return rc;
-	if (r->cfg.overwrite) {
-		/* Start clean: stale checkpoints must not be resumed later. */
-		const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors"};
-		for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-			snprintf(path, sizeof path, "%s/%s", r->cfg.dir, files[i]);
-			unlink(path);
-		}
-		uint32_t rd;
-		char *ck;
-		while (checkpoint_latest(r->cfg.dir, &rd, &ck) == 0) {
-			int gone = unlink(ck) == 0;
-			free(ck);
-			if (!gone)
-				break;
-		}
-		fedrun_error_clear();
-	}
 	char *text = json_dumps(r->pipeline, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
 	size_t n = strlen(text);
-	text[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
+	text[n] = '\n'; /* replaces the NUL: n + 1 bytes are written */
 	rc = fedrun_write_file_atomic(path, text, n + 1);
 	free(text);
 	return rc;

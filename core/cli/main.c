@@ -166,8 +166,8 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			rc = fedrun_pipeline_run(pipeline, &opts, reg);
 		}
 	}
-	if (rc < 0 && rc != FEDRUN_ENOENT && rc != FEDRUN_ENOMEM && !strstr(fedrun_error_message(), file) &&
-	    (rc == FEDRUN_ECONFIG))
+	/* Name the pipeline in every message about it. */
+	if (rc < 0 && !strstr(fedrun_error_message(), file))
 		fedrun_error_wrap(rc, "%s: ", file);
 	int status = rc < 0 ? fail(rc) : 0;
 	json_decref(pipeline);
