@@ -49,9 +49,16 @@ int fedrun_error_wrap(int code, const char *fmt, ...)
 	vsnprintf(prefix, sizeof prefix, fmt, ap);
 	va_end(ap);
 	memcpy(old, msg_buf, sizeof old);
-	if (!old[0])
-		snprintf(old, sizeof old, "%s", fedrun_strerror(code));
-	snprintf(msg_buf, sizeof msg_buf, "%s%s", prefix, old);
+	const char *tail = old[0] ? old : fedrun_strerror(code);
+	/* prefix + tail, cut to the buffer. */
+	size_t np = strlen(prefix), nt = strlen(tail);
+	if (np > MSG_MAX - 1)
+		np = MSG_MAX - 1;
+	if (nt > MSG_MAX - 1 - np)
+		nt = MSG_MAX - 1 - np;
+	memcpy(msg_buf, prefix, np);
+	memcpy(msg_buf + np, tail, nt);
+	msg_buf[np + nt] = '\0';
 	return code;
 }
 
