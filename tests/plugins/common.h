@@ -7,17 +7,17 @@
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);
 
-static int t_create(const struct fedrun_host *h, json_t *c, const struct fedrun_layout *l, void **s)
+static inline int t_create(const struct fedrun_host *h, json_t *c, const struct fedrun_layout *l, void **s)
 {
 	*s = NULL;
 	return 0;
 }
 
-static void t_destroy(void *s)
+static inline void t_destroy(void *s)
 {
 }
 
-static int t_aggregate(void *s, const struct fedrun_round_info *r, const struct fedrun_update *u,
+static inline int t_aggregate(void *s, const struct fedrun_round_info *r, const struct fedrun_update *u,
 		       uint32_t n, float *p)
 {
 	return 0;
