@@ -3,6 +3,7 @@
  * pure function of its arguments and the seed. */
 #include "config.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fedrun/error.h"
@@ -201,12 +202,16 @@ int fedrun_partition_dirichlet(uint64_t n_sent, const uint32_t *category, uint32
 			break;
 	}
 	if (tries == DIRICHLET_TRIES) {
-		rc = fedrun_error(
-		    FEDRUN_EINVAL,
-		    "partition: Dirichlet(alpha = %g) over %u categories left some of "
-		    "%u clients with fewer than %llu sentences in each of %d draws; "
-		    "use a larger alpha or fewer clients",
-		    alpha, n_cat, clients, (unsigned long long)min_sent, DIRICHLET_TRIES);
+		char need[64] = "no sentence";
+		if (min_sent > 1)
+			snprintf(need, sizeof need, "fewer than %llu sentences",
+				 (unsigned long long)min_sent);
+		rc =
+		    fedrun_error(FEDRUN_EINVAL,
+				 "partition: in each of %d draws of Dirichlet(alpha = %g) over %u "
+				 "categories, some of the %u clients got %s; use a larger alpha or "
+				 "fewer clients",
+				 DIRICHLET_TRIES, alpha, n_cat, clients, need);
 		goto out;
 	}
 	if (props_out)

@@ -183,8 +183,8 @@ static const struct fedrun_opt partition_spec[] = {
      1e6, 0, NULL, NULL},
     {"alpha", FEDRUN_OPT_NUMBER, offsetof(struct partition_opts, alpha),
      FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MIN_OPEN, 0, 1e9, 0, NULL, NULL},
-    {"min_sentences", FEDRUN_OPT_INT, offsetof(struct partition_opts, min_sentences), 0, 1, 1e9, 1,
-     NULL, NULL},
+    {"min_sentences", FEDRUN_OPT_INT, offsetof(struct partition_opts, min_sentences),
+     FEDRUN_OPT_OPTIONAL, 1, 1e9, 0, NULL, NULL},
     {"seed", FEDRUN_OPT_INT, offsetof(struct partition_opts, seed), FEDRUN_OPT_OPTIONAL, 0,
      9007199254740992.0, 0, NULL, NULL},
     {"eval", FEDRUN_OPT_CHOICE, offsetof(struct partition_opts, eval), 0, 0, 0, 0, "server",
@@ -544,9 +544,19 @@ static int parse_partition(json_t *section, const char *path, struct partition_o
 	po->clients = 0;
 	po->alpha = NAN;
 	po->seed = -1;
+	po->min_sentences = 0;
 	int rc = fedrun_opts_parse(partition_spec, p, ppath, po);
 	if (rc < 0)
 		return rc;
+	if (po->scheme != SCHEME_DIRICHLET && po->min_sentences)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "%s.min_sentences: only for scheme \"dirichlet\" (iid shards "
+				    "differ by at most one sentence)",
+				    ppath);
+	if (po->scheme == SCHEME_DIRICHLET && !po->min_sentences) {
+		po->min_sentences = 1;
+		json_object_set_new(p, "min_sentences", json_integer(1));
+	}
 	if (po->scheme == SCHEME_DIRICHLET && isnan(po->alpha))
 		return fedrun_error(FEDRUN_ECONFIG,
 				    "%s.alpha: required key is missing (scheme \"dirichlet\")",

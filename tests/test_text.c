@@ -882,6 +882,9 @@ START_TEST(test_data_dirichlet)
 				ck_assert(s.n_sent >= 15 && s.n_sent <= 21);
 		}
 		ck_assert_uint_eq(sum, 72);
+		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "partition"),
+								    "min_sentences")),
+				 1);
 		fedrun_textdata_destroy(td);
 		json_decref(j);
 	}
@@ -906,6 +909,8 @@ START_TEST(test_data_errors)
 	     "data.train: empty array"},
 	    {"{\"train\": \"cat_a.txt\"}", FEDRUN_ECONFIG,
 	     "data.partition.clients: required key is missing"},
+	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"clients\": 2, \"min_sentences\": 3}}",
+	     FEDRUN_ECONFIG, "data.partition.min_sentences: only for scheme \"dirichlet\""},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"clients\": 2, \"alpha\": 1}}",
 	     FEDRUN_ECONFIG, "data.partition.alpha: only for scheme \"dirichlet\""},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"scheme\": \"dirichlet\", "
