@@ -8,19 +8,22 @@
  *   valid,test file or array of files (optional): held by the server
  *              (pooled) unless partition.eval is "clients"; with scheme
  *              "files", an array of as many files as clients is per client
+ *              and a single file the server's (eval is not used)
  *   clients    instead of train/valid/test/partition: an array of
  *              {"name", "train", "valid", "test"}, one client each, every
  *              file key a file or an array of files (valid, test optional)
  *   partition  {"scheme": "iid" | "files" | "dirichlet" (default "iid"),
  *               "clients": K (required for iid and dirichlet),
  *               "alpha": Dirichlet concentration (dirichlet only, required),
- *               "min_sentences": floor per client for dirichlet (default 1),
+ *               "min_sentences": floor per client (dirichlet only, default 1),
  *               "seed": partition seed (default: the run's seed),
  *               "eval": "server" | "clients" (default "server")}
  *   vocab      {"file": vocabulary file, or built from every client's
  *               training data when absent; "size": cap including <unk> and
- *               <eos>, 0 for none (default 0); "min_count": (default 1)}
- *   lowercase  fold ASCII letters to lower case (default false)
+ *               <eos>, 0 for none (default 0); "min_count": (default 1);
+ *               size and min_count only without file}
+ *   lowercase  fold ASCII letters of the corpus to lower case (default
+ *              false); a vocabulary file is taken as it is
  */
 #include "config.h"
 #include <inttypes.h>

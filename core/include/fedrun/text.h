@@ -107,7 +107,7 @@ int fedrun_vocab_add(struct fedrun_vocab *v, const char *word, size_t len, uint6
  * Every token id of a corpus in one uint32 array, sentence after sentence,
  * with one offset per sentence: sentence s is ids[sent_off[s] ..
  * sent_off[s + 1]), its last token <eos>. 4 bytes per token and 12 per
- * sentence: the Brown corpus (1.16 M words, 57 k sentences) takes 5.3 MB. */
+ * sentence: the Brown corpus (1.16 M words, 57 k sentences) takes 5.6 MB. */
 struct fedrun_corpus {
 	uint32_t *ids;	     /* owned, n_tokens entries */
 	uint64_t n_tokens;   /* <eos> included */
@@ -225,8 +225,20 @@ uint64_t fedrun_bptt_targets(const struct fedrun_bptt *it);
 /* ---- a pipeline's "data" section -------------------------------------------
  * fedrun_textdata builds the vocabulary, reads the train, valid and test
  * files, and partitions them into clients, from the "data" section of a
- * pipeline (documented in fedrun-pipeline(5) and in text.c). What a model
- * plugin such as gru-lm calls from its create(). */
+ * pipeline (its keys are listed at the top of core/textdata.c and in
+ * fedrun-pipeline(5)). What a model plugin such as gru-lm calls from its
+ * create(); typical use:
+ *
+ *     fedrun_textdata_from_json(data_config, "data", host->seed(host->ctx), &td);
+ *     n_k = tokens of fedrun_textdata_stream(td, FEDRUN_SPLIT_TRAIN, k, &s);
+ *     train: fedrun_bptt_init(&it, &s, args->batch, bptt), then windows
+ *            0 .. it.windows - 1 in order, carrying the hidden state;
+ *     evaluate: the same over FEDRUN_SPLIT_VALID/TEST, passing FEDRUN_ENOENT
+ *            on when the client has no such split.
+ *
+ * Token ids mean nothing without the vocabulary: a model should save it
+ * (fedrun_vocab_save) beside its checkpoints. After creation everything is
+ * read-only, so worker threads may read streams concurrently. */
 struct fedrun_textdata;
 
 /* Parses `section` (JSON path `path`, normally "data") with fedrun_opts_parse
