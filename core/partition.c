@@ -1,0 +1,223 @@
+/* Client partitions of a corpus's sentences: iid shards (FedAtt) and
+ * Dirichlet allocation over categories (Hsu et al. 2019; FedNLP), each a
+ * pure function of its arguments and the seed. */
+#include "config.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fedrun/error.h"
+#include "fedrun/rng.h"
+#include "fedrun/text.h"
+
+/* Redraws of the Dirichlet proportions before giving up on the floor. */
+#define DIRICHLET_TRIES 1000
+
+int fedrun_partition_iid(uint64_t n_sent, uint32_t clients, uint64_t seed, uint32_t stream,
+			 uint32_t *assign)
+{
+	if (clients == 0)
+		return fedrun_error(FEDRUN_EINVAL, "partition: zero clients");
+	if (n_sent > UINT32_MAX)
+		return fedrun_error(FEDRUN_EINVAL, "partition: %llu sentences: at most %u",
+				    (unsigned long long)n_sent, UINT32_MAX);
+	if (n_sent < clients)
+		return fedrun_error(FEDRUN_EINVAL,
+				    "partition: %llu sentences cannot be split over %u clients "
+				    "(each needs at least one)",
+				    (unsigned long long)n_sent, clients);
+	uint32_t *perm = malloc(n_sent * sizeof perm[0]);
+	if (!perm)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint64_t i = 0; i < n_sent; i++)
+		perm[i] = (uint32_t)i;
+	struct fedrun_rng r;
+	fedrun_rng_init(&r, seed, FEDRUN_RNG_DATA, FEDRUN_TEXT_RNG_ROUND, stream);
+	fedrun_rng_shuffle_u32(&r, perm, n_sent);
+	/* Shard k is positions [k q + min(k, extra), ...) of the shuffled order:
+	 * the first `extra` shards hold q + 1 sentences, the rest q. */
+	uint64_t q = n_sent / clients, extra = n_sent % clients, i = 0;
+	for (uint32_t k = 0; k < clients; k++) {
+		uint64_t size = q + (k < extra);
+		for (uint64_t j = 0; j < size; j++)
+			assign[perm[i++]] = k;
+	}
+	free(perm);
+	return 0;
+}
+
+/* One draw of p ~ Dir(alpha 1_K) into p[0..K). Gamma(alpha) variables are
+ * normalised (the standard construction); for alpha < 1 the boost
+ * Gamma(a) = Gamma(a + 1) U^(1/a) (Marsaglia and Tsang 2000) is taken in
+ * log space, because U^(1/a) underflows to 0 for every k when a is tiny. */
+static void draw_dirichlet(struct fedrun_rng *r, uint32_t K, double alpha, double *p)
+{
+	double max = -INFINITY;
+	for (uint32_t k = 0; k < K; k++) {
+		double lg;
+		if (alpha >= 1.0) {
+			lg = log(fedrun_rng_gamma(r, alpha));
+		} else {
+			double u = fedrun_rng_uniform(r);
+			lg = log(fedrun_rng_gamma(r, alpha + 1.0)) + log(u) / alpha;
+		}
+		p[k] = lg;
+		if (lg > max)
+			max = lg;
+	}
+	double sum = 0;
+	for (uint32_t k = 0; k < K; k++) {
+		p[k] = exp(p[k] - max);
+		sum += p[k];
+	}
+	for (uint32_t k = 0; k < K; k++)
+		p[k] /= sum;
+}
+
+static int check_alpha(uint32_t clients, double alpha)
+{
+	if (clients == 0)
+		return fedrun_error(FEDRUN_EINVAL, "partition: zero clients");
+	if (!(alpha > 0) || !isfinite(alpha))
+		return fedrun_error(FEDRUN_EINVAL,
+				    "partition: Dirichlet alpha must be a positive number, got %g",
+				    alpha);
+	return 0;
+}
+
+int fedrun_partition_dirichlet_props(uint32_t n_cat, uint32_t clients, double alpha, uint64_t seed,
+				     uint32_t stream, double *props)
+{
+	int rc = check_alpha(clients, alpha);
+	if (rc < 0)
+		return rc;
+	struct fedrun_rng r;
+	fedrun_rng_init(&r, seed, FEDRUN_RNG_DATA, FEDRUN_TEXT_RNG_ROUND + 1, stream);
+	for (uint32_t c = 0; c < n_cat; c++)
+		draw_dirichlet(&r, clients, alpha, props + (uint64_t)c * clients);
+	return 0;
+}
+
+int fedrun_partition_by_props(uint64_t n_sent, const uint32_t *category, uint32_t n_cat,
+			      uint32_t clients, const double *props, uint64_t seed, uint32_t stream,
+			      uint32_t *assign)
+{
+	if (clients == 0)
+		return fedrun_error(FEDRUN_EINVAL, "partition: zero clients");
+	if (n_sent > UINT32_MAX)
+		return fedrun_error(FEDRUN_EINVAL, "partition: %llu sentences: at most %u",
+				    (unsigned long long)n_sent, UINT32_MAX);
+	for (uint64_t s = 0; s < n_sent; s++)
+		if (category[s] >= n_cat)
+			return fedrun_error(FEDRUN_EINVAL,
+					    "partition: sentence %llu has category %u of %u",
+					    (unsigned long long)s, category[s], n_cat);
+	/* Sentences grouped by category, each group in corpus order. */
+	uint64_t *start = calloc((uint64_t)n_cat + 1, sizeof start[0]);
+	uint32_t *idx = malloc((n_sent ? n_sent : 1) * sizeof idx[0]);
+	if (!start || !idx) {
+		free(start);
+		free(idx);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	for (uint64_t s = 0; s < n_sent; s++)
+		start[category[s] + 1]++;
+	for (uint32_t c = 0; c < n_cat; c++)
+		start[c + 1] += start[c];
+	for (uint64_t s = 0; s < n_sent; s++)
+		idx[start[category[s]]++] = (uint32_t)s;
+	for (uint32_t c = n_cat; c > 0; c--)
+		start[c] = start[c - 1];
+	start[0] = 0;
+
+	struct fedrun_rng r;
+	fedrun_rng_init(&r, seed, FEDRUN_RNG_DATA, FEDRUN_TEXT_RNG_ROUND, stream);
+	for (uint32_t c = 0; c < n_cat; c++) {
+		uint32_t *v = idx + start[c];
+		uint64_t n = start[c + 1] - start[c], from = 0;
+		const double *p = props + (uint64_t)c * clients;
+		fedrun_rng_shuffle_u32(&r, v, n);
+		/* Cut the shuffled category at floor(n * cumsum(p)), as
+		 * np.split(idx, (np.cumsum(p) * n).astype(int)[:-1]) does in
+		 * FedNLP; the last client takes the rest, so rounding never
+		 * loses a sentence. */
+		double cum = 0;
+		for (uint32_t k = 0; k < clients; k++) {
+			cum += p[k];
+			uint64_t to = k + 1 == clients ? n : (uint64_t)floor(cum * (double)n);
+			if (to > n)
+				to = n;
+			for (; from < to; from++)
+				assign[v[from]] = k;
+		}
+	}
+	free(start);
+	free(idx);
+	return 0;
+}
+
+int fedrun_partition_dirichlet(uint64_t n_sent, const uint32_t *category, uint32_t n_cat,
+			       uint32_t clients, double alpha, uint64_t min_sent, uint64_t seed,
+			       uint32_t stream, uint32_t *assign, double *props_out)
+{
+	int rc = check_alpha(clients, alpha);
+	if (rc < 0)
+		return rc;
+	if (min_sent == 0)
+		min_sent = 1;
+	if (n_sent / clients < min_sent)
+		return fedrun_error(FEDRUN_EINVAL,
+				    "partition: %llu sentences cannot give each of %u clients "
+				    "at least %llu",
+				    (unsigned long long)n_sent, clients,
+				    (unsigned long long)min_sent);
+	double *props = malloc((uint64_t)n_cat * clients * sizeof props[0]);
+	uint64_t *size = malloc(clients * sizeof size[0]);
+	if (!props || !size) {
+		free(props);
+		free(size);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	/* One stream of proportions across tries, so that each try is a new
+	 * draw and the whole sequence is still fixed by the seed. */
+	struct fedrun_rng r;
+	fedrun_rng_init(&r, seed, FEDRUN_RNG_DATA, FEDRUN_TEXT_RNG_ROUND + 1, stream);
+	uint64_t smallest = 0;
+	int tries;
+	for (tries = 0; tries < DIRICHLET_TRIES; tries++) {
+		for (uint32_t c = 0; c < n_cat; c++)
+			draw_dirichlet(&r, clients, alpha, props + (uint64_t)c * clients);
+		rc = fedrun_partition_by_props(n_sent, category, n_cat, clients, props, seed,
+					       stream, assign);
+		if (rc < 0)
+			goto out;
+		memset(size, 0, clients * sizeof size[0]);
+		for (uint64_t s = 0; s < n_sent; s++)
+			size[assign[s]]++;
+		smallest = size[0];
+		for (uint32_t k = 1; k < clients; k++)
+			if (size[k] < smallest)
+				smallest = size[k];
+		if (smallest >= min_sent)
+			break;
+	}
+	if (tries == DIRICHLET_TRIES) {
+		char need[64] = "no sentence";
+		if (min_sent > 1)
+			snprintf(need, sizeof need, "fewer than %llu sentences",
+				 (unsigned long long)min_sent);
+		rc =
+		    fedrun_error(FEDRUN_EINVAL,
+				 "partition: in each of %d draws of Dirichlet(alpha = %g) over %u "
+				 "categories, some of the %u clients got %s; use a larger alpha or "
+				 "fewer clients",
+				 DIRICHLET_TRIES, alpha, n_cat, clients, need);
+		goto out;
+	}
+	if (props_out)
+		memcpy(props_out, props, (uint64_t)n_cat * clients * sizeof props[0]);
+out:
+	free(props);
+	free(size);
+	return rc;
+}

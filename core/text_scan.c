@@ -1,0 +1,153 @@
+/* The corpus scanner: one sentence per line, ASCII white space between
+ * tokens, UTF-8 checked byte by byte so that a bad file is reported with its
+ * line and column instead of producing garbage words. */
+#include "config.h"
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fedrun/error.h"
+#include "fedrun/io.h"
+#include "text_internal.h"
+
+size_t text_utf8_len(const unsigned char *p, const unsigned char *end)
+{
+	unsigned c = p[0];
+	if (c == 0)
+		return 0;
+	if (c < 0x80)
+		return 1;
+	size_t n;
+	unsigned lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0; /* overlong */
+		else if (c == 0xed)
+			hi = 0x9f; /* UTF-16 surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90; /* overlong */
+		else if (c == 0xf4)
+			hi = 0x8f; /* above U+10FFFF */
+	} else {
+		return 0; /* continuation byte, overlong C0/C1, or F5..FF */
+	}
+	if ((size_t)(end - p) < n)
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+static bool is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Scratch space for lowercased words. */
+struct scratch {
+	char *buf;
+	size_t cap;
+};
+
+static int emit(const char *word, size_t len, const struct fedrun_text_opts *opts,
+		struct scratch *s, text_token_fn fn, void *ud)
+{
+	if (!opts || !opts->lowercase)
+		return fn(ud, word, len);
+	if (len > s->cap) {
+		size_t cap = len < 64 ? 64 : 2 * len;
+		char *b = realloc(s->buf, cap);
+		if (!b)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		s->buf = b;
+		s->cap = cap;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char c = word[i];
+		s->buf[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+	}
+	return fn(ud, s->buf, len);
+}
+
+/* Tokens of one line [p, end). *any is set when the line had a token. */
+static int scan_line(const char *path, uint64_t line, const unsigned char *p,
+		     const unsigned char *end, const struct fedrun_text_opts *opts,
+		     struct scratch *s, text_token_fn fn, void *ud, bool *any)
+{
+	const unsigned char *line_start = p, *word = NULL;
+	*any = false;
+	while (p < end) {
+		size_t n = *p < 0x80 && *p ? 1 : text_utf8_len(p, end);
+		if (n == 0)
+			return fedrun_error(FEDRUN_EFORMAT, "%s:%llu:%llu: %s", path,
+					    (unsigned long long)line,
+					    (unsigned long long)(p - line_start + 1),
+					    *p ? "invalid UTF-8" : "NUL byte in text");
+		if (n == 1 && is_space(*p)) {
+			if (word) {
+				int rc =
+				    emit((const char *)word, (size_t)(p - word), opts, s, fn, ud);
+				if (rc < 0)
+					return rc;
+				*any = true;
+				word = NULL;
+			}
+		} else if (!word) {
+			word = p;
+		}
+		p += n;
+	}
+	if (word) {
+		int rc = emit((const char *)word, (size_t)(p - word), opts, s, fn, ud);
+		if (rc < 0)
+			return rc;
+		*any = true;
+	}
+	return 0;
+}
+
+int text_scan_file(const char *path, const struct fedrun_text_opts *opts, text_token_fn fn,
+		   void *ud)
+{
+	char *data;
+	size_t size;
+	int rc = fedrun_read_file(path, &data, &size);
+	if (rc < 0)
+		return rc;
+	struct scratch s = {NULL, 0};
+	const unsigned char *p = (const unsigned char *)data, *end = p + size;
+	uint64_t line = 0, sentences = 0;
+	while (p < end) {
+		const unsigned char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		bool any;
+		line++;
+		rc = scan_line(path, line, p, eol, opts, &s, fn, ud, &any);
+		if (rc < 0)
+			goto out;
+		if (any) {
+			rc = fn(ud, NULL, 0);
+			if (rc < 0)
+				goto out;
+			sentences++;
+		}
+		p = eol + (eol < end);
+	}
+	if (sentences == 0 && size == 0)
+		rc = fedrun_error(FEDRUN_EFORMAT, "%s: empty file: no sentence", path);
+	else if (sentences == 0)
+		rc = fedrun_error(FEDRUN_EFORMAT, "%s:%llu: no sentence: all %llu lines are blank",
+				  path, (unsigned long long)line, (unsigned long long)line);
+out:
+	free(s.buf);
+	free(data);
+	return rc;
+}
