@@ -12,5 +12,6 @@
 #include "fedrun/optim.h"
 #include "fedrun/io.h"
 #include "fedrun/registry.h"
+#include "fedrun/text.h"
 
 #endif
