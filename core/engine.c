@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -278,6 +279,15 @@ static int evaluate_server(struct run *r, enum fedrun_split split)
 		if (rc < 0)
 			return rc;
 	}
+	if (ev.n > 0 && strcmp(ev.m[0].name, "loss") == 0) {
+		if (split == FEDRUN_SPLIT_TEST) {
+			r->test_loss = ev.m[0].value;
+		} else {
+			if (isnan(r->first_loss))
+				r->first_loss = ev.m[0].value;
+			r->last_loss = ev.m[0].value;
+		}
+	}
 	return 0;
 }
 
@@ -473,6 +483,7 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 		     struct fedrun_registry *reg)
 {
 	memset(r, 0, sizeof *r);
+	r->first_loss = r->last_loss = r->test_loss = NAN;
 	r->pipeline = pipeline;
 	r->opts = opts;
 	r->t0 = run_now();
@@ -663,9 +674,20 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 	}
 	rc = final_write(&r);
-	if (rc == 0)
+	if (rc == 0) {
 		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,
 			   r.cfg.dir);
+		if (!opts->quiet) {
+			static const char *names[] = {"train", "valid", "test"};
+			printf("%s: %u rounds", r.cfg.name, r.round);
+			if (!isnan(r.first_loss))
+				printf(", %s loss %.6g -> %.6g", names[r.cfg.eval_split], r.first_loss,
+				       r.last_loss);
+			if (!isnan(r.test_loss))
+				printf(", test loss %.6g", r.test_loss);
+			printf("; model in %s/final.safetensors\n", r.cfg.dir);
+		}
+	}
 out:
 	if (rc < 0 && r.log)
 		fprintf(r.log, "error: %s\n", fedrun_error_message());

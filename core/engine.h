@@ -91,6 +91,7 @@ struct run {
 	FILE *metrics, *csv, *log;
 	double t0;
 	uint64_t bytes_push, bytes_pull; /* of the current round */
+	double first_loss, last_loss, test_loss; /* server evaluations, for the summary */
 };
 
 int run_config_parse(json_t *root, struct run_cfg *cfg);
