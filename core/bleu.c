@@ -171,8 +171,8 @@ static int segment_stats(struct bleu_ctx *c, const struct fedrun_bleu_opts *opts
 		if ((rc = words_of(c, opts, refs[r])) || (rc = count_ngrams(&c->t, &c->w, 2)))
 			return fedrun_error_wrap(rc, "reference %zu: ", r + 1);
 		c->ref_lens[k++] = (int64_t)c->w.n;
-		for (size_t i = 0; i < c->t.cap; i++) {
-			struct bleu_ngram *g = &c->t.slot[i];
+		for (size_t i = 0; i < c->t.used; i++) {
+			struct bleu_ngram *g = BLEU_NGRAM_AT(&c->t, i);
 			if (g->c > g->b)
 				g->b = g->c;
 			g->c = 0;
@@ -185,9 +185,9 @@ static int segment_stats(struct bleu_ctx *c, const struct fedrun_bleu_opts *opts
 		return fedrun_error_wrap(rc, "hypothesis: ");
 	st->sys_len = (int64_t)c->w.n;
 	st->ref_len = closest_ref_len(st->sys_len, c->ref_lens, k);
-	for (size_t i = 0; i < c->t.cap; i++) {
-		const struct bleu_ngram *g = &c->t.slot[i];
-		if (!g->len || !g->a)
+	for (size_t i = 0; i < c->t.used; i++) {
+		const struct bleu_ngram *g = BLEU_NGRAM_AT(&c->t, i);
+		if (!g->a)
 			continue;
 		st->total[g->order - 1] += g->a;
 		st->correct[g->order - 1] += g->a < g->b ? g->a : g->b;

@@ -55,8 +55,14 @@ struct bleu_ngram {
 struct bleu_ngrams {
 	struct bleu_ngram *slot;
 	size_t cap, used;
+	/* slot indices of the `used` entries, in insertion order: clearing
+	 * and visiting cost the entries, not the table's capacity */
+	size_t *live;
 	struct bleu_ustr keys;
 };
+
+/* Entry k (0 <= k < t->used) of table t. */
+#define BLEU_NGRAM_AT(t, k) (&(t)->slot[(t)->live[(k)]])
 
 void bleu_ngrams_init(struct bleu_ngrams *t);
 void bleu_ngrams_fini(struct bleu_ngrams *t);

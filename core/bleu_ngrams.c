@@ -10,6 +10,7 @@
 void bleu_ngrams_init(struct bleu_ngrams *t)
 {
 	t->slot = NULL;
+	t->live = NULL;
 	t->cap = 0;
 	t->used = 0;
 	bleu_ustr_init(&t->keys);
@@ -18,14 +19,15 @@ void bleu_ngrams_init(struct bleu_ngrams *t)
 void bleu_ngrams_fini(struct bleu_ngrams *t)
 {
 	free(t->slot);
+	free(t->live);
 	bleu_ustr_fini(&t->keys);
 	bleu_ngrams_init(t);
 }
 
 void bleu_ngrams_clear(struct bleu_ngrams *t)
 {
-	if (t->slot)
-		memset(t->slot, 0, t->cap * sizeof t->slot[0]);
+	for (size_t k = 0; k < t->used; k++)
+		t->slot[t->live[k]].len = 0;
 	t->used = 0;
 	t->keys.n = 0;
 }
@@ -49,18 +51,24 @@ static int grow(struct bleu_ngrams *t)
 {
 	size_t cap = t->cap ? 2 * t->cap : 256;
 	struct bleu_ngram *slot = calloc(cap, sizeof slot[0]);
-	if (!slot)
+	size_t *live = malloc(cap / 2 * sizeof live[0]);
+	if (!slot || !live) {
+		free(slot);
+		free(live);
 		return fedrun_error(FEDRUN_ENOMEM, "bleu: out of memory");
-	for (size_t i = 0; i < t->cap; i++) {
-		if (!t->slot[i].len)
-			continue;
-		size_t j = t->slot[i].hash & (cap - 1);
+	}
+	for (size_t k = 0; k < t->used; k++) {
+		const struct bleu_ngram *g = &t->slot[t->live[k]];
+		size_t j = g->hash & (cap - 1);
 		while (slot[j].len)
 			j = (j + 1) & (cap - 1);
-		slot[j] = t->slot[i];
+		slot[j] = *g;
+		live[k] = j;
 	}
 	free(t->slot);
+	free(t->live);
 	t->slot = slot;
+	t->live = live;
 	t->cap = cap;
 	return 0;
 }
@@ -95,7 +103,7 @@ int bleu_ngrams_get(struct bleu_ngrams *t, const uint32_t *key, size_t len, uint
 	s->off = off;
 	s->len = (uint32_t)len;
 	s->order = order;
-	t->used++;
+	t->live[t->used++] = j;
 	*e = s;
 	return 0;
 }

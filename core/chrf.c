@@ -200,14 +200,14 @@ static int segment_stats(struct chrf_ctx *c, const struct fedrun_chrf_opts *opts
 		int64_t ref_tot[FEDRUN_CHRF_MAX_ORDER] = {0}, match[FEDRUN_CHRF_MAX_ORDER] = {0};
 		if (!refs[r]) /* None is absent; "" is an empty reference */
 			continue;
-		for (size_t i = 0; i < c->t.cap; i++)
-			c->t.slot[i].b = 0;
+		for (size_t i = 0; i < c->t.used; i++)
+			BLEU_NGRAM_AT(&c->t, i)->b = 0;
 		if ((rc = count_segment(c, opts, refs[r], 1, ref_tot)))
 			return fedrun_error_wrap(rc, "reference %zu: ", r + 1);
 		++*used;
-		for (size_t i = 0; i < c->t.cap; i++) {
-			const struct bleu_ngram *g = &c->t.slot[i];
-			if (g->len && g->a && g->b)
+		for (size_t i = 0; i < c->t.used; i++) {
+			const struct bleu_ngram *g = BLEU_NGRAM_AT(&c->t, i);
+			if (g->a && g->b)
 				match[g->order] += g->a < g->b ? g->a : g->b;
 		}
 		struct fedrun_chrf_stats st;
