@@ -228,7 +228,11 @@ static double my_log(double x)
 }
 
 /* BLEU.compute_bleu, operation for operation, so that the doubles agree
- * with sacreBLEU's to the last bit where the C library's exp and log do. */
+ * with sacreBLEU's to the last bit where the C library's exp and log do.
+ * BLEU = BP * exp(sum_n w_n log p_n) with w_n = 1/N and BP = exp(1 - r/c)
+ * when c < r (section 2.3 of Papineni et al., 2002). Zero-match orders
+ * are smoothed by Chen and Cherry (2014): floor is their method 1, add-k
+ * method 2, exp (mteval-v13a's NIST geometric decay) method 3. */
 void fedrun_bleu_compute(const struct fedrun_bleu_opts *opts, const struct fedrun_bleu_stats *st,
 			 struct fedrun_bleu_score *out)
 {

@@ -146,7 +146,9 @@ static int count_segment(struct chrf_ctx *c, const struct fedrun_chrf_opts *opts
 
 double fedrun_chrf_compute(const struct fedrun_chrf_opts *opts, const struct fedrun_chrf_stats *st)
 {
-	/* CHRF._compute_f_score, in Python's order of operations */
+	/* CHRF._compute_f_score, in Python's order of operations: the
+	 * F-beta of the average precision and recall over the orders,
+	 * (1 + b^2) P R / (b^2 P + R), eq. 1 of Popović (2015) */
 	const int order = opts->char_order + opts->word_order;
 	const double factor = (double)opts->beta * opts->beta;
 	double score = 0.0, avg_prec = 0.0, avg_rec = 0.0;
