@@ -11,6 +11,7 @@
 #include "fedrun/fedrun.h"
 #include "fedrun/pipeline.h"
 #include "commands.h"
+#include "cmd_bleu.h"
 
 static volatile int interrupted;
 
@@ -195,6 +196,8 @@ int main(int argc, char **argv)
 		}
 		return cmd_plugins();
 	}
+	if (strcmp(cmd, "bleu") == 0)
+		return fedrun_cmd_bleu(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return 0;

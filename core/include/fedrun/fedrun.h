@@ -13,5 +13,6 @@
 #include "fedrun/io.h"
 #include "fedrun/registry.h"
 #include "fedrun/text.h"
+#include "fedrun/bleu.h"
 
 #endif

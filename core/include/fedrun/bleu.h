@@ -1,0 +1,206 @@
+/* BLEU and chrF computed exactly as sacreBLEU 2.6.0 computes them: the same
+ * tokenizers (13a, intl, none), n-gram statistics, smoothing, effective
+ * order, multi-reference rules and signature strings, on UTF-8 text
+ * processed as Unicode code points like Python's str. */
+#ifndef FEDRUN_BLEU_H
+#define FEDRUN_BLEU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The sacreBLEU release whose results (and signatures) we reproduce. */
+#define FEDRUN_SACREBLEU_VERSION "2.6.0"
+
+/* BLEU's n-gram order (sacreBLEU's MAX_NGRAM_ORDER). */
+#define FEDRUN_BLEU_ORDER 4
+/* Most chrF orders (char_order + word_order) these structs hold. */
+#define FEDRUN_CHRF_MAX_ORDER 16
+
+/* A signature or formatted score never needs more than this many bytes. */
+#define FEDRUN_BLEU_LINE_MAX 512
+
+/* Conventions for every function below:
+ * - Text is NUL-terminated UTF-8; invalid UTF-8 is FEDRUN_EINVAL.
+ * - References come as streams, like sacreBLEU's `references` argument:
+ *   refs[r][i] is reference r of segment i. A NULL reference is absent
+ *   (sacreBLEU's None: a variable number of references); a segment whose
+ *   references are all absent is FEDRUN_EINVAL. An empty string is a
+ *   reference of length 0, as sacreBLEU 2.6.0 counts it.
+ * - nrefs reported in scores is the number of references per segment, or
+ *   -1 when it varies across segments (signature "nrefs:var"). */
+
+/* ---- tokenizers ------------------------------------------------------- */
+
+enum fedrun_bleu_tokenizer {
+	FEDRUN_BLEU_TOK_13A = 0,  /* mteval-v13a, sacreBLEU's default */
+	FEDRUN_BLEU_TOK_INTL = 1, /* mteval-v14 international: \p{P}, \p{S} */
+	FEDRUN_BLEU_TOK_NONE = 2  /* whitespace only */
+};
+
+/* "13a", "intl", "none". NULL for an unknown value. */
+const char *fedrun_bleu_tokenizer_name(enum fedrun_bleu_tokenizer tok);
+/* Parses a tokenizer name; FEDRUN_EINVAL (naming the choices) if unknown. */
+int fedrun_bleu_tokenizer_parse(const char *name, enum fedrun_bleu_tokenizer *out);
+
+/* The segment as BLEU sees it: optionally lowercased (Python str.lower()),
+ * right-stripped of whitespace, then tokenized. For 13a and intl the result
+ * is the tokens joined by single spaces, as sacreBLEU's tokenizers return;
+ * for none it is the stripped segment itself. *out is new (free()). */
+int fedrun_bleu_tokenize(enum fedrun_bleu_tokenizer tok, bool lowercase, const char *segment,
+			 char **out);
+
+/* ---- BLEU --------------------------------------------------------------- */
+
+enum fedrun_bleu_smooth {
+	FEDRUN_BLEU_SMOOTH_EXP = 0, /* NIST geometric decay (mteval-v13a) */
+	FEDRUN_BLEU_SMOOTH_NONE = 1,
+	FEDRUN_BLEU_SMOOTH_FLOOR = 2, /* zero matches count as smooth_value */
+	FEDRUN_BLEU_SMOOTH_ADD_K = 3  /* add smooth_value to n > 1 counts */
+};
+
+/* "exp", "none", "floor", "add-k". NULL for an unknown value. */
+const char *fedrun_bleu_smooth_name(enum fedrun_bleu_smooth smooth);
+int fedrun_bleu_smooth_parse(const char *name, enum fedrun_bleu_smooth *out);
+
+struct fedrun_bleu_opts {
+	enum fedrun_bleu_tokenizer tokenize;
+	enum fedrun_bleu_smooth smooth;
+	/* floor and add-k only; negative: sacreBLEU's default (floor 0.1,
+	 * add-k 1). */
+	double smooth_value;
+	bool lowercase;
+	/* Leave out n-gram orders the hypothesis has none of (sacreBLEU's
+	 * effective_order; its command line sets it for sentence BLEU). */
+	bool effective_order;
+};
+
+/* sacreBLEU's BLEU() defaults: 13a, exp, mixed case, no effective order. */
+void fedrun_bleu_opts_init(struct fedrun_bleu_opts *opts);
+
+/* Sufficient statistics; corpus statistics are sums over segments. */
+struct fedrun_bleu_stats {
+	int64_t sys_len;		    /* hypothesis tokens */
+	int64_t ref_len;		    /* closest reference length (ties: the shorter) */
+	int64_t correct[FEDRUN_BLEU_ORDER]; /* clipped matching n-grams */
+	int64_t total[FEDRUN_BLEU_ORDER];   /* hypothesis n-grams */
+};
+
+struct fedrun_bleu_score {
+	double score; /* 0..100 */
+	/* Matching and total n-grams, n = 1..4. Unlike sacreBLEU, which
+	 * reports add-k's smoothed counts here, these are never smoothed. */
+	int64_t counts[FEDRUN_BLEU_ORDER];
+	int64_t totals[FEDRUN_BLEU_ORDER];
+	double precisions[FEDRUN_BLEU_ORDER]; /* percent, smoothed */
+	double bp;			      /* brevity penalty */
+	int64_t sys_len, ref_len;
+	int nrefs; /* references per segment; -1: varies */
+};
+
+/* Statistics of one segment against its references (refs[0..nrefs),
+ * NULL ones skipped); *used (may be NULL) is how many were used. */
+int fedrun_bleu_segment_stats(const struct fedrun_bleu_opts *opts, const char *hyp, size_t nrefs,
+			      const char *const *refs, struct fedrun_bleu_stats *stats,
+			      size_t *used);
+/* acc += s */
+void fedrun_bleu_stats_add(struct fedrun_bleu_stats *acc, const struct fedrun_bleu_stats *s);
+/* The score of (summed) statistics: sacreBLEU's BLEU.compute_bleu.
+ * out->nrefs is set to 0; the caller knows it. */
+void fedrun_bleu_compute(const struct fedrun_bleu_opts *opts, const struct fedrun_bleu_stats *stats,
+			 struct fedrun_bleu_score *out);
+
+/* Corpus BLEU of hyps[0..n) against nrefs reference streams, each of n
+ * segments: refs[r][i]. sacreBLEU's BLEU(...).corpus_score(). */
+int fedrun_bleu_corpus_score(const struct fedrun_bleu_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_bleu_score *out);
+/* Sentence BLEU of one hypothesis against refs[0..nrefs): sacreBLEU's
+ * BLEU(...).sentence_score(). As there, effective order is whatever opts
+ * say; set it, as sacreBLEU recommends and its command line does. */
+int fedrun_bleu_sentence_score(const struct fedrun_bleu_opts *opts, const char *hyp, size_t nrefs,
+			       const char *const *refs, struct fedrun_bleu_score *out);
+
+/* sacreBLEU's signature, e.g.
+ *   nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0
+ * or, short, "#:1|c:mixed|e:no|tok:13a|s:exp|v:2.6.0". nrefs -1 is "var".
+ * FEDRUN_EINVAL if it does not fit in size bytes. */
+int fedrun_bleu_signature(const struct fedrun_bleu_opts *opts, int nrefs, bool short_form,
+			  char *buf, size_t size);
+/* sacreBLEU's text line for a score, `width` decimals (its default is 1):
+ *   BLEU|<signature> = 38.2 71.4/46.2/31.6/22.2 (BP = 0.967 ratio = 0.968
+ *   hyp_len = 30 ref_len = 31)
+ * (one line). The signature uses score->nrefs. */
+int fedrun_bleu_format(const struct fedrun_bleu_opts *opts, const struct fedrun_bleu_score *score,
+		       int width, bool short_form, char *buf, size_t size);
+
+/* ---- chrF ----------------------------------------------------------------- */
+
+struct fedrun_chrf_opts {
+	int char_order; /* 6 */
+	int word_order; /* 0; 2 gives chrF++ */
+	int beta;	/* 2: recall weighs beta times precision */
+	bool lowercase;
+	bool whitespace; /* keep whitespace inside character n-grams */
+	/* chrF++.py-style epsilon smoothing instead of sacreBLEU's default
+	 * effective-order averaging (signature eff:no). */
+	bool eps_smoothing;
+};
+
+/* sacreBLEU's CHRF() defaults: chrF2, char order 6, word order 0. */
+void fedrun_chrf_opts_init(struct fedrun_chrf_opts *opts);
+
+/* Per order k (characters 1..char_order, then words 1..word_order):
+ * v[3k] hypothesis n-grams, v[3k+1] reference n-grams, v[3k+2] matches. */
+struct fedrun_chrf_stats {
+	int64_t v[3 * FEDRUN_CHRF_MAX_ORDER];
+};
+
+struct fedrun_chrf_score {
+	double score; /* 0..100 */
+	int nrefs;    /* references per segment; -1: varies */
+};
+
+/* Statistics of one segment against the reference that gives it the best
+ * chrF (the first one on ties), as sacreBLEU picks it. */
+int fedrun_chrf_segment_stats(const struct fedrun_chrf_opts *opts, const char *hyp, size_t nrefs,
+			      const char *const *refs, struct fedrun_chrf_stats *stats,
+			      size_t *used);
+/* acc += s */
+void fedrun_chrf_stats_add(struct fedrun_chrf_stats *acc, const struct fedrun_chrf_stats *s);
+/* The chrF score (0..100) of (summed) statistics. */
+double fedrun_chrf_compute(const struct fedrun_chrf_opts *opts,
+			   const struct fedrun_chrf_stats *stats);
+
+int fedrun_chrf_corpus_score(const struct fedrun_chrf_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_chrf_score *out);
+int fedrun_chrf_sentence_score(const struct fedrun_chrf_opts *opts, const char *hyp, size_t nrefs,
+			       const char *const *refs, struct fedrun_chrf_score *out);
+
+/* nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0
+ * (short: "#:1|c:mixed|e:yes|nc:6|nw:0|s:no|v:2.6.0"). */
+int fedrun_chrf_signature(const struct fedrun_chrf_opts *opts, int nrefs, bool short_form,
+			  char *buf, size_t size);
+/* "chrF2|<signature> = 55.7" ("chrF2++" when word_order is 2). */
+int fedrun_chrf_format(const struct fedrun_chrf_opts *opts, const struct fedrun_chrf_score *score,
+		       int width, bool short_form, char *buf, size_t size);
+
+/* ---- text helpers ----------------------------------------------------- */
+
+/* True when s[0..n) is strict UTF-8 (what Python's "utf-8" codec
+ * accepts); otherwise *bad (may be NULL) is the offset of the first bad
+ * byte. */
+bool fedrun_utf8_valid(const char *s, size_t n, size_t *bad);
+/* Length of valid UTF-8 s[0..n) once trailing whitespace is removed as
+ * Python's str.rstrip() removes it (Unicode whitespace, not just ASCII). */
+size_t fedrun_utf8_rstrip(const char *s, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
