@@ -248,7 +248,7 @@ static double rnd(struct world *w)
 static void world_init(struct world *w, uint32_t n)
 {
 	ck_assert_uint_le(n, MAXC);
-	ck_assert_uint_le(w->l.n, 8);
+	ck_assert_uint_le(w->l.n, 8); /* tp has 8 columns */
 	w->n = n;
 	w->theta = fedrun_arena_alloc(w->l.total);
 	for (uint32_t k = 0; k < n; k++) {
@@ -420,6 +420,7 @@ START_TEST(fedatt_spectral_norm_of_known_matrices)
 	add(&w, "b", 1, 2, 0, 0);
 	add(&w, "big", 2, 40, 25, 0);
 	add(&w, "conv", 3, 6, 4, 2); /* read as 6 x 8 */
+	add(&w, "wide", 2, 3, 40, 0);
 	world_init(&w, 2);
 	/* [[3, 0], [4, 5]]: AᵀA = [[25, 20], [20, 25]], σ = √45 and √5. */
 	const float a[4] = {3, 0, 4, 5};
@@ -434,6 +435,10 @@ START_TEST(fedatt_spectral_norm_of_known_matrices)
 	known_matrix(&w, 40, 25, s, w.delta[0] + w.l.t[2].offset);
 	double s2[6] = {2.5, 2.0, 1.0, 0.5, 0.25, 0.0};
 	known_matrix(&w, 6, 8, s2, w.delta[0] + w.l.t[3].offset);
+	/* Wider than tall: the estimate must use the last β (it is exact only
+	 * from the k x (k + 1) bidiagonal after 3 steps). */
+	double s3[3] = {2.0, 1.9, 0.5};
+	known_matrix(&w, 3, 40, s3, w.delta[0] + w.l.t[4].offset);
 
 	double fro = 0;
 	for (int l = 0; l < 25; l++)
@@ -443,6 +448,7 @@ START_TEST(fedatt_spectral_norm_of_known_matrices)
 	/* float entries perturb the singular values by ~1e-7 relative. */
 	assert_close(spectral_via_fedatt(ops, &w, "big"), 5.0, 1e-5, "sigma of U S Vᵀ");
 	assert_close(spectral_via_fedatt(ops, &w, "conv"), 2.5, 1e-5, "sigma of a 3-D tensor");
+	assert_close(spectral_via_fedatt(ops, &w, "wide"), 2.0, 1e-5, "sigma of a wide matrix");
 	ck_assert_msg(sqrt(fro) > 5.5, "the test matrix must tell Frobenius from spectral");
 	world_fini(&w);
 }

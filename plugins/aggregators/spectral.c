@@ -1,10 +1,12 @@
 /* Largest singular value by Golub-Kahan-Lanczos bidiagonalisation (Golub and
  * Van Loan, "Matrix Computations", 4th ed., section 10.4): k steps build
- * orthonormal U_k, V_k and an upper bidiagonal B_k with A V_k = U_k B_k, and
- * σ_max(B_k) rises to σ_max(A) far faster than power iteration does when the
- * top singular values are close. Full reorthogonalisation keeps the bases
- * orthogonal, so no spurious copies appear; σ_max(B_k) comes from the
- * largest eigenvalue of the tridiagonal B_kᵀB_k by Sturm-sequence bisection. */
+ * orthonormal U_k, V_k and an upper bidiagonal B_k with A V_k = U_k B_k,
+ * whose largest singular value rises to σ_max(A) far faster than power
+ * iteration does when the top singular values are close (Lanczos needs about
+ * the square root of the steps). Full reorthogonalisation keeps the bases
+ * orthogonal, so no spurious copies appear. The estimate is σ_max of the
+ * k x (k + 1) bidiagonal [B_k, β_k e_k], from the largest eigenvalue of a
+ * k x k tridiagonal matrix by Sturm-sequence bisection. */
 #include "config.h"
 #include <float.h>
 #include <math.h>
@@ -92,24 +94,27 @@ static uint32_t sturm_below(uint32_t m, const double *d, const double *e, double
 	return count;
 }
 
-/* σ_max of the k x k upper bidiagonal matrix with diagonal alpha and
- * superdiagonal beta (k - 1 entries), via the largest eigenvalue of
- * BᵀB = tridiag(α_j² + β_{j-1}², α_j β_j). */
+/* σ_max of the k x (k + 1) upper bidiagonal matrix C = [B_k, β_k e_k] with
+ * diagonal alpha[0..k) and superdiagonal beta[0..k): C = U_kᵀ A V_{k+1}, so
+ * σ_max(C) <= σ_max(A), and it is already exact when U_k spans the column
+ * space (a wide A after `rows` steps), where B_k alone is not. Computed as
+ * the square root of the largest eigenvalue of CCᵀ =
+ * tridiag(β_{j-1} α_j; α_j² + β_j²; β_j α_{j+1}). */
 static double bidiag_sigma_max(uint32_t k, const double *alpha, const double *beta, double *d,
 			       double *e)
 {
 	double hi = 0;
 	for (uint32_t j = 0; j < k; j++) {
-		d[j] = alpha[j] * alpha[j] + (j ? beta[j - 1] * beta[j - 1] : 0);
+		d[j] = alpha[j] * alpha[j] + beta[j] * beta[j];
 		if (j + 1 < k)
-			e[j] = alpha[j] * beta[j];
+			e[j] = beta[j] * alpha[j + 1];
 	}
 	for (uint32_t j = 0; j < k; j++) { /* Gershgorin bound */
 		double r = d[j] + (j ? fabs(e[j - 1]) : 0) + (j + 1 < k ? fabs(e[j]) : 0);
 		if (r > hi)
 			hi = r;
 	}
-	double lo = 0; /* BᵀB is positive semidefinite */
+	double lo = 0; /* CCᵀ is positive semidefinite */
 	for (int it = 0; it < 200 && hi - lo > 2 * DBL_EPSILON * hi; it++) {
 		double mid = 0.5 * (lo + hi);
 		if (sturm_below(k, d, e, mid) == k)
