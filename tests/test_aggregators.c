@@ -76,8 +76,8 @@ static int fake_metric(void *ctx, const char *name, int64_t client, const char *
 	return 0;
 }
 
-static int fake_loss_grad(void *ctx, int64_t client, enum fedrun_split split,
-			  const float *params, float *grad, double *loss)
+static int fake_loss_grad(void *ctx, int64_t client, enum fedrun_split split, const float *params,
+			  float *grad, double *loss)
 {
 	(void)ctx;
 	if (fake.fail_with)
@@ -114,15 +114,15 @@ static uint64_t fake_seed(void *ctx)
 }
 
 static struct fedrun_host host = {
-	.size = sizeof(struct fedrun_host),
-	.abi_minor = FEDRUN_ABI_MINOR,
-	.ctx = NULL,
-	.log = fake_log,
-	.error = fake_error,
-	.metric = fake_metric,
-	.loss_grad = fake_loss_grad,
-	.threads = fake_threads,
-	.seed = fake_seed,
+    .size = sizeof(struct fedrun_host),
+    .abi_minor = FEDRUN_ABI_MINOR,
+    .ctx = NULL,
+    .log = fake_log,
+    .error = fake_error,
+    .metric = fake_metric,
+    .loss_grad = fake_loss_grad,
+    .threads = fake_threads,
+    .seed = fake_seed,
 };
 
 /* The value of metric `name` for (client, tensor); NAN when absent. */
@@ -255,8 +255,8 @@ static void world_init(struct world *w, uint32_t n)
 		w->delta[k] = fedrun_arena_alloc(w->l.total);
 		for (uint32_t i = 0; i < w->l.n; i++)
 			w->tp[k][i] = w->delta[k] + w->l.t[i].offset;
-		w->u[k] = (struct fedrun_update){.client = k, .n_samples = 10 * (k + 1),
-						 .train_loss = 1.0, .tensor = w->tp[k]};
+		w->u[k] = (struct fedrun_update){
+		    .client = k, .n_samples = 10 * (k + 1), .train_loss = 1.0, .tensor = w->tp[k]};
 	}
 	w->round = (struct fedrun_round_info){sizeof w->round, 1, 10, 2 * MAXC, 7, &w->l};
 	if (!w->rng)
@@ -291,8 +291,8 @@ static const float *sent(const struct world *w, uint32_t k, uint32_t i)
 
 static void assert_close(double got, double want, double tol, const char *what)
 {
-	ck_assert_msg(fabs(got - want) <= tol * (1 + fabs(want)), "%s: got %.10g, want %.10g",
-		      what, got, want);
+	ck_assert_msg(fabs(got - want) <= tol * (1 + fabs(want)), "%s: got %.10g, want %.10g", what,
+		      got, want);
 }
 
 /* ---- fedatt ------------------------------------------------------------- */
@@ -527,8 +527,8 @@ static void ref_fedopt_round(struct ref_opt *r, const struct world *w)
 			double d = 0;
 			for (uint32_t k = 0; k < w->n; k++)
 				if (sent(w, k, i))
-					d += (r->uniform ? 1.0 : (double)w->u[k].n_samples) / total *
-					     sent(w, k, i)[e - t->offset];
+					d += (r->uniform ? 1.0 : (double)w->u[k].n_samples) /
+					     total * sent(w, k, i)[e - t->offset];
 			if (r->method == AVGM) {
 				r->m[e] = r->mu * r->m[e] + d;
 				r->x[e] += r->lr * r->m[e];
@@ -608,30 +608,35 @@ static void check_fedopt(const char *config, struct ref_opt r)
 
 START_TEST(fedopt_adam_three_rounds)
 {
-	check_fedopt("{\"method\": \"adam\", \"lr\": 0.05, \"beta1\": 0.9, \"beta2\": 0.99, "
-		     "\"tau\": 0.001}",
-		     (struct ref_opt){.method = ADAM, .lr = 0.05, .b1 = 0.9, .b2 = 0.99,
-				      .tau = 0.001});
+	check_fedopt(
+	    "{\"method\": \"adam\", \"lr\": 0.05, \"beta1\": 0.9, \"beta2\": 0.99, "
+	    "\"tau\": 0.001}",
+	    (struct ref_opt){.method = ADAM, .lr = 0.05, .b1 = 0.9, .b2 = 0.99, .tau = 0.001});
 	check_fedopt("{\"method\": \"adam\", \"lr\": 0.05, \"bias_correction\": true, "
 		     "\"weights\": \"uniform\"}",
-		     (struct ref_opt){.method = ADAM, .lr = 0.05, .b1 = 0.9, .b2 = 0.99,
-				      .tau = 0.001, .bc = true, .uniform = true});
+		     (struct ref_opt){.method = ADAM,
+				      .lr = 0.05,
+				      .b1 = 0.9,
+				      .b2 = 0.99,
+				      .tau = 0.001,
+				      .bc = true,
+				      .uniform = true});
 }
 END_TEST
 
 START_TEST(fedopt_yogi_three_rounds)
 {
-	check_fedopt("{\"method\": \"yogi\", \"lr\": 0.03, \"beta2\": 0.9, \"tau\": 0.01}",
-		     (struct ref_opt){.method = YOGI, .lr = 0.03, .b1 = 0.9, .b2 = 0.9,
-				      .tau = 0.01});
+	check_fedopt(
+	    "{\"method\": \"yogi\", \"lr\": 0.03, \"beta2\": 0.9, \"tau\": 0.01}",
+	    (struct ref_opt){.method = YOGI, .lr = 0.03, .b1 = 0.9, .b2 = 0.9, .tau = 0.01});
 }
 END_TEST
 
 START_TEST(fedopt_adagrad_three_rounds)
 {
-	check_fedopt("{\"method\": \"adagrad\", \"lr\": 0.1, \"beta1\": 0.5}",
-		     (struct ref_opt){.method = ADAGRAD, .lr = 0.1, .b1 = 0.5, .b2 = 0.99,
-				      .tau = 0.001});
+	check_fedopt(
+	    "{\"method\": \"adagrad\", \"lr\": 0.1, \"beta1\": 0.5}",
+	    (struct ref_opt){.method = ADAGRAD, .lr = 0.1, .b1 = 0.5, .b2 = 0.99, .tau = 0.001});
 }
 END_TEST
 
@@ -775,8 +780,8 @@ START_TEST(median_constructed)
 	/* Without client 4 (value 5, 7): medians of four values. */
 	memset(w.theta, 0, 2 * sizeof(float));
 	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, 4, w.theta), 0);
-	ck_assert_float_eq(w.theta[0], 1.5f);   /* {-3, 1, 2, 100} */
-	ck_assert_float_eq(w.theta[1], 2.0f);   /* {-1, 0, 4, 9} */
+	ck_assert_float_eq(w.theta[0], 1.5f); /* {-3, 1, 2, 100} */
+	ck_assert_float_eq(w.theta[1], 2.0f); /* {-1, 0, 4, 9} */
 	ops->destroy(st);
 	world_fini(&w);
 }
@@ -1041,7 +1046,8 @@ static void check_finds_friend(const char *config)
 		f += ((double)w.theta[e] - a[e]) * ((double)w.theta[e] - a[e]);
 	ck_assert_msg(f < 0.5 * f_uniform, "%s: loss %g, uniform weights give %g", config, f,
 		      f_uniform);
-	ck_assert_msg(metric("meritfed.loss_last", 0, NULL) < metric("meritfed.loss_first", 0, NULL),
+	ck_assert_msg(metric("meritfed.loss_last", 0, NULL) <
+			  metric("meritfed.loss_first", 0, NULL),
 		      "%s: mirror descent did not lower the loss", config);
 	ops->destroy(st);
 	fedrun_arena_free(theta0);
@@ -1083,7 +1089,7 @@ START_TEST(meritfed_zeroth_equals_first_for_two_clients)
 	ck_assert(wf > 0.5 && wf < 0.99);
 	ck_assert_int_eq(calls_first, 3);
 	ck_assert_int_eq(fake.calls, 3 * 2 * 2); /* steps x directions x two points */
-	ck_assert_int_eq(fake.grad_calls, 3);    /* only the first-order ones */
+	ck_assert_int_eq(fake.grad_calls, 3);	 /* only the first-order ones */
 	ops->destroy(first);
 	ops->destroy(zeroth);
 	fedrun_arena_free(theta0);
@@ -1104,7 +1110,8 @@ struct ref_adam {
 static double ref_adam_phi(const struct world *w, const float *a, const struct ref_adam *r,
 			   const double *wt, double *x_out)
 {
-	double f = 0, c1 = 1 - pow(r->b1, (double)(r->t + 1)), c2 = 1 - pow(r->b2, (double)(r->t + 1));
+	double f = 0, c1 = 1 - pow(r->b1, (double)(r->t + 1)),
+	       c2 = 1 - pow(r->b2, (double)(r->t + 1));
 	for (uint32_t i = 0; i < w->l.n; i++)
 		for (uint64_t e = w->l.t[i].offset; e < w->l.t[i].offset + w->l.t[i].numel; e++) {
 			double d = 0;
@@ -1156,7 +1163,8 @@ START_TEST(meritfed_adam_gradient_matches_finite_differences)
 			memcpy(wm, wt, sizeof wm);
 			wp[k] += h;
 			wm[k] -= h;
-			g[k] = (ref_adam_phi(&w, a, &r, wp, NULL) - ref_adam_phi(&w, a, &r, wm, NULL)) /
+			g[k] = (ref_adam_phi(&w, a, &r, wp, NULL) -
+				ref_adam_phi(&w, a, &r, wm, NULL)) /
 			       (2 * h);
 		}
 		double z = 0;
@@ -1172,7 +1180,8 @@ START_TEST(meritfed_adam_gradient_matches_finite_differences)
 		int rc = ops->aggregate(st, &w.round, w.u, w.n, w.theta);
 		ck_assert_msg(rc == 0, "%s", fedrun_error_message());
 		for (uint32_t k = 0; k < 3; k++)
-			assert_close(metric("meritfed.weight", k, NULL), wt[k], 1e-4, "adam weight");
+			assert_close(metric("meritfed.weight", k, NULL), wt[k], 1e-4,
+				     "adam weight");
 		for (uint64_t e = 0; e < w.l.total; e++) {
 			assert_close(w.theta[e], x[e], 1e-4, "adam theta");
 			w.theta[e] = (float)x[e]; /* both sides continue from the same θ */
@@ -1257,7 +1266,7 @@ END_TEST
 
 /* ---- common to all ------------------------------------------------------ */
 
-static const char *const all_plugins[] = {"fedatt",       "fedopt", "median",
+static const char *const all_plugins[] = {"fedatt",	  "fedopt", "median",
 					  "trimmed_mean", "krum",   "meritfed"};
 
 START_TEST(bad_configs_name_their_key)

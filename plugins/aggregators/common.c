@@ -65,12 +65,12 @@ int aggr_begin(struct aggr_base *b, const struct fedrun_round_info *round,
 			const float *x = updates[k].tensor[i];
 			uint64_t bad;
 			if (x && !fedrun_vec_finite(l->t[i].numel, x, &bad))
-				return fedrun_error(FEDRUN_ENUMERIC,
-						    "%s: round %u: client %u sent a non-finite value "
-						    "in tensor %s at element %llu",
-						    b->name, round ? round->round : 0,
-						    updates[k].client, l->t[i].name,
-						    (unsigned long long)bad);
+				return fedrun_error(
+				    FEDRUN_ENUMERIC,
+				    "%s: round %u: client %u sent a non-finite value "
+				    "in tensor %s at element %llu",
+				    b->name, round ? round->round : 0, updates[k].client,
+				    l->t[i].name, (unsigned long long)bad);
 		}
 	}
 	if (n > b->cap) {
@@ -116,8 +116,8 @@ uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t 
 	return m;
 }
 
-int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client,
-		const char *tensor, double value)
+int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, const char *tensor,
+		double value)
 {
 	if (!b->host || !b->host->metric)
 		return 0;

@@ -13,11 +13,11 @@
 #define AGGR_PATH "aggregator"
 
 struct aggr_base {
-	const char *name;              /* the plugin's name, for messages */
+	const char *name;		/* the plugin's name, for messages */
 	const struct fedrun_host *host; /* borrowed from create; outlives us */
-	struct fedrun_layout layout;   /* owned copy */
-	uint64_t max_numel;            /* of the largest tensor */
-	float *before;                 /* θ_t, kept for the step norm; owned */
+	struct fedrun_layout layout;	/* owned copy */
+	uint64_t max_numel;		/* of the largest tensor */
+	float *before;			/* θ_t, kept for the step norm; owned */
 	/* Per-client scratch of `cap` entries, reserved by aggr_begin for the
 	 * round's n updates: the tensor pointers of aggr_senders, float
 	 * weights, and doubles for per-client scores. */
@@ -46,8 +46,8 @@ uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t 
 		      const float **src);
 
 /* host->metric, when the host has one. */
-int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client,
-		const char *tensor, double value);
+int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, const char *tensor,
+		double value);
 
 /* The one symbol each plugin exports (declared here for -Wmissing-prototypes). */
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);

@@ -22,14 +22,14 @@ struct fedatt_cfg {
 };
 
 static const struct fedrun_opt fedatt_opts[] = {
-	{"epsilon", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, epsilon), FEDRUN_OPT_MIN_OPEN,
-	 0, INFINITY, 1.0, NULL, NULL},
-	{"norm", FEDRUN_OPT_CHOICE, offsetof(struct fedatt_cfg, norm), 0, 0, 0, 0, "frobenius",
-	 "frobenius|spectral"},
-	{"beta", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, beta), 0, 0, 1, 0, NULL, NULL},
-	{"sigma", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, sigma), 0, 0, INFINITY, 1.0,
-	 NULL, NULL},
-	FEDRUN_OPT_END_};
+    {"epsilon", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, epsilon), FEDRUN_OPT_MIN_OPEN, 0,
+     INFINITY, 1.0, NULL, NULL},
+    {"norm", FEDRUN_OPT_CHOICE, offsetof(struct fedatt_cfg, norm), 0, 0, 0, 0, "frobenius",
+     "frobenius|spectral"},
+    {"beta", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, beta), 0, 0, 1, 0, NULL, NULL},
+    {"sigma", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, sigma), 0, 0, INFINITY, 1.0, NULL,
+     NULL},
+    FEDRUN_OPT_END_};
 
 struct fedatt {
 	struct aggr_base base;
@@ -147,22 +147,22 @@ static int fedatt_aggregate(void *state, const struct fedrun_round_info *round,
 }
 
 static const struct fedrun_aggregator_ops fedatt_ops = {
-	.size = sizeof(struct fedrun_aggregator_ops),
-	.create = fedatt_create,
-	.destroy = fedatt_destroy,
-	.aggregate = fedatt_aggregate,
-	.state = NULL,
+    .size = sizeof(struct fedrun_aggregator_ops),
+    .create = fedatt_create,
+    .destroy = fedatt_destroy,
+    .aggregate = fedatt_aggregate,
+    .state = NULL,
 };
 
 static const struct fedrun_plugin fedatt_plugin = {
-	.abi_major = FEDRUN_ABI_MAJOR,
-	.abi_minor = FEDRUN_ABI_MINOR,
-	.size = sizeof(struct fedrun_plugin),
-	.kind = FEDRUN_KIND_AGGREGATOR,
-	.name = "fedatt",
-	.version = "1.0.0",
-	.summary = "layer-wise attentive aggregation (Ji et al. 2019, Algorithm 3)",
-	.ops = &fedatt_ops,
+    .abi_major = FEDRUN_ABI_MAJOR,
+    .abi_minor = FEDRUN_ABI_MINOR,
+    .size = sizeof(struct fedrun_plugin),
+    .kind = FEDRUN_KIND_AGGREGATOR,
+    .name = "fedatt",
+    .version = "1.0.0",
+    .summary = "layer-wise attentive aggregation (Ji et al. 2019, Algorithm 3)",
+    .ops = &fedatt_ops,
 };
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

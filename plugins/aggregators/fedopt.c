@@ -25,27 +25,27 @@ struct fedopt_cfg {
 };
 
 static const struct fedrun_opt fedopt_opts[] = {
-	{"method", FEDRUN_OPT_CHOICE, offsetof(struct fedopt_cfg, method), 0, 0, 0, 0, "adam",
-	 "adam|yogi|adagrad|avgm"},
-	/* Default depends on the method: see fedopt_create. */
-	{"lr", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, lr),
-	 FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 0, NULL, NULL},
-	{"beta1", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, beta1), FEDRUN_OPT_MAX_OPEN, 0, 1,
-	 0.9, NULL, NULL},
-	{"beta2", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, beta2), FEDRUN_OPT_MAX_OPEN, 0, 1,
-	 0.99, NULL, NULL},
-	{"tau", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, tau), FEDRUN_OPT_MIN_OPEN, 0,
-	 INFINITY, 1e-3, NULL, NULL},
-	{"momentum", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, momentum), FEDRUN_OPT_MAX_OPEN,
-	 0, 1, 0.9, NULL, NULL},
-	/* Default τ²: see fedopt_create. */
-	{"v0", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, v0), FEDRUN_OPT_OPTIONAL, 0,
-	 INFINITY, 0, NULL, NULL},
-	{"bias_correction", FEDRUN_OPT_BOOL, offsetof(struct fedopt_cfg, bias_correction), 0, 0,
-	 0, 0, NULL, NULL},
-	{"weights", FEDRUN_OPT_CHOICE, offsetof(struct fedopt_cfg, weights), 0, 0, 0, 0,
-	 "samples", "samples|uniform"},
-	FEDRUN_OPT_END_};
+    {"method", FEDRUN_OPT_CHOICE, offsetof(struct fedopt_cfg, method), 0, 0, 0, 0, "adam",
+     "adam|yogi|adagrad|avgm"},
+    /* Default depends on the method: see fedopt_create. */
+    {"lr", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, lr),
+     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 0, NULL, NULL},
+    {"beta1", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, beta1), FEDRUN_OPT_MAX_OPEN, 0, 1, 0.9,
+     NULL, NULL},
+    {"beta2", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, beta2), FEDRUN_OPT_MAX_OPEN, 0, 1,
+     0.99, NULL, NULL},
+    {"tau", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, tau), FEDRUN_OPT_MIN_OPEN, 0, INFINITY,
+     1e-3, NULL, NULL},
+    {"momentum", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, momentum), FEDRUN_OPT_MAX_OPEN, 0,
+     1, 0.9, NULL, NULL},
+    /* Default τ²: see fedopt_create. */
+    {"v0", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, v0), FEDRUN_OPT_OPTIONAL, 0, INFINITY, 0,
+     NULL, NULL},
+    {"bias_correction", FEDRUN_OPT_BOOL, offsetof(struct fedopt_cfg, bias_correction), 0, 0, 0, 0,
+     NULL, NULL},
+    {"weights", FEDRUN_OPT_CHOICE, offsetof(struct fedopt_cfg, weights), 0, 0, 0, 0, "samples",
+     "samples|uniform"},
+    FEDRUN_OPT_END_};
 
 struct fedopt {
 	struct aggr_base base;
@@ -77,18 +77,19 @@ static int fedopt_create(const struct fedrun_host *host, json_t *config,
 		fo->cfg.v0 = c->tau * c->tau;
 		json_object_set_new(config, "v0", json_real(fo->cfg.v0));
 	}
-	static const enum srvopt_method methods[] = {
-		[FEDOPT_ADAM] = SRVOPT_ADAM, [FEDOPT_YOGI] = SRVOPT_YOGI,
-		[FEDOPT_ADAGRAD] = SRVOPT_ADAGRAD, [FEDOPT_AVGM] = SRVOPT_SGD};
+	static const enum srvopt_method methods[] = {[FEDOPT_ADAM] = SRVOPT_ADAM,
+						     [FEDOPT_YOGI] = SRVOPT_YOGI,
+						     [FEDOPT_ADAGRAD] = SRVOPT_ADAGRAD,
+						     [FEDOPT_AVGM] = SRVOPT_SGD};
 	struct srvopt_cfg oc = {
-		.method = methods[c->method],
-		.lr = c->lr,
-		.momentum = c->method == FEDOPT_AVGM ? c->momentum : 0,
-		.beta1 = c->beta1,
-		.beta2 = c->beta2,
-		.tau = c->tau,
-		.v0 = c->method == FEDOPT_AVGM ? 0 : c->v0,
-		.bias_correction = c->bias_correction,
+	    .method = methods[c->method],
+	    .lr = c->lr,
+	    .momentum = c->method == FEDOPT_AVGM ? c->momentum : 0,
+	    .beta1 = c->beta1,
+	    .beta2 = c->beta2,
+	    .tau = c->tau,
+	    .v0 = c->method == FEDOPT_AVGM ? 0 : c->v0,
+	    .bias_correction = c->bias_correction,
 	};
 	rc = aggr_base_init(&fo->base, "fedopt", host, layout);
 	if (rc < 0)
@@ -147,16 +148,17 @@ static int fedopt_aggregate(void *state, const struct fedrun_round_info *round,
 		for (uint32_t k = 0; k < n; k++)
 			if (src[k])
 				total += fo->cfg.weights == FEDOPT_SAMPLES
-						 ? (double)updates[k].n_samples
-						 : 1.0;
+					     ? (double)updates[k].n_samples
+					     : 1.0;
 		if (!(total > 0))
-			return fedrun_error(FEDRUN_EINVAL,
-					    "fedopt: tensor %s: the clients that sent it report "
-					    "0 training samples (use aggregator.weights \"uniform\")",
-					    t->name);
+			return fedrun_error(
+			    FEDRUN_EINVAL,
+			    "fedopt: tensor %s: the clients that sent it report "
+			    "0 training samples (use aggregator.weights \"uniform\")",
+			    t->name);
 		for (uint32_t k = 0; k < n; k++) {
-			double p = fo->cfg.weights == FEDOPT_SAMPLES ? (double)updates[k].n_samples
-								     : 1.0;
+			double p =
+			    fo->cfg.weights == FEDOPT_SAMPLES ? (double)updates[k].n_samples : 1.0;
 			w[k] = src[k] ? (float)(p / total) : 0;
 		}
 		for (uint64_t j = 0; j < t->numel; j++)
@@ -182,22 +184,22 @@ static int fedopt_state(void *state, const struct fedrun_state_blob **blobs, uin
 }
 
 static const struct fedrun_aggregator_ops fedopt_ops = {
-	.size = sizeof(struct fedrun_aggregator_ops),
-	.create = fedopt_create,
-	.destroy = fedopt_destroy,
-	.aggregate = fedopt_aggregate,
-	.state = fedopt_state,
+    .size = sizeof(struct fedrun_aggregator_ops),
+    .create = fedopt_create,
+    .destroy = fedopt_destroy,
+    .aggregate = fedopt_aggregate,
+    .state = fedopt_state,
 };
 
 static const struct fedrun_plugin fedopt_plugin = {
-	.abi_major = FEDRUN_ABI_MAJOR,
-	.abi_minor = FEDRUN_ABI_MINOR,
-	.size = sizeof(struct fedrun_plugin),
-	.kind = FEDRUN_KIND_AGGREGATOR,
-	.name = "fedopt",
-	.version = "1.0.0",
-	.summary = "FedAdam, FedYogi, FedAdagrad (Reddi et al. 2021) and FedAvgM server steps",
-	.ops = &fedopt_ops,
+    .abi_major = FEDRUN_ABI_MAJOR,
+    .abi_minor = FEDRUN_ABI_MINOR,
+    .size = sizeof(struct fedrun_plugin),
+    .kind = FEDRUN_KIND_AGGREGATOR,
+    .name = "fedopt",
+    .version = "1.0.0",
+    .summary = "FedAdam, FedYogi, FedAdagrad (Reddi et al. 2021) and FedAvgM server steps",
+    .ops = &fedopt_ops,
 };
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

@@ -18,15 +18,15 @@ struct krum_cfg {
 };
 
 static const struct fedrun_opt krum_opts[] = {
-	{"f", FEDRUN_OPT_INT, offsetof(struct krum_cfg, f), 0, 0, INT32_MAX, 0, NULL, NULL},
-	{"m", FEDRUN_OPT_INT, offsetof(struct krum_cfg, m), 0, 1, INT32_MAX, 1, NULL, NULL},
-	FEDRUN_OPT_END_};
+    {"f", FEDRUN_OPT_INT, offsetof(struct krum_cfg, f), 0, 0, INT32_MAX, 0, NULL, NULL},
+    {"m", FEDRUN_OPT_INT, offsetof(struct krum_cfg, m), 0, 1, INT32_MAX, 1, NULL, NULL},
+    FEDRUN_OPT_END_};
 
 struct krum {
 	struct aggr_base base;
 	struct krum_cfg cfg;
-	double *dist;   /* n x n squared distances */
-	double *row;    /* n scratch */
+	double *dist;	 /* n x n squared distances */
+	double *row;	 /* n scratch */
 	uint32_t *order; /* clients by score */
 	uint32_t cap;
 };
@@ -81,17 +81,16 @@ static int krum_reserve(struct krum *kr, uint32_t n)
 /* Krum compares whole vectors: a distance over different sets of tensors
  * would not be a distance. So every tensor must come from every client or
  * from none (a tensor nobody sent keeps its value). */
-static int krum_check_whole(const struct krum *kr, const struct fedrun_update *updates,
-			    uint32_t n)
+static int krum_check_whole(const struct krum *kr, const struct fedrun_update *updates, uint32_t n)
 {
 	const struct fedrun_layout *l = &kr->base.layout;
 	for (uint32_t i = 0; i < l->n; i++)
 		for (uint32_t k = 1; k < n; k++)
 			if (!updates[k].tensor[i] != !updates[0].tensor[i]) {
 				const struct fedrun_update *has =
-					updates[k].tensor[i] ? &updates[k] : &updates[0];
+				    updates[k].tensor[i] ? &updates[k] : &updates[0];
 				const struct fedrun_update *lacks =
-					updates[k].tensor[i] ? &updates[0] : &updates[k];
+				    updates[k].tensor[i] ? &updates[0] : &updates[k];
 				return fedrun_error(FEDRUN_EUNSUPPORTED,
 						    "krum: client %u sent tensor %s but client %u "
 						    "did not; krum needs whole updates (use the "
@@ -131,10 +130,11 @@ static int krum_aggregate(void *state, const struct fedrun_round_info *round,
 	/* Krum's condition 2f + 2 < n: every score then sums at least one
 	 * distance. */
 	if ((int64_t)n < 2 * f + 3)
-		return fedrun_error(FEDRUN_EINVAL,
-				    "krum: aggregator.f = %lld needs at least 2f + 3 = %lld updates, "
-				    "this round has %u",
-				    (long long)f, (long long)(2 * f + 3), n);
+		return fedrun_error(
+		    FEDRUN_EINVAL,
+		    "krum: aggregator.f = %lld needs at least 2f + 3 = %lld updates, "
+		    "this round has %u",
+		    (long long)f, (long long)(2 * f + 3), n);
 	if (m > (int64_t)n)
 		return fedrun_error(FEDRUN_EINVAL,
 				    "krum: aggregator.m = %lld is more than the %u updates of this "
@@ -205,22 +205,22 @@ static int krum_aggregate(void *state, const struct fedrun_round_info *round,
 }
 
 static const struct fedrun_aggregator_ops krum_ops = {
-	.size = sizeof(struct fedrun_aggregator_ops),
-	.create = krum_create,
-	.destroy = krum_destroy,
-	.aggregate = krum_aggregate,
-	.state = NULL,
+    .size = sizeof(struct fedrun_aggregator_ops),
+    .create = krum_create,
+    .destroy = krum_destroy,
+    .aggregate = krum_aggregate,
+    .state = NULL,
 };
 
 static const struct fedrun_plugin krum_plugin = {
-	.abi_major = FEDRUN_ABI_MAJOR,
-	.abi_minor = FEDRUN_ABI_MINOR,
-	.size = sizeof(struct fedrun_plugin),
-	.kind = FEDRUN_KIND_AGGREGATOR,
-	.name = "krum",
-	.version = "1.0.0",
-	.summary = "Krum and Multi-Krum (Blanchard et al. 2017)",
-	.ops = &krum_ops,
+    .abi_major = FEDRUN_ABI_MAJOR,
+    .abi_minor = FEDRUN_ABI_MINOR,
+    .size = sizeof(struct fedrun_plugin),
+    .kind = FEDRUN_KIND_AGGREGATOR,
+    .name = "krum",
+    .version = "1.0.0",
+    .summary = "Krum and Multi-Krum (Blanchard et al. 2017)",
+    .ops = &krum_ops,
 };
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

@@ -69,22 +69,22 @@ static int median_aggregate(void *state, const struct fedrun_round_info *round,
 }
 
 static const struct fedrun_aggregator_ops median_ops = {
-	.size = sizeof(struct fedrun_aggregator_ops),
-	.create = median_create,
-	.destroy = median_destroy,
-	.aggregate = median_aggregate,
-	.state = NULL,
+    .size = sizeof(struct fedrun_aggregator_ops),
+    .create = median_create,
+    .destroy = median_destroy,
+    .aggregate = median_aggregate,
+    .state = NULL,
 };
 
 static const struct fedrun_plugin median_plugin = {
-	.abi_major = FEDRUN_ABI_MAJOR,
-	.abi_minor = FEDRUN_ABI_MINOR,
-	.size = sizeof(struct fedrun_plugin),
-	.kind = FEDRUN_KIND_AGGREGATOR,
-	.name = "median",
-	.version = "1.0.0",
-	.summary = "coordinate-wise median of the updates (Yin et al. 2018)",
-	.ops = &median_ops,
+    .abi_major = FEDRUN_ABI_MAJOR,
+    .abi_minor = FEDRUN_ABI_MINOR,
+    .size = sizeof(struct fedrun_plugin),
+    .kind = FEDRUN_KIND_AGGREGATOR,
+    .name = "median",
+    .version = "1.0.0",
+    .summary = "coordinate-wise median of the updates (Yin et al. 2018)",
+    .ops = &median_ops,
 };
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

@@ -38,38 +38,40 @@ struct meritfed_cfg {
 	double zo_radius;
 };
 
-#define OPT_(key, type, field, flags, lo, hi, def, defs, choices)                               \
-	{key, FEDRUN_OPT_##type, offsetof(struct meritfed_cfg, field), flags, lo, hi, def, defs, \
-	 choices}
+#define OPT_(key, type, field, flags, lo, hi, def, defs, choices)                                  \
+	{                                                                                          \
+		key, FEDRUN_OPT_##type, offsetof(struct meritfed_cfg, field), flags, lo, hi, def,  \
+		    defs, choices                                                                  \
+	}
 static const struct fedrun_opt meritfed_opts[] = {
-	OPT_("target", INT, target, 0, 0, INT32_MAX, 0, NULL, NULL),
-	OPT_("md_steps", INT, md_steps, 0, 0, 100000, 10, NULL, NULL),
-	OPT_("md_lr", NUMBER, md_lr, FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 1.0, NULL, NULL),
-	OPT_("server_lr", NUMBER, server_lr, FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 1.0, NULL, NULL),
-	OPT_("variant", CHOICE, variant, 0, 0, 0, 0, "first", "first|zeroth"),
-	OPT_("split", CHOICE, split, 0, 0, 0, 0, "valid", "valid|train"),
-	OPT_("optimizer", CHOICE, optimizer, 0, 0, 0, 0, "none", "none|sgd|adam"),
-	OPT_("momentum", NUMBER, momentum, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.9, NULL, NULL),
-	OPT_("beta1", NUMBER, beta1, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.9, NULL, NULL),
-	OPT_("beta2", NUMBER, beta2, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.999, NULL, NULL),
-	OPT_("tau", NUMBER, tau, FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 1e-8, NULL, NULL),
-	OPT_("warm_start", BOOL, warm_start, 0, 0, 0, 0, NULL, NULL),
-	OPT_("max_clients", INT, max_clients, 0, 1, 10000000, 1024, NULL, NULL),
-	OPT_("zo_directions", INT, zo_directions, 0, 1, 100000, 4, NULL, NULL),
-	OPT_("zo_radius", NUMBER, zo_radius, FEDRUN_OPT_MIN_OPEN, 0, 1, 0.01, NULL, NULL),
-	FEDRUN_OPT_END_};
+    OPT_("target", INT, target, 0, 0, INT32_MAX, 0, NULL, NULL),
+    OPT_("md_steps", INT, md_steps, 0, 0, 100000, 10, NULL, NULL),
+    OPT_("md_lr", NUMBER, md_lr, FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 1.0, NULL, NULL),
+    OPT_("server_lr", NUMBER, server_lr, FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 1.0, NULL, NULL),
+    OPT_("variant", CHOICE, variant, 0, 0, 0, 0, "first", "first|zeroth"),
+    OPT_("split", CHOICE, split, 0, 0, 0, 0, "valid", "valid|train"),
+    OPT_("optimizer", CHOICE, optimizer, 0, 0, 0, 0, "none", "none|sgd|adam"),
+    OPT_("momentum", NUMBER, momentum, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.9, NULL, NULL),
+    OPT_("beta1", NUMBER, beta1, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.9, NULL, NULL),
+    OPT_("beta2", NUMBER, beta2, FEDRUN_OPT_MAX_OPEN, 0, 1, 0.999, NULL, NULL),
+    OPT_("tau", NUMBER, tau, FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 1e-8, NULL, NULL),
+    OPT_("warm_start", BOOL, warm_start, 0, 0, 0, 0, NULL, NULL),
+    OPT_("max_clients", INT, max_clients, 0, 1, 10000000, 1024, NULL, NULL),
+    OPT_("zo_directions", INT, zo_directions, 0, 1, 100000, 4, NULL, NULL),
+    OPT_("zo_radius", NUMBER, zo_radius, FEDRUN_OPT_MIN_OPEN, 0, 1, 0.01, NULL, NULL),
+    FEDRUN_OPT_END_};
 #undef OPT_
 
 struct meritfed {
 	struct aggr_base base;
 	struct meritfed_cfg cfg;
 	struct srvopt opt; /* OptStep of MeritOpt; plain SGD (η = γ) for "none" */
-	float *x;    /* candidate point x(w) */
-	float *grad; /* ∇f_target(x) */
-	float *d;    /* D(w): the weighted update, per tensor */
-	float *jac;  /* ∂x/∂D, element-wise (first-order only) */
-	double *tw;  /* per tensor: W_j, the weight of the clients that sent it */
-	double *work; /* 4 * wcap doubles: g, u, perturbed w, spare */
+	float *x;	   /* candidate point x(w) */
+	float *grad;	   /* ∇f_target(x) */
+	float *d;	   /* D(w): the weighted update, per tensor */
+	float *jac;	   /* ∂x/∂D, element-wise (first-order only) */
+	double *tw;	   /* per tensor: W_j, the weight of the clients that sent it */
+	double *work;	   /* 3 * wcap doubles: g, u, perturbed w */
 	uint32_t wcap;
 	double *warm; /* weight per client id (max_clients), 0 = not seen */
 	struct fedrun_state_blob blobs[4];
@@ -119,14 +121,14 @@ static int meritfed_create(const struct fedrun_host *host, json_t *config,
 	/* "none" is the slides' MeritFed step x + γ Σ w_i Δ_i; "sgd" adds
 	 * server momentum; "adam" is Kingma and Ba's (bias-corrected, v_0 = 0). */
 	struct srvopt_cfg oc = {
-		.method = c->optimizer == MERITFED_ADAM ? SRVOPT_ADAM : SRVOPT_SGD,
-		.lr = c->server_lr,
-		.momentum = c->optimizer == MERITFED_SGD ? c->momentum : 0,
-		.beta1 = c->beta1,
-		.beta2 = c->beta2,
-		.tau = c->tau,
-		.v0 = 0,
-		.bias_correction = true,
+	    .method = c->optimizer == MERITFED_ADAM ? SRVOPT_ADAM : SRVOPT_SGD,
+	    .lr = c->server_lr,
+	    .momentum = c->optimizer == MERITFED_SGD ? c->momentum : 0,
+	    .beta1 = c->beta1,
+	    .beta2 = c->beta2,
+	    .tau = c->tau,
+	    .v0 = 0,
+	    .bias_correction = true,
 	};
 	rc = srvopt_init(&mf->opt, &oc, layout->total);
 	if (rc < 0)
@@ -152,7 +154,7 @@ static int meritfed_create(const struct fedrun_host *host, json_t *config,
 			goto fail;
 		}
 		mf->blobs[mf->nblobs++] = (struct fedrun_state_blob){
-			"weights", mf->warm, (uint64_t)c->max_clients * sizeof *mf->warm};
+		    "weights", mf->warm, (uint64_t)c->max_clients * sizeof *mf->warm};
 	}
 	*state = mf;
 	return 0;
@@ -166,8 +168,8 @@ fail:
  * sends every tensor, W_j = 1 and D = Σ_i w_i Δ_i exactly. A tensor nobody
  * sent is marked W_j = 0 and never moves; a W_j <= 0, which only a
  * zeroth-order probe far off the simplex can make, gives D_j = 0. */
-static void meritfed_build_d(struct meritfed *mf, const struct fedrun_update *updates,
-			     uint32_t n, const double *w)
+static void meritfed_build_d(struct meritfed *mf, const struct fedrun_update *updates, uint32_t n,
+			     const double *w)
 {
 	const struct fedrun_layout *l = &mf->base.layout;
 	const float **src = mf->base.src;
@@ -192,8 +194,8 @@ static void meritfed_build_d(struct meritfed *mf, const struct fedrun_update *up
 
 /* x = OptStep(θ, D) on every tensor that someone sent (the others keep θ,
  * already in mf->x); jac (may be NULL) receives ∂x/∂D. */
-static void meritfed_candidate(struct meritfed *mf, const struct fedrun_update *updates,
-			       uint32_t n, const float *params, bool with_jac)
+static void meritfed_candidate(struct meritfed *mf, const struct fedrun_update *updates, uint32_t n,
+			       const float *params, bool with_jac)
 {
 	const struct fedrun_layout *l = &mf->base.layout;
 	for (uint32_t j = 0; j < l->n; j++) {
@@ -233,9 +235,8 @@ static int meritfed_loss(struct meritfed *mf, bool with_grad, double *loss)
  * ∂φ/∂w_i = Σ_{j sent by i} ⟨∇f_j ⊙ J_j, Δ_i^j − D_j⟩ / W_j,
  * which for "none" and whole updates is γ ⟨∇f(x), Δ_i⟩ minus a constant
  * common to every i (mirror descent on the simplex ignores such a shift). */
-static int meritfed_grad_first(struct meritfed *mf, const struct fedrun_update *updates,
-			       uint32_t n, const float *params, const double *w, double *g,
-			       double *loss)
+static int meritfed_grad_first(struct meritfed *mf, const struct fedrun_update *updates, uint32_t n,
+			       const float *params, const double *w, double *g, double *loss)
 {
 	const struct fedrun_layout *l = &mf->base.layout;
 	meritfed_build_d(mf, updates, n, w);
@@ -353,7 +354,7 @@ static int meritfed_reserve(struct meritfed *mf, uint32_t n)
 {
 	if (n <= mf->wcap)
 		return 0;
-	double *work = realloc(mf->work, 4 * (size_t)n * sizeof *work);
+	double *work = realloc(mf->work, 3 * (size_t)n * sizeof *work);
 	if (!work)
 		return fedrun_error(FEDRUN_ENOMEM, "meritfed: out of memory for %u clients", n);
 	mf->work = work;
@@ -437,8 +438,7 @@ static int meritfed_aggregate(void *state, const struct fedrun_round_info *round
 		const struct fedrun_tensor_info *t = &l->t[j];
 		if (aggr_senders(updates, n, j, mf->base.src) == 0)
 			continue;
-		srvopt_apply(&mf->opt, t->offset, t->numel, params + t->offset,
-			     mf->d + t->offset);
+		srvopt_apply(&mf->opt, t->offset, t->numel, params + t->offset, mf->d + t->offset);
 	}
 	srvopt_end_round(&mf->opt);
 
@@ -470,22 +470,22 @@ static int meritfed_state(void *state, const struct fedrun_state_blob **blobs, u
 }
 
 static const struct fedrun_aggregator_ops meritfed_ops = {
-	.size = sizeof(struct fedrun_aggregator_ops),
-	.create = meritfed_create,
-	.destroy = meritfed_destroy,
-	.aggregate = meritfed_aggregate,
-	.state = meritfed_state,
+    .size = sizeof(struct fedrun_aggregator_ops),
+    .create = meritfed_create,
+    .destroy = meritfed_destroy,
+    .aggregate = meritfed_aggregate,
+    .state = meritfed_state,
 };
 
 static const struct fedrun_plugin meritfed_plugin = {
-	.abi_major = FEDRUN_ABI_MAJOR,
-	.abi_minor = FEDRUN_ABI_MINOR,
-	.size = sizeof(struct fedrun_plugin),
-	.kind = FEDRUN_KIND_AGGREGATOR,
-	.name = "meritfed",
-	.version = "1.0.0",
-	.summary = "weights for a target client by mirror descent (MeritFed, MeritOpt)",
-	.ops = &meritfed_ops,
+    .abi_major = FEDRUN_ABI_MAJOR,
+    .abi_minor = FEDRUN_ABI_MINOR,
+    .size = sizeof(struct fedrun_plugin),
+    .kind = FEDRUN_KIND_AGGREGATOR,
+    .name = "meritfed",
+    .version = "1.0.0",
+    .summary = "weights for a target client by mirror descent (MeritFed, MeritOpt)",
+    .ops = &meritfed_ops,
 };
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

@@ -152,8 +152,9 @@ int fedatt_spectral_norm(uint64_t rows, uint64_t cols, const float *a, double *s
 		free(u_all);
 		free(v_all);
 		free(work);
-		return fedrun_error(FEDRUN_ENOMEM, "fedatt: out of memory for the spectral norm "
-						   "of a %llu x %llu tensor",
+		return fedrun_error(FEDRUN_ENOMEM,
+				    "fedatt: out of memory for the spectral norm "
+				    "of a %llu x %llu tensor",
 				    (unsigned long long)rows, (unsigned long long)cols);
 	}
 	double *alpha = work, *beta = work + kmax, *d = work + 2 * kmax, *e = work + 3 * kmax;

@@ -65,8 +65,8 @@ struct elem {
 
 /* The rules of Algorithm 2 of Reddi et al. (lines "m_t", "v_t", "x_{t+1}")
  * and FedAvgM, for one element with old moments m0, v0 and direction d. */
-static inline struct elem step_elem(const struct srvopt_cfg *c, double c1, double c2,
-				    double m0, double v0, double d)
+static inline struct elem step_elem(const struct srvopt_cfg *c, double c1, double c2, double m0,
+				    double v0, double d)
 {
 	struct elem e;
 	if (c->method == SRVOPT_SGD) {

@@ -15,12 +15,12 @@ enum srvopt_method { SRVOPT_SGD, SRVOPT_ADAM, SRVOPT_YOGI, SRVOPT_ADAGRAD };
 
 struct srvopt_cfg {
 	enum srvopt_method method;
-	double lr;       /* η: server learning rate */
-	double momentum; /* SGD: v ← μ v + d; x ← x + η v (0: plain x + η d) */
-	double beta1;    /* adaptive: m ← β1 m + (1 − β1) d */
-	double beta2;    /* Adam, Yogi: second-moment decay */
-	double tau;      /* adaptive: x ← x + η m / (√v + τ); > 0 */
-	double v0;       /* adaptive: initial v (Algorithm 2: v_{−1} ≥ τ²) */
+	double lr;	      /* η: server learning rate */
+	double momentum;      /* SGD: v ← μ v + d; x ← x + η v (0: plain x + η d) */
+	double beta1;	      /* adaptive: m ← β1 m + (1 − β1) d */
+	double beta2;	      /* Adam, Yogi: second-moment decay */
+	double tau;	      /* adaptive: x ← x + η m / (√v + τ); > 0 */
+	double v0;	      /* adaptive: initial v (Algorithm 2: v_{−1} ≥ τ²) */
 	bool bias_correction; /* divide m by 1 − β1^t and v by 1 − β2^t (Kingma and Ba) */
 };
 

@@ -16,9 +16,9 @@ struct trimmed_mean_cfg {
 };
 
 static const struct fedrun_opt trimmed_mean_opts[] = {
-	{"trim", FEDRUN_OPT_NUMBER, offsetof(struct trimmed_mean_cfg, trim), FEDRUN_OPT_MAX_OPEN,
-	 0, 0.5, 0.1, NULL, NULL},
-	FEDRUN_OPT_END_};
+    {"trim", FEDRUN_OPT_NUMBER, offsetof(struct trimmed_mean_cfg, trim), FEDRUN_OPT_MAX_OPEN, 0,
+     0.5, 0.1, NULL, NULL},
+    FEDRUN_OPT_END_};
 
 struct trimmed_mean {
 	struct aggr_base base;
@@ -87,22 +87,22 @@ static int trimmed_mean_aggregate(void *state, const struct fedrun_round_info *r
 }
 
 static const struct fedrun_aggregator_ops trimmed_mean_ops = {
-	.size = sizeof(struct fedrun_aggregator_ops),
-	.create = trimmed_mean_create,
-	.destroy = trimmed_mean_destroy,
-	.aggregate = trimmed_mean_aggregate,
-	.state = NULL,
+    .size = sizeof(struct fedrun_aggregator_ops),
+    .create = trimmed_mean_create,
+    .destroy = trimmed_mean_destroy,
+    .aggregate = trimmed_mean_aggregate,
+    .state = NULL,
 };
 
 static const struct fedrun_plugin trimmed_mean_plugin = {
-	.abi_major = FEDRUN_ABI_MAJOR,
-	.abi_minor = FEDRUN_ABI_MINOR,
-	.size = sizeof(struct fedrun_plugin),
-	.kind = FEDRUN_KIND_AGGREGATOR,
-	.name = "trimmed_mean",
-	.version = "1.0.0",
-	.summary = "coordinate-wise trimmed mean of the updates (Yin et al. 2018)",
-	.ops = &trimmed_mean_ops,
+    .abi_major = FEDRUN_ABI_MAJOR,
+    .abi_minor = FEDRUN_ABI_MINOR,
+    .size = sizeof(struct fedrun_plugin),
+    .kind = FEDRUN_KIND_AGGREGATOR,
+    .name = "trimmed_mean",
+    .version = "1.0.0",
+    .summary = "coordinate-wise trimmed mean of the updates (Yin et al. 2018)",
+    .ops = &trimmed_mean_ops,
 };
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)
