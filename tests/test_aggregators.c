@@ -698,6 +698,27 @@ START_TEST(fedopt_state_blobs_resume)
 }
 END_TEST
 
+START_TEST(fedopt_zero_samples_is_refused)
+{
+	const struct fedrun_aggregator_ops *ops = load("fedopt");
+	struct world w = {0};
+	fedrun_layout_init(&w.l);
+	add(&w, "a", 1, 4, 0, 0);
+	world_init(&w, 2);
+	world_random(&w, 1, 1);
+	w.u[0].n_samples = w.u[1].n_samples = 0;
+	void *st = create(ops, "{}", &w.l);
+	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), FEDRUN_EINVAL);
+	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "aggregator.weights"));
+	ops->destroy(st);
+	/* Uniform weights do not need sample counts. */
+	st = create(ops, "{\"weights\": \"uniform\"}", &w.l);
+	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), 0);
+	ops->destroy(st);
+	world_fini(&w);
+}
+END_TEST
+
 /* ---- median and trimmed mean ---------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)
@@ -915,6 +936,10 @@ START_TEST(krum_and_multi_krum)
 	w.tp[3][1] = w.delta[3] + w.l.t[1].offset;
 	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, 6, w.theta), FEDRUN_EINVAL);
 	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "2f + 3"));
+	ops->destroy(st);
+	st = create(ops, "{\"m\": 8}", &w.l);
+	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), FEDRUN_EINVAL);
+	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "aggregator.m"));
 	ops->destroy(st);
 	free(start);
 	world_fini(&w);
@@ -1241,6 +1266,35 @@ START_TEST(meritfed_warm_start_and_state)
 }
 END_TEST
 
+/* One client, or md_steps 0: no evaluation, weights 1 or uniform. */
+START_TEST(meritfed_trivial_rounds_evaluate_nothing)
+{
+	const struct fedrun_aggregator_ops *ops = load("meritfed");
+	struct world w = {0};
+	float *a;
+	meritfed_world(&w, 3, &a);
+	float *theta0 = fedrun_arena_alloc(w.l.total);
+	memcpy(theta0, w.theta, w.l.total * sizeof *theta0);
+	void *st = create(ops, "{\"server_lr\": 0.5}", &w.l);
+	ck_assert_int_eq(ops->aggregate(st, &w.round, &w.u[1], 1, w.theta), 0);
+	ck_assert_int_eq(fake.calls, 0);
+	ck_assert_double_eq(metric("meritfed.weight", 1, NULL), 1.0);
+	ck_assert(isnan(metric("meritfed.loss_first", 0, NULL)));
+	for (uint64_t e = 0; e < w.l.total; e++)
+		assert_close(w.theta[e], theta0[e] + 0.5 * w.delta[1][e], 1e-6, "one client");
+	ops->destroy(st);
+	st = create(ops, "{\"md_steps\": 0}", &w.l);
+	run_rounds(ops, st, &w, 1, theta0);
+	ck_assert_int_eq(fake.calls, 0);
+	for (uint32_t k = 0; k < 3; k++)
+		assert_close(metric("meritfed.weight", k, NULL), 1.0 / 3, 1e-12, "uniform");
+	ops->destroy(st);
+	fedrun_arena_free(theta0);
+	fedrun_arena_free(a);
+	world_fini(&w);
+}
+END_TEST
+
 START_TEST(meritfed_needs_loss_grad_and_a_real_target)
 {
 	const struct fedrun_aggregator_ops *ops = load("meritfed");
@@ -1429,6 +1483,7 @@ static Suite *aggregators_suite(void)
 	tcase_add_test(tc, fedopt_adagrad_three_rounds);
 	tcase_add_test(tc, fedopt_avgm_three_rounds);
 	tcase_add_test(tc, fedopt_state_blobs_resume);
+	tcase_add_test(tc, fedopt_zero_samples_is_refused);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("robust");
@@ -1447,6 +1502,7 @@ static Suite *aggregators_suite(void)
 	tcase_add_test(tc, meritfed_zeroth_equals_first_for_two_clients);
 	tcase_add_test(tc, meritfed_adam_gradient_matches_finite_differences);
 	tcase_add_test(tc, meritfed_warm_start_and_state);
+	tcase_add_test(tc, meritfed_trivial_rounds_evaluate_nothing);
 	tcase_add_test(tc, meritfed_needs_loss_grad_and_a_real_target);
 	suite_add_tcase(s, tc);
 

@@ -116,6 +116,26 @@ uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t 
 	return m;
 }
 
+double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updates, uint32_t n,
+			  uint32_t i, const double *p, float *out)
+{
+	const uint64_t numel = b->layout.t[i].numel;
+	double total = 0;
+	uint32_t m = aggr_senders(updates, n, i, b->src);
+	for (uint32_t k = 0; k < n; k++)
+		if (b->src[k])
+			total += p[k];
+	memset(out, 0, numel * sizeof *out);
+	if (m == 0)
+		return 0;
+	if (!(total > 1e-12))
+		return total;
+	for (uint32_t k = 0; k < n; k++)
+		b->w[k] = b->src[k] ? (float)(p[k] / total) : 0;
+	fedrun_vec_wsum(numel, n, b->src, b->w, out);
+	return total;
+}
+
 int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, const char *tensor,
 		double value)
 {

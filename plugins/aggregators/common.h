@@ -45,6 +45,13 @@ int aggr_end(struct aggr_base *b, const float *params);
 uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t i,
 		      const float **src);
 
+/* out[0..numel) = Σ_k p_k Δ_k,i / Σ_k p_k over the clients k that sent tensor
+ * i (fedopt's pseudo-gradient, meritfed's weighted update). Returns that
+ * total weight, or 0 when nobody sent the tensor; when the total is not
+ * above 1e-12, out is left zero. Uses b->src and b->w. */
+double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updates, uint32_t n,
+			  uint32_t i, const double *p, float *out);
+
 /* host->metric, when the host has one. */
 int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, const char *tensor,
 		double value);

@@ -133,37 +133,24 @@ static int fedopt_aggregate(void *state, const struct fedrun_round_info *round,
 	if (rc < 0)
 		return rc;
 
-	const float **src = fo->base.src;
-	float *w = fo->base.w;
+	/* Δ = Σ_k p_k Δ_k / Σ_k p_k over the clients that sent the tensor
+	 * (FedOpt, Algorithm 1 of the FedNLP slides, line 9), p_k = n_k or 1. */
+	double *p = fo->base.val;
+	for (uint32_t k = 0; k < n; k++)
+		p[k] = fo->cfg.weights == FEDOPT_SAMPLES ? (double)updates[k].n_samples : 1.0;
 	double pg2 = 0;
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct fedrun_tensor_info *t = &l->t[i];
 		/* A tensor nobody sent: neither it nor its moments move. */
-		if (aggr_senders(updates, n, i, src) == 0)
+		if (aggr_senders(updates, n, i, fo->base.src) == 0)
 			continue;
-		/* Δ = Σ_k p_k Δ_k / Σ_k p_k over the clients that sent the
-		 * tensor (FedOpt, Algorithm 1 of the FedNLP slides, line 9),
-		 * p_k = n_k or 1. */
-		double total = 0;
-		for (uint32_t k = 0; k < n; k++)
-			if (src[k])
-				total += fo->cfg.weights == FEDOPT_SAMPLES
-					     ? (double)updates[k].n_samples
-					     : 1.0;
+		double total = aggr_weighted_mean(&fo->base, updates, n, i, p, fo->pg);
 		if (!(total > 0))
 			return fedrun_error(
 			    FEDRUN_EINVAL,
 			    "fedopt: tensor %s: the clients that sent it report "
 			    "0 training samples (use aggregator.weights \"uniform\")",
 			    t->name);
-		for (uint32_t k = 0; k < n; k++) {
-			double p =
-			    fo->cfg.weights == FEDOPT_SAMPLES ? (double)updates[k].n_samples : 1.0;
-			w[k] = src[k] ? (float)(p / total) : 0;
-		}
-		for (uint64_t j = 0; j < t->numel; j++)
-			fo->pg[j] = 0;
-		fedrun_vec_wsum(t->numel, n, src, w, fo->pg);
 		double nrm = fedrun_vec_nrm2(t->numel, fo->pg);
 		pg2 += nrm * nrm;
 		srvopt_apply(&fo->opt, t->offset, t->numel, params + t->offset, fo->pg);

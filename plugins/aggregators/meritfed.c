@@ -172,24 +172,9 @@ static void meritfed_build_d(struct meritfed *mf, const struct fedrun_update *up
 			     const double *w)
 {
 	const struct fedrun_layout *l = &mf->base.layout;
-	const float **src = mf->base.src;
-	float *fw = mf->base.w;
-	for (uint32_t j = 0; j < l->n; j++) {
-		const struct fedrun_tensor_info *t = &l->t[j];
-		double W = 0;
-		uint32_t m = aggr_senders(updates, n, j, src);
-		for (uint32_t i = 0; i < n; i++)
-			if (src[i])
-				W += w[i];
-		mf->tw[j] = m ? W : 0;
-		float *dj = mf->d + t->offset;
-		memset(dj, 0, t->numel * sizeof *dj);
-		if (m == 0 || !(W > 1e-12))
-			continue;
-		for (uint32_t i = 0; i < n; i++)
-			fw[i] = src[i] ? (float)(w[i] / W) : 0;
-		fedrun_vec_wsum(t->numel, n, src, fw, dj);
-	}
+	for (uint32_t j = 0; j < l->n; j++)
+		mf->tw[j] = aggr_weighted_mean(&mf->base, updates, n, j, w,
+					       mf->d + l->t[j].offset);
 }
 
 /* x = OptStep(θ, D) on every tensor that someone sent (the others keep θ,
