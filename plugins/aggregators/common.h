@@ -1,0 +1,62 @@
+/* What every aggregator plugin of this directory needs: its own copy of the
+ * layout, the checks a round must pass, the senders of a tensor, metrics, and
+ * the norm of the step the server took. Compiled into each plugin (internal,
+ * not exported: plugins export only fedrun_plugin_entry). */
+#ifndef AGGR_COMMON_H
+#define AGGR_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "fedrun/plugin.h"
+
+/* The JSON path under which the pipeline holds an aggregator's section. */
+#define AGGR_PATH "aggregator"
+
+struct aggr_base {
+	const char *name;		/* the plugin's name, for messages */
+	const struct fedrun_host *host; /* borrowed from create; outlives us */
+	struct fedrun_layout layout;	/* owned copy */
+	uint64_t max_numel;		/* of the largest tensor */
+	float *before;			/* θ_t, kept for the step norm; owned */
+	/* Per-client scratch of `cap` entries, reserved by aggr_begin for the
+	 * round's n updates: the tensor pointers of aggr_senders, float
+	 * weights, and doubles for per-client scores. */
+	uint32_t cap;
+	const float **src;
+	float *w;
+	double *val;
+};
+
+int aggr_base_init(struct aggr_base *b, const char *name, const struct fedrun_host *host,
+		   const struct fedrun_layout *layout);
+void aggr_base_fini(struct aggr_base *b);
+
+/* Checks what aggregate() receives (n >= 1, the same layout as at create,
+ * finite updates), reserves the per-client scratch and saves θ_t for
+ * aggr_end(). */
+int aggr_begin(struct aggr_base *b, const struct fedrun_round_info *round,
+	       const struct fedrun_update *updates, uint32_t n, const float *params);
+/* Reports "<name>.step_norm", ||θ_{t+1} − θ_t||, and checks θ_{t+1} is
+ * finite. */
+int aggr_end(struct aggr_base *b, const float *params);
+
+/* The clients that sent tensor i: fills src[k] with updates[k].tensor[i]
+ * (NULL where not sent) and returns how many are not NULL. */
+uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t i,
+		      const float **src);
+
+/* out[0..numel) = Σ_k p_k Δ_k,i / Σ_k p_k over the clients k that sent tensor
+ * i (fedopt's pseudo-gradient, meritfed's weighted update). Returns that
+ * total weight, or 0 when nobody sent the tensor; when the total is not
+ * above 1e-12, out is left zero. Uses b->src and b->w. */
+double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updates, uint32_t n,
+			  uint32_t i, const double *p, float *out);
+
+/* host->metric, when the host has one. */
+int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, const char *tensor,
+		double value);
+
+/* The one symbol each plugin exports (declared here for -Wmissing-prototypes). */
+const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);
+
+#endif
