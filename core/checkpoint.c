@@ -10,8 +10,30 @@
 #include <unistd.h>
 #include "engine.h"
 
-#define AGG_PREFIX "__aggregator__."
 #define CLIENT_PREFIX "__client__."
+
+/* The plugins that may have state to checkpoint, with the prefix of their
+ * entries. */
+struct stateful {
+	const char *prefix;
+	int (*state)(void *, const struct fedrun_state_blob **, uint32_t *);
+	void *st;
+};
+
+static uint32_t statefuls(const struct run *r, struct stateful out[3])
+{
+	uint32_t n = 0;
+#define HAS_OP(ops, type, member) \
+	((ops) && (ops)->size >= offsetof(type, member) + sizeof(void *) && (ops)->member)
+	if (HAS_OP(r->agg_ops, struct fedrun_aggregator_ops, state))
+		out[n++] = (struct stateful){"__aggregator__.", r->agg_ops->state, r->aggregator.state};
+	if (HAS_OP(r->sel_ops, struct fedrun_selector_ops, state))
+		out[n++] = (struct stateful){"__selector__.", r->sel_ops->state, r->selector.state};
+	if (HAS_OP(r->priv_ops, struct fedrun_privacy_ops, state))
+		out[n++] = (struct stateful){"__privacy__.", r->priv_ops->state, r->privacy.state};
+#undef HAS_OP
+	return n;
+}
 
 static void ckpt_path(const struct run *r, uint32_t round, char *buf, size_t n)
 {
@@ -60,20 +82,24 @@ int checkpoint_write(struct run *r)
 	if (rc == 0)
 		rc = fedrun_st_add_layout(&f, r->layout, r->theta);
 
-	const struct fedrun_state_blob *blobs = NULL;
-	uint32_t nblobs = 0;
-	if (rc == 0 && r->agg_ops->size > offsetof(struct fedrun_aggregator_ops, state) &&
-	    r->agg_ops->state)
-		rc = r->agg_ops->state(r->aggregator.state, &blobs, &nblobs);
-	names = calloc(nblobs + 2 * (size_t)r->ncstates + 1, sizeof *names);
+	struct stateful sf[3];
+	const struct fedrun_state_blob *blobs[3] = {NULL};
+	uint32_t nblobs[3] = {0}, nsf = statefuls(r, sf), total = 0;
+	for (uint32_t j = 0; rc == 0 && j < nsf; j++) {
+		rc = sf[j].state(sf[j].st, &blobs[j], &nblobs[j]);
+		total += nblobs[j];
+	}
+	names = calloc(total + 2 * (size_t)r->ncstates + 1, sizeof *names);
 	steps = calloc(r->ncstates + 1, sizeof *steps);
 	if (rc == 0 && (!names || !steps))
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	uint32_t k = 0;
-	for (uint32_t i = 0; rc == 0 && i < nblobs; i++, k++) {
-		snprintf(names[k], sizeof names[k], AGG_PREFIX "%s", blobs[i].name);
-		rc = fedrun_st_add(&f, names[k], FEDRUN_U8, 1, &blobs[i].bytes, blobs[i].data);
-	}
+	for (uint32_t j = 0; rc == 0 && j < nsf; j++)
+		for (uint32_t i = 0; rc == 0 && i < nblobs[j]; i++, k++) {
+			snprintf(names[k], sizeof names[k], "%s%s", sf[j].prefix, blobs[j][i].name);
+			rc = fedrun_st_add(&f, names[k], FEDRUN_U8, 1, &blobs[j][i].bytes,
+					   blobs[j][i].data);
+		}
 	for (uint32_t i = 0; rc == 0 && i < r->ncstates; i++) {
 		const struct client_state *cs = &r->cstates[i];
 		uint64_t one = 1;
@@ -153,23 +179,24 @@ int checkpoint_load(struct run *r, const char *path)
 		fedrun_error_wrap(rc, "%s: ", path);
 		goto out;
 	}
-	const struct fedrun_state_blob *blobs = NULL;
-	uint32_t nblobs = 0;
-	if (r->agg_ops->size > offsetof(struct fedrun_aggregator_ops, state) && r->agg_ops->state) {
-		rc = r->agg_ops->state(r->aggregator.state, &blobs, &nblobs);
-		if (rc < 0)
+	struct stateful sf[3];
+	uint32_t nsf = statefuls(r, sf);
+	for (uint32_t j = 0; j < nsf; j++) {
+		const struct fedrun_state_blob *blobs = NULL;
+		uint32_t nblobs = 0;
+		if ((rc = sf[j].state(sf[j].st, &blobs, &nblobs)) < 0)
 			goto out;
-	}
-	for (uint32_t i = 0; i < nblobs; i++) {
-		char name[FEDRUN_NAME_MAX + 64];
-		snprintf(name, sizeof name, AGG_PREFIX "%s", blobs[i].name);
-		const struct fedrun_st_tensor *t = fedrun_st_find(&f, name);
-		if (!t || t->bytes != blobs[i].bytes) {
-			rc = fedrun_error(FEDRUN_EFORMAT, "%s: aggregator state '%s' is %s", path,
-					  blobs[i].name, t ? "of another size" : "missing");
-			goto out;
+		for (uint32_t i = 0; i < nblobs; i++) {
+			char name[FEDRUN_NAME_MAX + 64];
+			snprintf(name, sizeof name, "%s%s", sf[j].prefix, blobs[i].name);
+			const struct fedrun_st_tensor *t = fedrun_st_find(&f, name);
+			if (!t || t->bytes != blobs[i].bytes) {
+				rc = fedrun_error(FEDRUN_EFORMAT, "%s: plugin state '%s' is %s", path, name,
+						  t ? "of another size" : "missing");
+				goto out;
+			}
+			memcpy(blobs[i].data, t->data, t->bytes);
 		}
-		memcpy(blobs[i].data, t->data, t->bytes);
 	}
 	for (uint32_t i = 0; i < f.n; i++) {
 		unsigned client;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,7 +351,8 @@ static int run_round(struct run *r, uint32_t round)
 		return rc;
 	struct round_ctx ctx = {
 		.info = {.size = sizeof ctx.info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
-			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l},
+			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l,
+			 .sampled = m, .fraction = r->cfg.fraction},
 		.clients = clients};
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
@@ -396,10 +398,24 @@ static int run_round(struct run *r, uint32_t round)
 		if ((rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, v.train_loss)) < 0)
 			goto out;
 	}
+	if (r->server_prev)
+		memcpy(r->server_prev, r->theta, l->total * sizeof(float));
 	rc = r->agg_ops->aggregate(r->aggregator.state, &ctx.info, ups, m, r->theta);
 	if (rc < 0) {
 		fedrun_error_wrap(rc, "round %u: aggregator '%s': ", round, r->aggregator.desc->name);
 		goto out;
+	}
+	if (r->server_prev) {
+		/* Central privacy: the plugin transforms θ_{t+1} − θ_t. */
+		fedrun_vec_sub(l->total, r->theta, r->server_prev, r->server_delta);
+		rc = r->priv_ops->apply_server(r->privacy.state, &ctx.info, m, r->server_delta);
+		if (rc < 0) {
+			fedrun_error_wrap(rc, "round %u: privacy '%s' on the server: ", round,
+					  r->privacy.desc->name);
+			goto out;
+		}
+		memcpy(r->theta, r->server_prev, l->total * sizeof(float));
+		fedrun_vec_axpy(l->total, 1.0f, r->server_delta, r->theta);
 	}
 	const char *bad;
 	if (first_bad_tensor(l, r->theta, &bad)) {
@@ -502,6 +518,8 @@ static void run_teardown(struct run *r)
 	workers_destroy(r);
 	run_plugins_destroy(r);
 	fedrun_arena_free(r->theta);
+	fedrun_arena_free(r->server_prev);
+	fedrun_arena_free(r->server_delta);
 	for (uint32_t i = 0; i < r->ncstates; i++)
 		fedrun_arena_free(r->cstates[i].optim);
 	free(r->cstates);
@@ -620,6 +638,15 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for %" PRIu64 " parameters",
 				  r.layout->total);
 		goto out;
+	}
+	if (r.priv_ops && r.priv_ops->size >= offsetof(struct fedrun_privacy_ops, apply_server) + sizeof(void *) &&
+	    r.priv_ops->apply_server) {
+		r.server_prev = fedrun_arena_alloc(r.layout->total);
+		r.server_delta = fedrun_arena_alloc(r.layout->total);
+		if (!r.server_prev || !r.server_delta) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
 	if ((rc = prepare_dir(&r)) < 0 || (rc = workers_create(&r)) < 0)
 		goto out;

@@ -75,6 +75,7 @@ struct run {
 	uint32_t num_clients;
 	uint64_t optim_floats;
 	float *theta;
+	float *server_prev, *server_delta; /* for central privacy only */
 	uint32_t round; /* last completed round */
 
 	struct worker *workers;

@@ -72,6 +72,8 @@ struct fedrun_round_info {
 	uint32_t num_clients;
 	uint64_t seed;
 	const struct fedrun_layout *layout;
+	uint32_t sampled;  /* clients sampled this round */
+	double fraction;   /* the pipeline's clients.fraction (sampling rate) */
 };
 
 /* ---- aggregators ------------------------------------------------------- */
@@ -126,6 +128,10 @@ struct fedrun_selector_ops {
 	int (*select)(void *state, const struct fedrun_round_info *round,
 		      uint32_t client, const float *before, const float *after,
 		      uint8_t *mask);
+	/* Optional. State that must survive a checkpoint (as for
+	 * aggregators); called on the main thread between rounds. */
+	int (*state)(void *state, const struct fedrun_state_blob **blobs,
+		     uint32_t *n);
 };
 
 /* ---- privacy ----------------------------------------------------------- */
@@ -140,6 +146,16 @@ struct fedrun_privacy_ops {
 	 * threads, concurrently for different clients. */
 	int (*apply)(void *state, const struct fedrun_round_info *round,
 		     uint32_t client, const uint8_t *mask, float *delta);
+	/* Optional. Central privacy: called on the server after aggregation
+	 * with the round's aggregate update θ_{t+1} − θ_t (a whole arena), to
+	 * transform in place (e.g. add noise to the average, as DP-FedAvg
+	 * does); `n` updates were aggregated. Also where a plugin accounts
+	 * the privacy spent in the round (report it with host->metric). */
+	int (*apply_server)(void *state, const struct fedrun_round_info *round,
+			    uint32_t n, float *delta);
+	/* Optional. State that must survive a checkpoint (accountants). */
+	int (*state)(void *state, const struct fedrun_state_blob **blobs,
+		     uint32_t *n);
 };
 
 /* ---- models ------------------------------------------------------------ */
@@ -174,6 +190,11 @@ struct fedrun_train_args {
 	 * it (fedrun_optim_state_floats() floats), else a zeroed scratch. */
 	float *optim_state;
 	uint64_t *optim_step; /* the optimizer's step counter, kept with it */
+	/* FedProx (Li et al. 2020): when prox_mu > 0 the local objective
+	 * gains μ/2·||w − w_t||², w_t = prox_anchor (the parameters the client
+	 * received); fedrun_prox_grad() adds its gradient. */
+	double prox_mu;
+	const float *prox_anchor;
 };
 
 struct fedrun_train_stats {
