@@ -9,6 +9,7 @@
 
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
+#define ACT_CHUNK 4096 /* elements per unit of parallel work */
 
 static int act_check(const char *op, enum fedrun_act act, uint64_t n, const void *a,
 		     const void *b, const void *c)
@@ -21,37 +22,87 @@ static int act_check(const char *op, enum fedrun_act act, uint64_t n, const void
 	return 0;
 }
 
+/* y = f(x) over len elements; y may be x. */
+NN_SIMD_CLONES
+static void act_fwd_chunk(enum fedrun_act act, uint32_t len, const float *x, float *y)
+{
+	switch (act) {
+	case FEDRUN_ACT_RELU:
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++)
+			y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+		break;
+	case FEDRUN_ACT_GELU:
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++) {
+			float v = x[i];
+			y[i] = 0.5f * v * (1.0f + nn_tanhf(GELU_C * (v + GELU_A * v * v * v)));
+		}
+		break;
+	case FEDRUN_ACT_TANH:
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++)
+			y[i] = nn_tanhf(x[i]);
+		break;
+	case FEDRUN_ACT_SIGMOID:
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++)
+			y[i] = nn_sigmoidf(x[i]);
+		break;
+	}
+}
+
+/* dx = dy f'(x) over len elements; dx may be dy. */
+NN_SIMD_CLONES
+static void act_bwd_chunk(enum fedrun_act act, uint32_t len, const float *x, const float *dy,
+			  float *dx)
+{
+	switch (act) {
+	case FEDRUN_ACT_RELU:
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++)
+			dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+		break;
+	case FEDRUN_ACT_GELU:
+		/* d/dx = 0.5 (1 + th) + 0.5 x (1 - th^2) sqrt(2/pi) (1 + 3 a x^2) */
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++) {
+			float v = x[i];
+			float th = nn_tanhf(GELU_C * (v + GELU_A * v * v * v));
+			float du = GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+			dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
+		}
+		break;
+	case FEDRUN_ACT_TANH:
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++) {
+			float th = nn_tanhf(x[i]);
+			dx[i] = dy[i] * (1.0f - th * th);
+		}
+		break;
+	case FEDRUN_ACT_SIGMOID:
+#pragma omp simd
+		for (uint32_t i = 0; i < len; i++) {
+			float s = nn_sigmoidf(x[i]);
+			dx[i] = dy[i] * s * (1.0f - s);
+		}
+		break;
+	}
+}
+
 int nn_cpu_act_forward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, float *y)
 {
 	int rc = act_check("act_forward", act, n, x, y, y);
 	if (rc)
 		return rc;
+	const uint64_t nch = (n + ACT_CHUNK - 1) / ACT_CHUNK;
 	int nt = nn_cpu_threads(ctx);
 	(void)nt;
-	switch (act) {
-	case FEDRUN_ACT_RELU:
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++)
-			y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-		break;
-	case FEDRUN_ACT_GELU:
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++) {
-			float v = x[i];
-			float u = GELU_C * (v + GELU_A * v * v * v);
-			y[i] = 0.5f * v * (1.0f + nn_tanhf(u));
-		}
-		break;
-	case FEDRUN_ACT_TANH:
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++)
-			y[i] = nn_tanhf(x[i]);
-		break;
-	case FEDRUN_ACT_SIGMOID:
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++)
-			y[i] = nn_sigmoidf(x[i]);
-		break;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
+	for (uint64_t c = 0; c < nch; c++) {
+		uint64_t i0 = c * ACT_CHUNK;
+		act_fwd_chunk(act, n - i0 < ACT_CHUNK ? (uint32_t)(n - i0) : ACT_CHUNK, x + i0,
+			      y + i0);
 	}
 	return 0;
 }
@@ -62,38 +113,14 @@ int nn_cpu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float 
 	int rc = act_check("act_backward", act, n, x, dy, dx);
 	if (rc)
 		return rc;
+	const uint64_t nch = (n + ACT_CHUNK - 1) / ACT_CHUNK;
 	int nt = nn_cpu_threads(ctx);
 	(void)nt;
-	switch (act) {
-	case FEDRUN_ACT_RELU:
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++)
-			dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-		break;
-	case FEDRUN_ACT_GELU:
-		/* d/dx = 0.5 (1 + th) + 0.5 x (1 - th^2) sqrt(2/pi) (1 + 3 a x^2) */
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++) {
-			float v = x[i];
-			float th = nn_tanhf(GELU_C * (v + GELU_A * v * v * v));
-			float du = GELU_C * (1.0f + 3.0f * GELU_A * v * v);
-			dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
-		}
-		break;
-	case FEDRUN_ACT_TANH:
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++) {
-			float th = nn_tanhf(x[i]);
-			dx[i] = dy[i] * (1.0f - th * th);
-		}
-		break;
-	case FEDRUN_ACT_SIGMOID:
-#pragma omp parallel for simd schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
-		for (uint64_t i = 0; i < n; i++) {
-			float s = nn_sigmoidf(x[i]);
-			dx[i] = dy[i] * s * (1.0f - s);
-		}
-		break;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
+	for (uint64_t c = 0; c < nch; c++) {
+		uint64_t i0 = c * ACT_CHUNK;
+		act_bwd_chunk(act, n - i0 < ACT_CHUNK ? (uint32_t)(n - i0) : ACT_CHUNK, x + i0,
+			      dy + i0, dx + i0);
 	}
 	return 0;
 }

@@ -17,6 +17,16 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+/* Marks a function holding a hot element-wise loop to be compiled also for
+ * AVX-512 and AVX2, the best chosen at load time (GCC function
+ * multiversioning through an ifunc). No variant enables FMA, so rounding,
+ * and therefore every result, is the same bits on every x86-64 machine. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define NN_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NN_SIMD_CLONES
+#endif
+
 /* e^x. Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, then the Cephes
  * expf minimax polynomial for e^r (relative error about 2e-7 over the
  * reduced range), scaled by 2^k built in the exponent bits. The input is

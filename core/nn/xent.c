@@ -14,6 +14,7 @@
 
 /* Loss of one row; when dl is not NULL (it may be l itself) writes the
  * row's gradient (softmax - onehot) * k. */
+NN_SIMD_CLONES
 static double xent_row(uint32_t V, const float *l, int32_t t, float *dl, float k)
 {
 	float m = l[0];
