@@ -8,23 +8,31 @@
 #include <stdint.h>
 #include <string.h>
 
-/* GCC will not if-convert the float selects below (the clamps, the tanh
- * branches) under its default -ftrapping-math, and so leaves the loops
- * scalar. fedrun never unmasks floating-point traps, so tell GCC that no
- * code in the including file does either; this changes no result (unlike
- * -ffast-math). Clang assumes it already. */
+/* Two GCC settings for every file that includes this header, neither of
+ * which changes a result the way -ffast-math would:
+ *  - no-trapping-math: under its default -ftrapping-math GCC will not
+ *    if-convert the float selects below (the clamps, the tanh branches) and
+ *    leaves the loops scalar. fedrun never unmasks floating-point traps.
+ *  - fp-contract=off: AVX-512F has fused multiply-add, and GCC would fuse
+ *    a * b + c in the AVX-512 clones (NN_SIMD_CLONES) but not in the
+ *    others, so the same input would give different bits on different
+ *    machines.
+ * Clang neither traps nor contracts across statements by default. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
+#pragma GCC optimize("no-trapping-math", "fp-contract=off")
 #endif
 
 /* Marks a function holding a hot element-wise loop to be compiled also for
  * AVX-512 and AVX2, the best chosen at load time (GCC function
- * multiversioning through an ifunc). No variant enables FMA, so rounding,
- * and therefore every result, is the same bits on every x86-64 machine. */
+ * multiversioning through an ifunc). With contraction off and every
+ * reduction in a fixed order of lanes, each variant rounds exactly as the
+ * baseline does: the same bits on every x86-64 machine. */
+#ifndef NN_SIMD_CLONES /* -DNN_SIMD_CLONES= builds the baseline only */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define NN_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define NN_SIMD_CLONES
+#endif
 #endif
 
 /* e^x. Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, then the Cephes

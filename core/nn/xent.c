@@ -1,7 +1,8 @@
 /* Softmax cross-entropy over logits on the CPU backend, loss and gradient in
  * one pass per row: -log softmax(l)[t] = log sum_j e^{l_j - m} + m - l_t with
  * m the row's maximum. The mean is summed in fixed blocks of rows, so it
- * does not depend on the thread count. */
+ * does not depend on the thread count, and each row's sum in fixed lanes,
+ * so it does not depend on the vector width either. */
 #include "config.h"
 #include <math.h>
 #include <stdlib.h>
@@ -11,6 +12,12 @@
 #include "fastmath.h"
 
 #define XENT_BLOCK 16 /* rows per partial sum */
+
+/* Lanes of the row sum: element j adds into lane j % XENT_LANES, and the
+ * lanes are added in order at the end, so the sum's rounding is fixed by
+ * the source, not by the vector width the compiler picks: the same bits on
+ * every machine. */
+#define XENT_LANES 16
 
 /* Loss of one row; when dl is not NULL (it may be l itself) writes the
  * row's gradient (softmax - onehot) * k. */
@@ -22,19 +29,27 @@ static double xent_row(uint32_t V, const float *l, int32_t t, float *dl, float k
 	for (uint32_t j = 1; j < V; j++)
 		m = l[j] > m ? l[j] : m;
 	const float lt = l[t];
-	float s = 0.0f;
-	if (dl) {
-#pragma omp simd reduction(+ : s)
-		for (uint32_t j = 0; j < V; j++) {
-			float e = nn_expf(l[j] - m);
-			dl[j] = e;
-			s += e;
+	float lane[XENT_LANES] = {0};
+	const uint32_t vm = V - V % XENT_LANES;
+	for (uint32_t j0 = 0; j0 < vm; j0 += XENT_LANES) {
+		float e[XENT_LANES];
+#pragma omp simd
+		for (uint32_t q = 0; q < XENT_LANES; q++) {
+			e[q] = nn_expf(l[j0 + q] - m);
+			lane[q] += e[q];
 		}
-	} else {
-#pragma omp simd reduction(+ : s)
-		for (uint32_t j = 0; j < V; j++)
-			s += nn_expf(l[j] - m);
+		if (dl)
+			memcpy(dl + j0, e, sizeof e);
 	}
+	for (uint32_t j = vm; j < V; j++) {
+		float e = nn_expf(l[j] - m);
+		lane[j - vm] += e;
+		if (dl)
+			dl[j] = e;
+	}
+	float s = 0.0f;
+	for (uint32_t q = 0; q < XENT_LANES; q++)
+		s += lane[q];
 	if (dl) {
 		float ks = k / s;
 #pragma omp simd
