@@ -18,9 +18,10 @@
 	do {                                                                                       \
 		double e_ = (expr);                                                                \
 		if (getenv("NN_TEST_VERBOSE"))                                                     \
-			printf("%s[%d] %s: error %.3g (tolerance %.3g)\n", __func__, _i, (what), e_, \
-			       (double)(tol));                                                     \
-		ck_assert_msg(e_ < (tol), "%s: error %g, tolerance %g", (what), e_, (double)(tol)); \
+			printf("%s[%d] %s: error %.3g (tolerance %.3g)\n", __func__, _i, (what),   \
+			       e_, (double)(tol));                                                 \
+		ck_assert_msg(e_ < (tol), "%s: error %g, tolerance %g", (what), e_,                \
+			      (double)(tol));                                                      \
 	} while (0)
 
 /* A float array with uniform values in [lo, hi). Never NULL (tests abort

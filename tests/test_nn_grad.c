@@ -116,23 +116,27 @@ START_TEST(test_gemm_grad)
 	float *rr = tu_rand(&r, m * n, -1, 1), *da = tu_zeros(m * k), *db = tu_zeros(k * n);
 	const int lda = ta ? m : k, ldb = tb ? k : n;
 	if (!ta) /* dA (m,k) = alpha R (m,n) B'^T */
-		ck_assert_int_eq(be->sgemm(ctx, false, !tb, m, k, n, alpha, rr, n, b, ldb, 0.0f,
-					   da, k),
-				 0);
+		ck_assert_int_eq(
+		    be->sgemm(ctx, false, !tb, m, k, n, alpha, rr, n, b, ldb, 0.0f, da, k), 0);
 	else /* dA (k,m) = alpha B' (k,n) R^T */
-		ck_assert_int_eq(be->sgemm(ctx, tb, true, k, m, n, alpha, b, ldb, rr, n, 0.0f, da,
-					   m),
-				 0);
+		ck_assert_int_eq(
+		    be->sgemm(ctx, tb, true, k, m, n, alpha, b, ldb, rr, n, 0.0f, da, m), 0);
 	if (!tb) /* dB (k,n) = alpha A'^T (k,m) R */
-		ck_assert_int_eq(be->sgemm(ctx, !ta, false, k, n, m, alpha, a, lda, rr, n, 0.0f,
-					   db, n),
-				 0);
+		ck_assert_int_eq(
+		    be->sgemm(ctx, !ta, false, k, n, m, alpha, a, lda, rr, n, 0.0f, db, n), 0);
 	else /* dB (n,k) = alpha R^T (n,m) A' */
-		ck_assert_int_eq(be->sgemm(ctx, true, ta, n, k, m, alpha, rr, n, a, lda, 0.0f, db,
-					   k),
-				 0);
-	struct gemm_prob g = {ta, tb, m, n, k, alpha, tu_dbl(a, m * k), tu_dbl(b, k * n),
-			      tu_dbl(rr, m * n), tu_dzeros(m * n)};
+		ck_assert_int_eq(
+		    be->sgemm(ctx, true, ta, n, k, m, alpha, rr, n, a, lda, 0.0f, db, k), 0);
+	struct gemm_prob g = {ta,
+			      tb,
+			      m,
+			      n,
+			      k,
+			      alpha,
+			      tu_dbl(a, m * k),
+			      tu_dbl(b, k * n),
+			      tu_dbl(rr, m * n),
+			      tu_dzeros(m * n)};
 	CHECK_GRAD(gemm_loss, &g, g.A, (uint64_t)m * k, da, (double *)NULL, "dA");
 	CHECK_GRAD(gemm_loss, &g, g.B, (uint64_t)k * n, db, (double *)NULL, "dB");
 	free(a), free(b), free(rr), free(da), free(db), free(g.A), free(g.B), free(g.R), free(g.C);
@@ -162,8 +166,14 @@ START_TEST(test_linear_grad)
 	float *b = tu_rand(&r, out, -1, 1), *rr = tu_rand(&r, N * out, -1, 1);
 	float *dx = tu_zeros(N * in), *dw = tu_zeros(out * in), *db = tu_zeros(out);
 	ck_assert_int_eq(be->linear_backward(ctx, N, in, out, x, w, rr, dx, dw, db), 0);
-	struct linear_prob p = {N,  in, out, tu_dbl(x, N * in), tu_dbl(w, out * in), tu_dbl(b, out),
-				tu_dbl(rr, N * out), tu_dzeros(N * out)};
+	struct linear_prob p = {N,
+				in,
+				out,
+				tu_dbl(x, N * in),
+				tu_dbl(w, out * in),
+				tu_dbl(b, out),
+				tu_dbl(rr, N * out),
+				tu_dzeros(N * out)};
 	double *DX = tu_dzeros(N * in), *DW = tu_dzeros(out * in), *DB = tu_dzeros(out);
 	nn_ref_linear_backward(N, in, out, p.x, p.w, p.R, DX, DW, DB);
 	CHECK_GRAD(linear_loss, &p, p.x, N * in, dx, DX, "dx");
@@ -233,9 +243,9 @@ struct gru_grad_case {
 };
 
 static const struct gru_grad_case gcases[] = {
-	{4, 3, 5, 7, true, true},  /* several steps, odd sizes */
-	{6, 2, 3, 4, false, true}, /* h0 = NULL: zeros */
-	{3, 1, 1, 1, true, false}, /* scalar GRU without biases */
+    {4, 3, 5, 7, true, true},  /* several steps, odd sizes */
+    {6, 2, 3, 4, false, true}, /* h0 = NULL: zeros */
+    {3, 1, 1, 1, true, false}, /* scalar GRU without biases */
 };
 
 START_TEST(test_gru_grad)
@@ -294,7 +304,7 @@ START_TEST(test_gru_grad)
 	free(y), free(cache), free(dx), free(dh0), free(gwi), free(gwh), free(gbi), free(gbh);
 	free(p.x), free(p.h0), free(p.w_ih), free(p.w_hh), free(p.b_ih), free(p.b_hh);
 	free(p.R), free(p.S), free(p.y), free(DX), free(DH0), free(GWI), free(GWH), free(GBI),
-		free(GBH);
+	    free(GBH);
 }
 END_TEST
 

@@ -158,11 +158,12 @@ START_TEST(test_sgemm)
 				uint64_t nc = (uint64_t)m * ldc;
 				float *a = tu_rand(&r, na, -1, 1), *b = tu_rand(&r, nb, -1, 1);
 				float *c = beta != 0.0f ? tu_rand(&r, nc, -1, 1) : tu_fill(nc, NAN);
-				double *da = tu_dbl(a, na), *db = tu_dbl(b, nb), *dc = tu_dbl(c, nc);
+				double *da = tu_dbl(a, na), *db = tu_dbl(b, nb),
+				       *dc = tu_dbl(c, nc);
 				float *c0 = malloc(nc * sizeof *c0);
 				memcpy(c0, c, nc * sizeof *c0);
-				ck_assert_int_eq(be->sgemm(ctx, ta, tb, m, n, k, 0.7f, a, lda, b, ldb,
-							   beta, c, ldc),
+				ck_assert_int_eq(be->sgemm(ctx, ta, tb, m, n, k, 0.7f, a, lda, b,
+							   ldb, beta, c, ldc),
 						 0);
 				nn_ref_gemm(ta, tb, m, n, k, 0.7, da, lda, db, ldb, beta, dc, ldc);
 				bool pad_ok;
@@ -215,8 +216,8 @@ START_TEST(test_sgemm_args)
 			 FEDRUN_EINVAL);
 	/* empty products are fine */
 	ck_assert_int_eq(be->sgemm(ctx, false, false, 0, 2, 2, 1, NULL, 2, NULL, 2, 0, NULL, 2), 0);
-	ck_assert_int_eq(be->sgemm_strided_batched(ctx, false, false, 2, 2, 2, 1, a, 2, -1, b, 2,
-						   0, 0, c, 2, 4, 2),
+	ck_assert_int_eq(be->sgemm_strided_batched(ctx, false, false, 2, 2, 2, 1, a, 2, -1, b, 2, 0,
+						   0, c, 2, 4, 2),
 			 FEDRUN_EINVAL);
 }
 END_TEST
@@ -285,7 +286,8 @@ START_TEST(test_embedding)
 	ids[N - 1] = -1;
 	ck_assert_int_eq(be->embedding_backward(ctx, N, V, D, ids, dout, dw), FEDRUN_EINVAL);
 	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "outside"));
-	free(ids), free(w), free(out), free(dout), free(dw), free(W), free(OUT), free(DOUT), free(DW);
+	free(ids), free(w), free(out), free(dout), free(dw), free(W), free(OUT), free(DOUT),
+	    free(DW);
 }
 END_TEST
 
@@ -297,13 +299,13 @@ struct gru_case {
 };
 
 static const struct gru_case gru_cases[] = {
-	{1, 1, 1, 1, true, true, true, true},
-	{3, 7, 5, 33, true, true, true, true},
-	{7, 3, 33, 17, false, true, true, false},
-	{2, 1, 3, 64, true, false, false, true},
-	{5, 4, 1, 3, false, false, true, true},
-	{4, 33, 7, 300, true, true, true, true}, /* B H > NN_PAR_MIN: threaded loops */
-	{9, 2, 11, 257, true, true, true, false}, /* H crosses a 256-unit chunk */
+    {1, 1, 1, 1, true, true, true, true},
+    {3, 7, 5, 33, true, true, true, true},
+    {7, 3, 33, 17, false, true, true, false},
+    {2, 1, 3, 64, true, false, false, true},
+    {5, 4, 1, 3, false, false, true, true},
+    {4, 33, 7, 300, true, true, true, true},  /* B H > NN_PAR_MIN: threaded loops */
+    {9, 2, 11, 257, true, true, true, false}, /* H crosses a 256-unit chunk */
 };
 #define NGRU (sizeof gru_cases / sizeof gru_cases[0])
 
@@ -350,8 +352,8 @@ static void gru_data_make(struct gru_data *g, const struct gru_case *c, uint32_t
 
 static void gru_data_free(struct gru_data *g)
 {
-	float *all[] = {g->x, g->h0, g->y, g->w_ih, g->w_hh, g->b_ih, g->b_hh, g->dy,
-			g->dhT, g->cache, g->dx, g->dh0, g->gw_ih, g->gw_hh, g->gb_ih, g->gb_hh};
+	float *all[] = {g->x,	g->h0,	  g->y,	 g->w_ih, g->w_hh,  g->b_ih,  g->b_hh,	g->dy,
+			g->dhT, g->cache, g->dx, g->dh0,  g->gw_ih, g->gw_hh, g->gb_ih, g->gb_hh};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		free(all[i]);
 }
@@ -381,7 +383,8 @@ START_TEST(test_gru)
 	gru_data_make(&g, c, 100 + (uint32_t)_i);
 	double *X = tu_dbl(g.x, g.nx), *H0 = g.h0 ? tu_dbl(g.h0, g.nh) : NULL;
 	double *WI = tu_dbl(g.w_ih, g.nwi), *WH = tu_dbl(g.w_hh, g.nwh);
-	double *BI = g.b_ih ? tu_dbl(g.b_ih, g.nb) : NULL, *BH = g.b_hh ? tu_dbl(g.b_hh, g.nb) : NULL;
+	double *BI = g.b_ih ? tu_dbl(g.b_ih, g.nb) : NULL,
+	       *BH = g.b_hh ? tu_dbl(g.b_hh, g.nb) : NULL;
 	double *DY = g.dy ? tu_dbl(g.dy, g.ny) : NULL, *DHT = g.dhT ? tu_dbl(g.dhT, g.nh) : NULL;
 	double *Y = tu_dzeros(g.ny), *DX = tu_dzeros(g.nx), *DH0 = tu_dzeros(g.nh);
 	double *GWI = tu_dbl(g.gw_ih, g.nwi), *GWH = tu_dbl(g.gw_hh, g.nwh);
@@ -417,9 +420,9 @@ START_TEST(test_gru_optional)
 	struct fedrun_gru_weights w = {g.w_ih, g.w_hh, g.b_ih, g.b_hh};
 	float *y2 = tu_zeros(g.ny);
 	ck_assert_int_eq(be->gru_forward(ctx, &g.d, &w, g.x, g.h0, g.y, g.cache), 0);
-	ck_assert_int_eq(be->gru_backward(ctx, &g.d, &w, g.x, g.h0, g.y, g.cache, g.dy, g.dhT,
-					  NULL, NULL, NULL),
-			 0);
+	ck_assert_int_eq(
+	    be->gru_backward(ctx, &g.d, &w, g.x, g.h0, g.y, g.cache, g.dy, g.dhT, NULL, NULL, NULL),
+	    0);
 	/* a second forward into the used cache gives the same states */
 	ck_assert_int_eq(be->gru_forward(ctx, &g.d, &w, g.x, g.h0, y2, g.cache), 0);
 	ck_assert_mem_eq(g.y, y2, g.ny * sizeof *y2);
@@ -523,7 +526,7 @@ START_TEST(test_dropout)
 	ck_assert_int_eq(be->dropout_backward(ctx, n, p, mask, dy, dy), 0);
 	ck_assert_mem_eq(dx, dy, n * sizeof *dx);
 	free(x), free(y), free(X), free(Y), free(mask), free(MASK), free(dy), free(dx), free(DY),
-		free(DX);
+	    free(DX);
 }
 END_TEST
 

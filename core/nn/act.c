@@ -11,8 +11,8 @@
 #define GELU_A 0.044715f
 #define ACT_CHUNK 4096 /* elements per unit of parallel work */
 
-static int act_check(const char *op, enum fedrun_act act, uint64_t n, const void *a,
-		     const void *b, const void *c)
+static int act_check(const char *op, enum fedrun_act act, uint64_t n, const void *a, const void *b,
+		     const void *c)
 {
 	if (act != FEDRUN_ACT_RELU && act != FEDRUN_ACT_GELU && act != FEDRUN_ACT_TANH &&
 	    act != FEDRUN_ACT_SIGMOID)
@@ -107,8 +107,8 @@ int nn_cpu_act_forward(void *ctx, enum fedrun_act act, uint64_t n, const float *
 	return 0;
 }
 
-int nn_cpu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float *x,
-			const float *dy, float *dx)
+int nn_cpu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, const float *dy,
+			float *dx)
 {
 	int rc = act_check("act_backward", act, n, x, dy, dx);
 	if (rc)

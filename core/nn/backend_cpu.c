@@ -17,7 +17,8 @@ static int cpu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ctx)
 	if (!c)
 		return fedrun_error(FEDRUN_ENOMEM, "cpu backend: context");
 	/* Read only the members the caller's struct has. */
-	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, threads) + sizeof cfg->threads)
+	if (cfg &&
+	    cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, threads) + sizeof cfg->threads)
 		c->threads = cfg->threads;
 	*ctx = c;
 	return 0;
@@ -65,32 +66,34 @@ static int cpu_copy(void *ctx, void *dst, const void *src, uint64_t bytes)
 	return 0;
 }
 
+/* clang-format off: kernel-style tab indent for the table */
 static const struct fedrun_backend_ops cpu_ops = {
-	.size = sizeof(struct fedrun_backend_ops),
-	.name = "cpu",
-	.ctx_create = cpu_ctx_create,
-	.ctx_destroy = cpu_ctx_destroy,
-	.alloc = cpu_alloc,
-	.free_mem = cpu_free_mem,
-	.zero = cpu_zero,
-	.copy = cpu_copy,
-	.to_device = cpu_copy,
-	.to_host = cpu_copy,
-	.sgemm = nn_cpu_sgemm,
-	.sgemm_strided_batched = nn_cpu_sgemm_strided_batched,
-	.linear_forward = nn_cpu_linear_forward,
-	.linear_backward = nn_cpu_linear_backward,
-	.embedding_forward = nn_cpu_embedding_forward,
-	.embedding_backward = nn_cpu_embedding_backward,
-	.gru_cache_floats = nn_cpu_gru_cache_floats,
-	.gru_forward = nn_cpu_gru_forward,
-	.gru_backward = nn_cpu_gru_backward,
-	.dropout_forward = nn_cpu_dropout_forward,
-	.dropout_backward = nn_cpu_dropout_backward,
-	.softmax_xent = nn_cpu_softmax_xent,
-	.act_forward = nn_cpu_act_forward,
-	.act_backward = nn_cpu_act_backward,
+    .size = sizeof(struct fedrun_backend_ops),
+    .name = "cpu",
+    .ctx_create = cpu_ctx_create,
+    .ctx_destroy = cpu_ctx_destroy,
+    .alloc = cpu_alloc,
+    .free_mem = cpu_free_mem,
+    .zero = cpu_zero,
+    .copy = cpu_copy,
+    .to_device = cpu_copy,
+    .to_host = cpu_copy,
+    .sgemm = nn_cpu_sgemm,
+    .sgemm_strided_batched = nn_cpu_sgemm_strided_batched,
+    .linear_forward = nn_cpu_linear_forward,
+    .linear_backward = nn_cpu_linear_backward,
+    .embedding_forward = nn_cpu_embedding_forward,
+    .embedding_backward = nn_cpu_embedding_backward,
+    .gru_cache_floats = nn_cpu_gru_cache_floats,
+    .gru_forward = nn_cpu_gru_forward,
+    .gru_backward = nn_cpu_gru_backward,
+    .dropout_forward = nn_cpu_dropout_forward,
+    .dropout_backward = nn_cpu_dropout_backward,
+    .softmax_xent = nn_cpu_softmax_xent,
+    .act_forward = nn_cpu_act_forward,
+    .act_backward = nn_cpu_act_backward,
 };
+/* clang-format on */
 
 const struct fedrun_backend_ops *fedrun_backend_cpu(void)
 {

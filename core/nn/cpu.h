@@ -76,8 +76,8 @@ int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 			float *dh0, const struct fedrun_gru_grads *g);
 
 /* ---- dropout.c ---- */
-int nn_cpu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng,
-			   const float *x, float *y, uint8_t *mask);
+int nn_cpu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng, const float *x,
+			   float *y, uint8_t *mask);
 int nn_cpu_dropout_backward(void *ctx, uint64_t n, float p, const uint8_t *mask, const float *dy,
 			    float *dx);
 
@@ -87,7 +87,7 @@ int nn_cpu_softmax_xent(void *ctx, uint32_t N, uint32_t V, const float *logits,
 
 /* ---- act.c ---- */
 int nn_cpu_act_forward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, float *y);
-int nn_cpu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float *x,
-			const float *dy, float *dx);
+int nn_cpu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, const float *dy,
+			float *dx);
 
 #endif

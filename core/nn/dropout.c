@@ -58,8 +58,8 @@ static void drop_apply(uint32_t len, const uint32_t *restrict u, uint32_t thr, f
 	}
 }
 
-int nn_cpu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng,
-			   const float *x, float *y, uint8_t *mask)
+int nn_cpu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng, const float *x,
+			   float *y, uint8_t *mask)
 {
 	if (!(p >= 0.0f && p < 1.0f))
 		return fedrun_error(FEDRUN_EINVAL, "dropout_forward: p = %g outside [0, 1)",

@@ -59,7 +59,7 @@ int nn_cpu_embedding_backward(void *ctx, uint32_t N, uint32_t V, uint32_t D, con
 		uint32_t c0 = c * chunk, len = D - c0 < chunk ? D - c0 : chunk;
 		for (uint32_t i = 0; i < N; i++) {
 			const float *src = dout + (uint64_t)i * D + c0; /* (N,D) */
-			float *dst = dw + (uint64_t)ids[i] * D + c0;    /* (V,D) */
+			float *dst = dw + (uint64_t)ids[i] * D + c0;	/* (V,D) */
 #pragma omp simd
 			for (uint32_t j = 0; j < len; j++)
 				dst[j] += src[j];

@@ -80,7 +80,8 @@ static inline float nn_tanhf(float x)
 	float e = nn_expf(-2.0f * a);
 	float big = (1.0f - e) / (1.0f + e);
 	float a2 = a * a;
-	float small = a * (1.0f + a2 * (-1.0f / 3.0f + a2 * (2.0f / 15.0f + a2 * (-17.0f / 315.0f))));
+	float small =
+	    a * (1.0f + a2 * (-1.0f / 3.0f + a2 * (2.0f / 15.0f + a2 * (-17.0f / 315.0f))));
 	float t = a < 0.1f ? small : big;
 	return x < 0 ? -t : t;
 }

@@ -136,7 +136,7 @@ static void gru_step_forward(const void *ctx, uint32_t B, uint32_t H, float *g, 
 		uint64_t b = u / nch;
 		uint32_t j0 = (uint32_t)(u % nch) * GRU_JCHUNK;
 		uint32_t j1 = H - j0 < GRU_JCHUNK ? H : j0 + GRU_JCHUNK;
-		float *gr = g + b * 4 * H + j0;       /* row b's gates from unit j0 */
+		float *gr = g + b * 4 * H + j0;	       /* row b's gates from unit j0 */
 		const float *xr = gx + b * 3 * H + j0; /* its input pre-activations */
 		gru_fwd_units(j1 - j0, gr, gr + H, gr + 2 * H, gr + 3 * H, xr, xr + H, xr + 2 * H,
 			      b_hn + j0, hp + b * H + j0, y + b * H + j0);
@@ -176,7 +176,7 @@ int nn_cpu_gru_forward(void *ctx, const struct fedrun_gru_dims *d,
 		gru_transpose(ctx, H, w->w_hh, c.wt);
 	for (uint32_t t = 0; t < T; t++) {
 		const float *hp = t ? y + (t - 1) * BH : (h0 ? h0 : c.zero); /* (B,H) */
-		float *g = c.g + t * BH * 4;                                  /* (B,4H) */
+		float *g = c.g + t * BH * 4;				     /* (B,4H) */
 		/* g[:, 0:3H] (B,3H) = hp (B,H) . w_hh^T (H,3H) */
 		if ((t || h0) && transposed)
 			nn_cpu_gemm(false, false, (int)B, (int)(3 * H), (int)H, 1.0f, hp, (int)H,
@@ -186,8 +186,7 @@ int nn_cpu_gru_forward(void *ctx, const struct fedrun_gru_dims *d,
 				    w->w_hh, (int)H, 0.0f, g, (int)(4 * H));
 		else
 			nn_cpu_rows_fill(ctx, B, 3 * H, 4 * H, NULL, g);
-		gru_step_forward(ctx, B, H, g, c.gx + t * BH * 3, c.bias + 3 * H, hp,
-				 y + t * BH);
+		gru_step_forward(ctx, B, H, g, c.gx + t * BH * 3, c.bias + 3 * H, hp, y + t * BH);
 	}
 	return 0;
 }
@@ -273,13 +272,13 @@ int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 
 	for (uint32_t t = T; t-- > 0;) {
 		const float *hp = t ? y + (t - 1) * BH : (h0 ? h0 : c.zero); /* (B,H) */
-		float *gt = c.g + t * BH * 4;                                 /* (B,4H) */
-		gru_step_backward(ctx, B, H, gt, c.gx + t * BH * 3, c.dh,
-				  dy ? dy + t * BH : c.zero, hp);
+		float *gt = c.g + t * BH * 4;				     /* (B,4H) */
+		gru_step_backward(ctx, B, H, gt, c.gx + t * BH * 3, c.dh, dy ? dy + t * BH : c.zero,
+				  hp);
 		/* dh (B,H) += g[:, 0:3H] (B,3H) . w_hh (3H,H) */
 		if (t || dh0)
-			nn_cpu_gemm(false, false, (int)B, (int)H, H3, 1.0f, gt, H4, w->w_hh,
-				    (int)H, 1.0f, c.dh, (int)H);
+			nn_cpu_gemm(false, false, (int)B, (int)H, H3, 1.0f, gt, H4, w->w_hh, (int)H,
+				    1.0f, c.dh, (int)H);
 	}
 	if (dh0)
 		memcpy(dh0, c.dh, BH * sizeof *dh0);
@@ -291,8 +290,8 @@ int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 			nn_cpu_gemm(true, false, H3, (int)H, (int)B, 1.0f, c.g, H4, h0, (int)H,
 				    1.0f, dw_hh, (int)H);
 		if (T > 1)
-			nn_cpu_gemm(true, false, H3, (int)H, (int)((T - 1) * B), 1.0f,
-				    c.g + BH * 4, H4, y, (int)H, 1.0f, dw_hh, (int)H);
+			nn_cpu_gemm(true, false, H3, (int)H, (int)((T - 1) * B), 1.0f, c.g + BH * 4,
+				    H4, y, (int)H, 1.0f, dw_hh, (int)H);
 	}
 	if (db_hh)
 		nn_cpu_colsum_acc(ctx, (uint64_t)TB, 3 * H, 4 * H, c.g, db_hh);

@@ -9,8 +9,9 @@
 static int linear_check(const char *op, uint32_t N, uint32_t in, uint32_t out)
 {
 	if (N > INT_MAX || in > INT_MAX || out > INT_MAX)
-		return fedrun_error(FEDRUN_EINVAL, "%s: dimension beyond INT_MAX (N=%u, in=%u, out=%u)",
-				    op, N, in, out);
+		return fedrun_error(FEDRUN_EINVAL,
+				    "%s: dimension beyond INT_MAX (N=%u, in=%u, out=%u)", op, N, in,
+				    out);
 	return 0;
 }
 
@@ -46,8 +47,8 @@ int nn_cpu_linear_backward(void *ctx, uint32_t N, uint32_t in, uint32_t out, con
 		nn_cpu_gemm(false, false, (int)N, (int)in, (int)out, 1.0f, dy, ldo, w, ldi, 0.0f,
 			    dx, ldi);
 	if (dw) /* dw (out,in) += dy^T (out,N) . x (N,in) */
-		nn_cpu_gemm(true, false, (int)out, (int)in, (int)N, 1.0f, dy, ldo, x, ldi, 1.0f,
-			    dw, ldi);
+		nn_cpu_gemm(true, false, (int)out, (int)in, (int)N, 1.0f, dy, ldo, x, ldi, 1.0f, dw,
+			    ldi);
 	if (db)
 		nn_cpu_colsum_acc(ctx, N, out, out, dy, db);
 	return 0;

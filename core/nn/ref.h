@@ -23,10 +23,10 @@ struct nn_ref_gru_grads {
 void nn_ref_gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double *a,
 		 int lda, const double *b, int ldb, double beta, double *c, int ldc);
 
-void nn_ref_linear_forward(uint32_t N, uint32_t in, uint32_t out, const double *x,
-			   const double *w, const double *b, double *y);
-void nn_ref_linear_backward(uint32_t N, uint32_t in, uint32_t out, const double *x,
-			    const double *w, const double *dy, double *dx, double *dw, double *db);
+void nn_ref_linear_forward(uint32_t N, uint32_t in, uint32_t out, const double *x, const double *w,
+			   const double *b, double *y);
+void nn_ref_linear_backward(uint32_t N, uint32_t in, uint32_t out, const double *x, const double *w,
+			    const double *dy, double *dx, double *dw, double *db);
 
 void nn_ref_embedding_forward(uint32_t N, uint32_t D, const int32_t *ids, const double *w,
 			      double *out);

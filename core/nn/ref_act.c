@@ -12,10 +12,14 @@ static double gelu(double v)
 static double f(enum fedrun_act act, double v)
 {
 	switch (act) {
-	case FEDRUN_ACT_RELU: return v > 0.0 ? v : 0.0;
-	case FEDRUN_ACT_GELU: return gelu(v);
-	case FEDRUN_ACT_TANH: return tanh(v);
-	case FEDRUN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-v));
+	case FEDRUN_ACT_RELU:
+		return v > 0.0 ? v : 0.0;
+	case FEDRUN_ACT_GELU:
+		return gelu(v);
+	case FEDRUN_ACT_TANH:
+		return tanh(v);
+	case FEDRUN_ACT_SIGMOID:
+		return 1.0 / (1.0 + exp(-v));
 	}
 	return NAN;
 }
@@ -23,13 +27,16 @@ static double f(enum fedrun_act act, double v)
 static double df(enum fedrun_act act, double v)
 {
 	switch (act) {
-	case FEDRUN_ACT_RELU: return v > 0.0 ? 1.0 : 0.0;
+	case FEDRUN_ACT_RELU:
+		return v > 0.0 ? 1.0 : 0.0;
 	case FEDRUN_ACT_GELU: {
 		const double c = sqrt(2.0 / M_PI);
 		double th = tanh(c * (v + 0.044715 * v * v * v));
-		return 0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * c * (1.0 + 3 * 0.044715 * v * v);
+		return 0.5 * (1.0 + th) +
+		       0.5 * v * (1.0 - th * th) * c * (1.0 + 3 * 0.044715 * v * v);
 	}
-	case FEDRUN_ACT_TANH: return 1.0 - tanh(v) * tanh(v);
+	case FEDRUN_ACT_TANH:
+		return 1.0 - tanh(v) * tanh(v);
 	case FEDRUN_ACT_SIGMOID: {
 		double s = 1.0 / (1.0 + exp(-v));
 		return s * (1.0 - s);

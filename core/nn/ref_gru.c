@@ -27,14 +27,13 @@ static double rowdot(const double *m, uint32_t row, uint32_t cols, const double 
 
 /* One step for one batch row; also returns the gates when r, z, n, hn are
  * not NULL (each H). */
-static void ref_cell(uint32_t I, uint32_t H, const struct nn_ref_gru_weights *w,
-		     const double *x, const double *h, double *hout, double *r, double *z,
-		     double *n, double *hn)
+static void ref_cell(uint32_t I, uint32_t H, const struct nn_ref_gru_weights *w, const double *x,
+		     const double *h, double *hout, double *r, double *z, double *n, double *hn)
 {
 	for (uint32_t j = 0; j < H; j++) {
 		double ar = rowdot(w->w_ih, j, I, x, w->b_ih) + rowdot(w->w_hh, j, H, h, w->b_hh);
-		double az = rowdot(w->w_ih, H + j, I, x, w->b_ih) +
-			    rowdot(w->w_hh, H + j, H, h, w->b_hh);
+		double az =
+		    rowdot(w->w_ih, H + j, I, x, w->b_ih) + rowdot(w->w_hh, H + j, H, h, w->b_hh);
 		double xn = rowdot(w->w_ih, 2 * H + j, I, x, w->b_ih);
 		double hnj = rowdot(w->w_hh, 2 * H + j, H, h, w->b_hh);
 		double rj = sigmoid(ar), zj = sigmoid(az);
@@ -88,8 +87,8 @@ int nn_ref_gru_backward(const struct fedrun_gru_dims *d, const struct nn_ref_gru
 	for (uint32_t t = 0; t < T; t++)
 		for (uint32_t b = 0; b < B; b++) {
 			uint64_t o = ((uint64_t)t * B + b) * H;
-			const double *h = t ? y + o - (uint64_t)B * H
-					    : (h0 ? h0 + (uint64_t)b * H : zero);
+			const double *h =
+			    t ? y + o - (uint64_t)B * H : (h0 ? h0 + (uint64_t)b * H : zero);
 			ref_cell(I, H, w, x + ((uint64_t)t * B + b) * I, h, y + o, r + o, z + o,
 				 n + o, hn + o);
 		}
@@ -99,8 +98,8 @@ int nn_ref_gru_backward(const struct fedrun_gru_dims *d, const struct nn_ref_gru
 	for (uint32_t t = T; t-- > 0;) {
 		for (uint32_t b = 0; b < B; b++) {
 			uint64_t o = ((uint64_t)t * B + b) * H;
-			const double *h = t ? y + o - (uint64_t)B * H
-					    : (h0 ? h0 + (uint64_t)b * H : zero);
+			const double *h =
+			    t ? y + o - (uint64_t)B * H : (h0 ? h0 + (uint64_t)b * H : zero);
 			const double *xt = x + ((uint64_t)t * B + b) * I;
 			double *dhb = dh + (uint64_t)b * H;
 			for (uint32_t j = 0; j < H; j++) {

@@ -2,8 +2,8 @@
 #include "config.h"
 #include "ref.h"
 
-void nn_ref_linear_forward(uint32_t N, uint32_t in, uint32_t out, const double *x,
-			   const double *w, const double *b, double *y)
+void nn_ref_linear_forward(uint32_t N, uint32_t in, uint32_t out, const double *x, const double *w,
+			   const double *b, double *y)
 {
 	for (uint32_t i = 0; i < N; i++)
 		for (uint32_t o = 0; o < out; o++) {
@@ -14,8 +14,8 @@ void nn_ref_linear_forward(uint32_t N, uint32_t in, uint32_t out, const double *
 		}
 }
 
-void nn_ref_linear_backward(uint32_t N, uint32_t in, uint32_t out, const double *x,
-			    const double *w, const double *dy, double *dx, double *dw, double *db)
+void nn_ref_linear_backward(uint32_t N, uint32_t in, uint32_t out, const double *x, const double *w,
+			    const double *dy, double *dx, double *dw, double *db)
 {
 	for (uint32_t i = 0; i < N; i++) {
 		for (uint32_t k = 0; dx && k < in; k++) {

@@ -112,8 +112,8 @@ extern "C" {
  * c + ceil(n / 4), buffer empty. Equivalently: the same words that n calls
  * of fedrun_rng_u32 would return after discarding the buffer. */
 #define FEDRUN_DROPOUT_THRESHOLD(p)                                                                \
-	((uint32_t)((double)(p) * 4294967296.0 < 4294967295.0 ? (double)(p) * 4294967296.0        \
-							      : 4294967295.0))
+	((uint32_t)((double)(p)*4294967296.0 < 4294967295.0 ? (double)(p)*4294967296.0             \
+							    : 4294967295.0))
 
 enum fedrun_act {
 	FEDRUN_ACT_RELU = 0,
@@ -124,16 +124,16 @@ enum fedrun_act {
 
 /* Settings of one execution context. Grows at the end; size first. */
 struct fedrun_backend_ctx_cfg {
-	uint32_t size;    /* sizeof(struct fedrun_backend_ctx_cfg) */
+	uint32_t size;	  /* sizeof(struct fedrun_backend_ctx_cfg) */
 	uint32_t threads; /* threads for the element-wise kernels; 0 = all */
-	int32_t device;   /* accelerator index; the CPU backend ignores it */
+	int32_t device;	  /* accelerator index; the CPU backend ignores it */
 };
 
 /* Dimensions of a GRU layer over a sequence. */
 struct fedrun_gru_dims {
-	uint32_t steps;  /* T: time steps */
-	uint32_t batch;  /* B */
-	uint32_t input;  /* I: input features */
+	uint32_t steps;	 /* T: time steps */
+	uint32_t batch;	 /* B */
+	uint32_t input;	 /* I: input features */
 	uint32_t hidden; /* H: hidden units */
 };
 
@@ -180,18 +180,18 @@ struct fedrun_backend_ops {
 		     int ldc);
 	int (*sgemm_strided_batched)(void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
 				     float alpha, const float *a, int lda, int64_t stride_a,
-				     const float *b, int ldb, int64_t stride_b, float beta, float *c,
-				     int ldc, int64_t stride_c, int batch);
+				     const float *b, int ldb, int64_t stride_b, float beta,
+				     float *c, int ldc, int64_t stride_c, int batch);
 	int (*linear_forward)(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
 			      const float *w, const float *b, float *y);
 	int (*linear_backward)(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
 			       const float *w, const float *dy, float *dx, float *dw, float *db);
 
 	/* ---- layers ---- */
-	int (*embedding_forward)(void *ctx, uint32_t N, uint32_t V, uint32_t D,
-				 const int32_t *ids, const float *w, float *out);
-	int (*embedding_backward)(void *ctx, uint32_t N, uint32_t V, uint32_t D,
-				  const int32_t *ids, const float *dout, float *dw);
+	int (*embedding_forward)(void *ctx, uint32_t N, uint32_t V, uint32_t D, const int32_t *ids,
+				 const float *w, float *out);
+	int (*embedding_backward)(void *ctx, uint32_t N, uint32_t V, uint32_t D, const int32_t *ids,
+				  const float *dout, float *dw);
 	uint64_t (*gru_cache_floats)(void *ctx, const struct fedrun_gru_dims *d);
 	int (*gru_forward)(void *ctx, const struct fedrun_gru_dims *d,
 			   const struct fedrun_gru_weights *w, const float *x, const float *h0,
