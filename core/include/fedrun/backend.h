@@ -8,8 +8,10 @@
  *
  *  - The table's first member is its size, sizeof(struct fedrun_backend_ops)
  *    as the backend was built. Members are only ever added at the end; a
- *    caller MUST check `size` (FEDRUN_BACKEND_HAS) before using a member that
- *    is newer than the ones listed for ABI 1.0.
+ *    caller MUST check `size` (FEDRUN_BACKEND_HAS) before using a member
+ *    added after act_backward, the last one of ABI 1.0. A backend MUST set
+ *    every member of ABI 1.0; it returns FEDRUN_EUNSUPPORTED from an op it
+ *    cannot do for given arguments.
  *  - Every op takes the execution context made by ctx_create first. A
  *    context is used by one thread at a time; make one per worker thread.
  *    (The CPU backend also accepts ctx == NULL, meaning default settings.)
@@ -28,9 +30,31 @@
  *    Gradients of ACTIVATIONS (dx, dh0, dlogits) are WRITTEN (=).
  *  - Matrices are row-major. A shape comment (T,B,H) lists dimensions from
  *    the slowest to the fastest varying; ld* are row strides in elements.
+ *  - Threads (CPU backend): the element-wise kernels of a context use
+ *    cfg.threads OpenMP threads (0: the OpenMP default); the matrix products
+ *    run on the CBLAS library's own threads, a process-wide setting
+ *    (fedrun_backend_cpu_set_blas_threads). A caller that runs several
+ *    contexts at once on its own worker threads should give each
+ *    threads = 1 and set the BLAS threads to 1, or the threads oversubscribe
+ *    the cores; the recurrence of a GRU has little parallel work per step
+ *    anyway, so one worker per core is the fast layout.
+ *  - Reproducibility (CPU backend): results are the same bits for any
+ *    cfg.threads, since every float is written by one thread and every sum
+ *    runs in a fixed order, and the same bits on any x86-64 whatever its
+ *    vector units (no fused multiply-add). Matrix products are as
+ *    reproducible as the CBLAS: OpenBLAS 0.3.21 gives the same bits for a
+ *    fixed BLAS thread count but not across counts, so a run that must not
+ *    depend on the machine's cores must fix that count.
  *
  * The ops (shapes of device arrays in parentheses)
  *
+ *  ctx_create       a context (cfg may be NULL: defaults); ctx_destroy
+ *                   frees it.
+ *  alloc, free_mem  device memory, zero-filled and 64-byte aligned.
+ *  zero, copy       memset and memcpy (device to device) of device memory.
+ *  to_device, to_host
+ *                   copies between host and device memory; to_host waits
+ *                   for the work queued before it.
  *  sgemm            C (m,n) = alpha op(A) op(B) + beta C, op(X) = X or X^T
  *                   as in cblas_sgemm with CblasRowMajor: A is (m,k) or,
  *                   transposed, (k,m); B is (k,n) or (n,k); lda, ldb, ldc >=
@@ -60,7 +84,8 @@
  *                   hidden state after each step (y[T-1] is the final
  *                   state); weights w_ih (3H,I) = [W_ir; W_iz; W_in], w_hh
  *                   (3H,H), b_ih (3H), b_hh (3H) (biases may be NULL). cache
- *                   (gru_cache_floats) receives what backward needs.
+ *                   (gru_cache_floats floats, device memory, its layout
+ *                   private to the backend) receives what backward needs.
  *  gru_backward     Backpropagation through time. Takes x, h0, the weights
  *                   and y exactly as forward saw and wrote them, and the
  *                   cache, which it CONSUMES (overwrites): one backward per
@@ -71,7 +96,8 @@
  *  dropout_forward  Inverted dropout: mask[i] = 1 with probability 1 - p,
  *                   y = x * mask / (1 - p); 0 <= p < 1. The mask is drawn
  *                   from the caller's stream `rng`, which the call advances
- *                   (see FEDRUN_DROPOUT below), so it is a pure function of
+ *                   (see FEDRUN_DROPOUT_THRESHOLD), so it is a pure function
+ *                   of
  *                   the stream whatever the thread count or device. y may
  *                   be x. mask (n) bytes.
  *  dropout_backward dx = dy * mask / (1 - p); dx may be dy.
