@@ -24,13 +24,24 @@
 NN_SIMD_CLONES
 static double xent_row(uint32_t V, const float *l, int32_t t, float *dl, float k)
 {
+	/* The maximum, lane by lane too: plain selects vectorize where an
+	 * OpenMP max reduction over floats does not (Clang). */
+	const uint32_t vm = V - V % XENT_LANES;
+	float mx[XENT_LANES];
+	for (uint32_t q = 0; q < XENT_LANES; q++)
+		mx[q] = l[0];
+	for (uint32_t j0 = 0; j0 < vm; j0 += XENT_LANES) {
+#pragma omp simd
+		for (uint32_t q = 0; q < XENT_LANES; q++)
+			mx[q] = l[j0 + q] > mx[q] ? l[j0 + q] : mx[q];
+	}
 	float m = l[0];
-#pragma omp simd reduction(max : m)
-	for (uint32_t j = 1; j < V; j++)
+	for (uint32_t j = vm; j < V; j++)
 		m = l[j] > m ? l[j] : m;
+	for (uint32_t q = 0; q < XENT_LANES; q++)
+		m = mx[q] > m ? mx[q] : m;
 	const float lt = l[t];
 	float lane[XENT_LANES] = {0};
-	const uint32_t vm = V - V % XENT_LANES;
 	for (uint32_t j0 = 0; j0 < vm; j0 += XENT_LANES) {
 		float e[XENT_LANES];
 #pragma omp simd
