@@ -14,5 +14,6 @@
 #include "fedrun/registry.h"
 #include "fedrun/text.h"
 #include "fedrun/bleu.h"
+#include "fedrun/backend.h"
 
 #endif

@@ -1,0 +1,255 @@
+/* The neural-network backend: an append-only table of layer-level ops that
+ * models are written against, so that a model does not know which device it
+ * runs on (ggml-backend style). The CPU backend is built into libfedrun;
+ * others (CUDA) are plugins of kind FEDRUN_KIND_BACKEND whose ops member
+ * points at a struct fedrun_backend_ops.
+ *
+ * Rules
+ *
+ *  - The table's first member is its size, sizeof(struct fedrun_backend_ops)
+ *    as the backend was built. Members are only ever added at the end; a
+ *    caller MUST check `size` (FEDRUN_BACKEND_HAS) before using a member
+ *    added after act_backward, the last one of ABI 1.0. A backend MUST set
+ *    every member of ABI 1.0; it returns FEDRUN_EUNSUPPORTED from an op it
+ *    cannot do for given arguments.
+ *  - Every op takes the execution context made by ctx_create first. A
+ *    context is used by one thread at a time; make one per worker thread.
+ *    (The CPU backend also accepts ctx == NULL, meaning default settings.)
+ *  - Every op returns 0 or a negative FEDRUN_E* code with a message recorded
+ *    by fedrun_error(); they never exit, abort or print.
+ *  - "Device memory" is memory from alloc(). On the CPU backend it is plain
+ *    host memory, and any host pointer (a parameter arena, a stack array)
+ *    may be passed where device memory is asked for. Index arrays (ids,
+ *    targets) and dropout masks are device memory too; scalars returned
+ *    through pointers (loss, count) and struct fedrun_rng are host memory.
+ *  - Every pointer is borrowed for the duration of the call. Outputs never
+ *    alias inputs unless an op says so.
+ *  - Gradient convention (llm.c style): gradients of PARAMETERS (dw, db)
+ *    are ACCUMULATED (+=) into the caller's buffers, so that tied weights and
+ *    several micro-batches add up; the caller zeroes them before a step.
+ *    Gradients of ACTIVATIONS (dx, dh0, dlogits) are WRITTEN (=).
+ *  - Matrices are row-major. A shape comment (T,B,H) lists dimensions from
+ *    the slowest to the fastest varying; ld* are row strides in elements.
+ *  - Threads (CPU backend): the element-wise kernels of a context use
+ *    cfg.threads OpenMP threads (0: the OpenMP default); the matrix products
+ *    run on the CBLAS library's own threads, a process-wide setting
+ *    (fedrun_backend_cpu_set_blas_threads). A caller that runs several
+ *    contexts at once on its own worker threads should give each
+ *    threads = 1 and set the BLAS threads to 1, or the threads oversubscribe
+ *    the cores; the recurrence of a GRU has little parallel work per step
+ *    anyway, so one worker per core is the fast layout.
+ *  - Reproducibility (CPU backend): results are the same bits for any
+ *    cfg.threads, since every float is written by one thread and every sum
+ *    runs in a fixed order, and the same bits on any x86-64 whatever its
+ *    vector units (no fused multiply-add). Matrix products are as
+ *    reproducible as the CBLAS: OpenBLAS 0.3.21 gives the same bits for a
+ *    fixed BLAS thread count but not across counts, so a run that must not
+ *    depend on the machine's cores must fix that count.
+ *
+ * The ops (shapes of device arrays in parentheses)
+ *
+ *  ctx_create       a context (cfg may be NULL: defaults); ctx_destroy
+ *                   frees it.
+ *  alloc, free_mem  device memory, zero-filled and 64-byte aligned.
+ *  zero, copy       memset and memcpy (device to device) of device memory.
+ *  to_device, to_host
+ *                   copies between host and device memory; to_host waits
+ *                   for the work queued before it.
+ *  sgemm            C (m,n) = alpha op(A) op(B) + beta C, op(X) = X or X^T
+ *                   as in cblas_sgemm with CblasRowMajor: A is (m,k) or,
+ *                   transposed, (k,m); B is (k,n) or (n,k); lda, ldb, ldc >=
+ *                   the stored row length. beta == 0 ignores C's contents
+ *                   (NaN included).
+ *  sgemm_strided_batched
+ *                   batch independent sgemms; problem i uses A + i stride_a,
+ *                   B + i stride_b, C + i stride_c (strides in elements).
+ *  linear_forward   y (N,out) = x (N,in) w^T + b, with w (out,in) as in
+ *                   PyTorch's nn.Linear and b (out) or NULL.
+ *  linear_backward  dx (N,in) = dy w (or dx NULL to skip);
+ *                   dw (out,in) += dy^T x; db (out) += sum over rows of dy
+ *                   (NULL to skip).
+ *  embedding_forward
+ *                   out (N,D) row i = w (V,D) row ids[i]; 0 <= ids[i] < V.
+ *  embedding_backward
+ *                   dw (V,D) row ids[i] += dout (N,D) row i, for every i: a
+ *                   scatter-add, so repeated ids sum.
+ *  gru_cache_floats floats of cache that gru_forward needs for dims d.
+ *  gru_forward      One GRU layer over a sequence, PyTorch's equations and
+ *                   gate order (r, z, n), for each step t:
+ *                     r = sigmoid(W_ir x_t + b_ir + W_hr h + b_hr)
+ *                     z = sigmoid(W_iz x_t + b_iz + W_hz h + b_hz)
+ *                     n = tanh(W_in x_t + b_in + r * (W_hn h + b_hn))
+ *                     h' = (1 - z) * n + z * h
+ *                   x (T,B,I), h0 (B,H) or NULL for zeros, y (T,B,H) the
+ *                   hidden state after each step (y[T-1] is the final
+ *                   state); weights w_ih (3H,I) = [W_ir; W_iz; W_in], w_hh
+ *                   (3H,H), b_ih (3H), b_hh (3H) (biases may be NULL). cache
+ *                   (gru_cache_floats floats, device memory, its layout
+ *                   private to the backend) receives what backward needs.
+ *  gru_backward     Backpropagation through time. Takes x, h0, the weights
+ *                   and y exactly as forward saw and wrote them, and the
+ *                   cache, which it CONSUMES (overwrites): one backward per
+ *                   forward. dy (T,B,H) is dL/dy (NULL: zero) and dhT (B,H)
+ *                   an extra gradient on the final state y[T-1] (NULL:
+ *                   zero). Writes dx (T,B,I) and dh0 (B,H) (each NULL to
+ *                   skip) and accumulates into g's non-NULL members.
+ *  dropout_forward  Inverted dropout: mask[i] = 1 with probability 1 - p,
+ *                   y = x * mask / (1 - p); 0 <= p < 1. The mask is drawn
+ *                   from the caller's stream `rng`, which the call advances
+ *                   (see FEDRUN_DROPOUT_THRESHOLD), so it is a pure function
+ *                   of
+ *                   the stream whatever the thread count or device. y may
+ *                   be x. mask (n) bytes.
+ *  dropout_backward dx = dy * mask / (1 - p); dx may be dy.
+ *  softmax_xent     Softmax cross-entropy over logits (N,V) with targets
+ *                   (N); a negative target is ignored. *loss = mean over
+ *                   the non-ignored rows of -log softmax(logits)[target]
+ *                   (0 when none), *count = their number (either pointer
+ *                   may be NULL). dlogits (N,V) = d(*loss)/d(logits), that
+ *                   is (softmax - onehot) / count on counted rows and 0 on
+ *                   ignored ones; NULL to skip (evaluation); it may be
+ *                   logits itself, saving the memory of a second (N,V).
+ *  act_forward      y = f(x) element-wise over n floats (enum fedrun_act);
+ *                   y may be x.
+ *  act_backward     dx = dy * f'(x), from the forward's input x; dx may
+ *                   be dy.
+ */
+#ifndef FEDRUN_BACKEND_H
+#define FEDRUN_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "fedrun/rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* True when a table of `size` bytes has member `m`. */
+#define FEDRUN_BACKEND_HAS(ops, m)                                                                 \
+	((ops)->size >= offsetof(struct fedrun_backend_ops, m) + sizeof((ops)->m) && (ops)->m)
+
+/* How a dropout op draws its mask from a struct fedrun_rng, so that every
+ * backend draws the same one: buffered words are discarded; element i then
+ * takes word i % 4 of Philox block (c + i / 4), where c is the stream's
+ * 64-bit block counter (ctr[0] low, ctr[1] high); it is kept when that word
+ * is >= FEDRUN_DROPOUT_THRESHOLD(p). The stream is left at block
+ * c + ceil(n / 4), buffer empty. Equivalently: the same words that n calls
+ * of fedrun_rng_u32 would return after discarding the buffer. */
+#define FEDRUN_DROPOUT_THRESHOLD(p)                                                                \
+	((uint32_t)((double)(p)*4294967296.0 < 4294967295.0 ? (double)(p)*4294967296.0             \
+							    : 4294967295.0))
+
+enum fedrun_act {
+	FEDRUN_ACT_RELU = 0,
+	FEDRUN_ACT_GELU = 1, /* tanh approximation (Hendrycks and Gimpel 2016, sec. 2) */
+	FEDRUN_ACT_TANH = 2,
+	FEDRUN_ACT_SIGMOID = 3
+};
+
+/* Settings of one execution context. Grows at the end; size first. */
+struct fedrun_backend_ctx_cfg {
+	uint32_t size;	  /* sizeof(struct fedrun_backend_ctx_cfg) */
+	uint32_t threads; /* threads for the element-wise kernels; 0 = all */
+	int32_t device;	  /* accelerator index; the CPU backend ignores it */
+};
+
+/* Dimensions of a GRU layer over a sequence. */
+struct fedrun_gru_dims {
+	uint32_t steps;	 /* T: time steps */
+	uint32_t batch;	 /* B */
+	uint32_t input;	 /* I: input features */
+	uint32_t hidden; /* H: hidden units */
+};
+
+/* A GRU layer's parameters (device memory; usually pointers into the
+ * parameter arena). Biases may be NULL. */
+struct fedrun_gru_weights {
+	const float *w_ih; /* (3H,I) */
+	const float *w_hh; /* (3H,H) */
+	const float *b_ih; /* (3H) */
+	const float *b_hh; /* (3H) */
+};
+
+/* Where gru_backward accumulates parameter gradients; NULL members are
+ * skipped. Usually pointers into the gradient arena. */
+struct fedrun_gru_grads {
+	float *w_ih; /* (3H,I) */
+	float *w_hh; /* (3H,H) */
+	float *b_ih; /* (3H) */
+	float *b_hh; /* (3H) */
+};
+
+struct fedrun_backend_ops {
+	uint32_t size; /* sizeof(struct fedrun_backend_ops) */
+	const char *name;
+
+	/* ---- contexts and memory ---- */
+	/* cfg may be NULL (defaults). *ctx is owned by the caller, freed with
+	 * ctx_destroy. */
+	int (*ctx_create)(const struct fedrun_backend_ctx_cfg *cfg, void **ctx);
+	void (*ctx_destroy)(void *ctx);
+	/* Zero-filled, 64-byte aligned device memory; free with free_mem. */
+	int (*alloc)(void *ctx, uint64_t bytes, void **p);
+	void (*free_mem)(void *ctx, void *p);
+	int (*zero)(void *ctx, void *p, uint64_t bytes);
+	/* device to device; the ranges must not overlap */
+	int (*copy)(void *ctx, void *dst, const void *src, uint64_t bytes);
+	int (*to_device)(void *ctx, void *dst, const void *host_src, uint64_t bytes);
+	/* waits for pending work, so host_dst is ready on return */
+	int (*to_host)(void *ctx, void *host_dst, const void *src, uint64_t bytes);
+
+	/* ---- matrix products ---- */
+	int (*sgemm)(void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+		     const float *a, int lda, const float *b, int ldb, float beta, float *c,
+		     int ldc);
+	int (*sgemm_strided_batched)(void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
+				     float alpha, const float *a, int lda, int64_t stride_a,
+				     const float *b, int ldb, int64_t stride_b, float beta,
+				     float *c, int ldc, int64_t stride_c, int batch);
+	int (*linear_forward)(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
+			      const float *w, const float *b, float *y);
+	int (*linear_backward)(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
+			       const float *w, const float *dy, float *dx, float *dw, float *db);
+
+	/* ---- layers ---- */
+	int (*embedding_forward)(void *ctx, uint32_t N, uint32_t V, uint32_t D, const int32_t *ids,
+				 const float *w, float *out);
+	int (*embedding_backward)(void *ctx, uint32_t N, uint32_t V, uint32_t D, const int32_t *ids,
+				  const float *dout, float *dw);
+	uint64_t (*gru_cache_floats)(void *ctx, const struct fedrun_gru_dims *d);
+	int (*gru_forward)(void *ctx, const struct fedrun_gru_dims *d,
+			   const struct fedrun_gru_weights *w, const float *x, const float *h0,
+			   float *y, float *cache);
+	int (*gru_backward)(void *ctx, const struct fedrun_gru_dims *d,
+			    const struct fedrun_gru_weights *w, const float *x, const float *h0,
+			    const float *y, float *cache, const float *dy, const float *dhT,
+			    float *dx, float *dh0, const struct fedrun_gru_grads *g);
+	int (*dropout_forward)(void *ctx, uint64_t n, float p, struct fedrun_rng *rng,
+			       const float *x, float *y, uint8_t *mask);
+	int (*dropout_backward)(void *ctx, uint64_t n, float p, const uint8_t *mask,
+				const float *dy, float *dx);
+	int (*softmax_xent)(void *ctx, uint32_t N, uint32_t V, const float *logits,
+			    const int32_t *targets, double *loss, uint64_t *count, float *dlogits);
+	int (*act_forward)(void *ctx, enum fedrun_act act, uint64_t n, const float *x, float *y);
+	int (*act_backward)(void *ctx, enum fedrun_act act, uint64_t n, const float *x,
+			    const float *dy, float *dx);
+};
+
+/* The built-in CPU backend: OpenBLAS (any CBLAS) for matrix products,
+ * OpenMP for the element-wise kernels. Static; never NULL. */
+const struct fedrun_backend_ops *fedrun_backend_cpu(void);
+
+/* Sets the number of threads of the CBLAS library itself, which is separate
+ * from the OpenMP threads of ctx_cfg.threads and, for OpenBLAS, global to
+ * the process. Returns FEDRUN_EUNSUPPORTED when the CBLAS that libfedrun was
+ * built with offers no such control (n is then ignored). n >= 1. */
+int fedrun_backend_cpu_set_blas_threads(uint32_t n);
+/* The CBLAS library's thread count, or 0 when unknown. */
+uint32_t fedrun_backend_cpu_blas_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

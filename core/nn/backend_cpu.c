@@ -1,0 +1,128 @@
+/* The built-in CPU backend: its execution contexts, host memory standing in
+ * for device memory, the ops table that gathers the kernels of core/nn/,
+ * and control of the CBLAS library's own threads. */
+#include "config.h"
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fedrun/error.h"
+#include "fedrun/params.h"
+#include "cpu.h"
+
+static int cpu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ctx)
+{
+	if (!ctx)
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend: NULL ctx pointer");
+	struct nn_cpu_ctx *c = calloc(1, sizeof *c);
+	if (!c)
+		return fedrun_error(FEDRUN_ENOMEM, "cpu backend: context");
+	/* Read only the members the caller's struct has. */
+	if (cfg &&
+	    cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, threads) + sizeof cfg->threads)
+		c->threads = cfg->threads;
+	*ctx = c;
+	return 0;
+}
+
+static void cpu_ctx_destroy(void *ctx)
+{
+	free(ctx);
+}
+
+static int cpu_alloc(void *ctx, uint64_t bytes, void **p)
+{
+	if (!p)
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend alloc: NULL result pointer");
+	if (bytes > SIZE_MAX - 64)
+		return fedrun_error(FEDRUN_ENOMEM, "cpu backend alloc: %llu bytes",
+				    (unsigned long long)bytes);
+	*p = fedrun_arena_alloc((bytes + sizeof(float) - 1) / sizeof(float));
+	if (!*p)
+		return fedrun_error(FEDRUN_ENOMEM, "cpu backend alloc: %llu bytes",
+				    (unsigned long long)bytes);
+	return 0;
+}
+
+static void cpu_free_mem(void *ctx, void *p)
+{
+	fedrun_arena_free(p);
+}
+
+static int cpu_zero(void *ctx, void *p, uint64_t bytes)
+{
+	if (bytes && !p)
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend zero: NULL pointer");
+	if (bytes)
+		memset(p, 0, bytes);
+	return 0;
+}
+
+static int cpu_copy(void *ctx, void *dst, const void *src, uint64_t bytes)
+{
+	if (bytes && (!dst || !src))
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend copy: NULL pointer");
+	if (bytes)
+		memcpy(dst, src, bytes);
+	return 0;
+}
+
+/* clang-format off: kernel-style tab indent for the table */
+static const struct fedrun_backend_ops cpu_ops = {
+    .size = sizeof(struct fedrun_backend_ops),
+    .name = "cpu",
+    .ctx_create = cpu_ctx_create,
+    .ctx_destroy = cpu_ctx_destroy,
+    .alloc = cpu_alloc,
+    .free_mem = cpu_free_mem,
+    .zero = cpu_zero,
+    .copy = cpu_copy,
+    .to_device = cpu_copy,
+    .to_host = cpu_copy,
+    .sgemm = nn_cpu_sgemm,
+    .sgemm_strided_batched = nn_cpu_sgemm_strided_batched,
+    .linear_forward = nn_cpu_linear_forward,
+    .linear_backward = nn_cpu_linear_backward,
+    .embedding_forward = nn_cpu_embedding_forward,
+    .embedding_backward = nn_cpu_embedding_backward,
+    .gru_cache_floats = nn_cpu_gru_cache_floats,
+    .gru_forward = nn_cpu_gru_forward,
+    .gru_backward = nn_cpu_gru_backward,
+    .dropout_forward = nn_cpu_dropout_forward,
+    .dropout_backward = nn_cpu_dropout_backward,
+    .softmax_xent = nn_cpu_softmax_xent,
+    .act_forward = nn_cpu_act_forward,
+    .act_backward = nn_cpu_act_backward,
+};
+/* clang-format on */
+
+const struct fedrun_backend_ops *fedrun_backend_cpu(void)
+{
+	return &cpu_ops;
+}
+
+/* OpenBLAS's cblas.h includes openblas_config.h, which defines
+ * OPENBLAS_VERSION; other CBLAS libraries have no standard thread control. */
+int fedrun_backend_cpu_set_blas_threads(uint32_t n)
+{
+	if (n < 1 || n > INT32_MAX)
+		return fedrun_error(FEDRUN_EINVAL, "BLAS threads: %u outside [1, %d]", n,
+				    INT32_MAX);
+#ifdef OPENBLAS_VERSION
+	openblas_set_num_threads((int)n);
+	return 0;
+#else
+	return fedrun_error(FEDRUN_EUNSUPPORTED,
+			    "BLAS threads: this CBLAS has no thread control; set its own "
+			    "environment variable instead");
+#endif
+}
+
+uint32_t fedrun_backend_cpu_blas_threads(void)
+{
+#ifdef OPENBLAS_VERSION
+	int n = openblas_get_num_threads();
+	return n > 0 ? (uint32_t)n : 0;
+#else
+	return 0;
+#endif
+}

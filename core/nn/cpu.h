@@ -1,0 +1,93 @@
+/* Internal to the CPU backend: its execution context, the helpers the
+ * kernels share, and the ops each file of core/nn defines for the table in
+ * backend_cpu.c. Names here have no fedrun_ prefix, so libfedrun does not
+ * export them. */
+#ifndef FEDRUN_NN_CPU_H
+#define FEDRUN_NN_CPU_H
+
+#include <stdint.h>
+#include "fedrun/backend.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+struct nn_cpu_ctx {
+	uint32_t threads; /* OpenMP threads of the element-wise kernels; 0 = all */
+};
+
+/* Element counts below which a kernel stays on one thread: a parallel
+ * region costs a few microseconds, as much as a few thousand exp calls. */
+#define NN_PAR_MIN 8192
+
+/* Threads for a `num_threads()` clause (always >= 1). */
+static inline int nn_cpu_threads(const void *ctx)
+{
+	const struct nn_cpu_ctx *c = ctx;
+	if (c && c->threads)
+		return (int)c->threads;
+#ifdef _OPENMP
+	return omp_get_max_threads();
+#else
+	return 1;
+#endif
+}
+
+/* ---- bias.c: row broadcast and column sums, shared by linear and GRU ---- */
+/* Each of the rows rows of y (row stride ld) = b (cols), or 0 if b is NULL. */
+void nn_cpu_rows_fill(const void *ctx, uint64_t rows, uint32_t cols, uint64_t ld, const float *b,
+		      float *y);
+/* acc (cols) += sum over rows of x (row stride ld); fixed summation order,
+ * so the result does not depend on the thread count. */
+void nn_cpu_colsum_acc(const void *ctx, uint64_t rows, uint32_t cols, uint64_t ld, const float *x,
+		       float *acc);
+
+/* ---- gemm.c ---- */
+int nn_cpu_sgemm(void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+		 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+int nn_cpu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
+				 float alpha, const float *a, int lda, int64_t stride_a,
+				 const float *b, int ldb, int64_t stride_b, float beta, float *c,
+				 int ldc, int64_t stride_c, int batch);
+/* Unchecked sgemm for callers whose dimensions are known to be valid. */
+void nn_cpu_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
+		 int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+/* ---- linear.c ---- */
+int nn_cpu_linear_forward(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
+			  const float *w, const float *b, float *y);
+int nn_cpu_linear_backward(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
+			   const float *w, const float *dy, float *dx, float *dw, float *db);
+
+/* ---- embedding.c ---- */
+int nn_cpu_embedding_forward(void *ctx, uint32_t N, uint32_t V, uint32_t D, const int32_t *ids,
+			     const float *w, float *out);
+int nn_cpu_embedding_backward(void *ctx, uint32_t N, uint32_t V, uint32_t D, const int32_t *ids,
+			      const float *dout, float *dw);
+
+/* ---- gru.c ---- */
+uint64_t nn_cpu_gru_cache_floats(void *ctx, const struct fedrun_gru_dims *d);
+int nn_cpu_gru_forward(void *ctx, const struct fedrun_gru_dims *d,
+		       const struct fedrun_gru_weights *w, const float *x, const float *h0,
+		       float *y, float *cache);
+int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
+			const struct fedrun_gru_weights *w, const float *x, const float *h0,
+			const float *y, float *cache, const float *dy, const float *dhT, float *dx,
+			float *dh0, const struct fedrun_gru_grads *g);
+
+/* ---- dropout.c ---- */
+int nn_cpu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng, const float *x,
+			   float *y, uint8_t *mask);
+int nn_cpu_dropout_backward(void *ctx, uint64_t n, float p, const uint8_t *mask, const float *dy,
+			    float *dx);
+
+/* ---- xent.c ---- */
+int nn_cpu_softmax_xent(void *ctx, uint32_t N, uint32_t V, const float *logits,
+			const int32_t *targets, double *loss, uint64_t *count, float *dlogits);
+
+/* ---- act.c ---- */
+int nn_cpu_act_forward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, float *y);
+int nn_cpu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, const float *dy,
+			float *dx);
+
+#endif

@@ -1,0 +1,74 @@
+/* Matrix products of the CPU backend: thin, checked wrappers over
+ * cblas_sgemm (row-major), which every other kernel uses for its products.
+ * Any CBLAS works; OpenBLAS is the default. */
+#include "config.h"
+#include <cblas.h>
+#include <limits.h>
+#include "fedrun/error.h"
+#include "cpu.h"
+
+void nn_cpu_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
+		 int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+	if (m == 0 || n == 0)
+		return;
+	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+		    trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+		    ldc);
+}
+
+static int max1(int v)
+{
+	return v > 1 ? v : 1;
+}
+
+/* The argument checks of cblas_sgemm, reported instead of printed (the
+ * reference CBLAS prints and some builds exit). */
+static int gemm_check(const char *op, bool ta, bool tb, int m, int n, int k, const float *a,
+		      int lda, const float *b, int ldb, const float *c, int ldc)
+{
+	if (m < 0 || n < 0 || k < 0)
+		return fedrun_error(FEDRUN_EINVAL, "%s: negative dimension (m=%d, n=%d, k=%d)", op,
+				    m, n, k);
+	int need_a = max1(ta ? m : k), need_b = max1(tb ? k : n), need_c = max1(n);
+	if (lda < need_a)
+		return fedrun_error(FEDRUN_EINVAL, "%s: lda=%d, need at least %d", op, lda, need_a);
+	if (ldb < need_b)
+		return fedrun_error(FEDRUN_EINVAL, "%s: ldb=%d, need at least %d", op, ldb, need_b);
+	if (ldc < need_c)
+		return fedrun_error(FEDRUN_EINVAL, "%s: ldc=%d, need at least %d", op, ldc, need_c);
+	if (m && n && (!c || (k && (!a || !b))))
+		return fedrun_error(FEDRUN_EINVAL, "%s: NULL matrix", op);
+	return 0;
+}
+
+int nn_cpu_sgemm(void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+		 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+	int rc = gemm_check("sgemm", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+	if (rc)
+		return rc;
+	nn_cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	return 0;
+}
+
+int nn_cpu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
+				 float alpha, const float *a, int lda, int64_t stride_a,
+				 const float *b, int ldb, int64_t stride_b, float beta, float *c,
+				 int ldc, int64_t stride_c, int batch)
+{
+	static const char op[] = "sgemm_strided_batched";
+	int rc = gemm_check(op, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+	if (rc)
+		return rc;
+	if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0)
+		return fedrun_error(FEDRUN_EINVAL, "%s: negative batch or stride", op);
+	/* One BLAS call per problem, in order: OpenBLAS 0.3.21 has no batched
+	 * sgemm, and its own threads already split each product. */
+	if (m == 0 || n == 0)
+		return 0;
+	for (int i = 0; i < batch; i++)
+		nn_cpu_gemm(trans_a, trans_b, m, n, k, alpha, a ? a + i * stride_a : NULL, lda,
+			    b ? b + i * stride_b : NULL, ldb, beta, c + i * stride_c, ldc);
+	return 0;
+}
