@@ -671,6 +671,11 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	}
 	if ((rc = metrics_open(&r, opts->resume)) < 0)
 		goto out;
+	/* OpenBLAS gives other bits with other thread counts for some shapes:
+	 * matrix products run on one thread each, and parallelism comes from
+	 * clients and from fedrun's own (deterministic) loops. */
+	if (fedrun_backend_cpu_set_blas_threads(1) < 0)
+		fedrun_error_clear(); /* another CBLAS: its own threading */
 	r.host.log(&r, FEDRUN_LOG_INFO, "fedrun %s: %s, %u clients, %" PRIu64 " parameters in %u tensors, %u threads%s",
 		   PACKAGE_VERSION, r.cfg.name, r.num_clients, fedrun_layout_numel(r.layout), r.layout->n,
 		   opts->threads, opts->resume ? ", resumed" : "");
