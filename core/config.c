@@ -12,7 +12,7 @@ struct top {
 	const char *name;
 	int64_t seed, rounds;
 	const char *init;
-	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output;
+	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output, *attack;
 };
 
 #define O(key, type, st, field, flags, lo, hi, def, defs, choices) \
@@ -31,6 +31,7 @@ static const struct fedrun_opt top_spec[] = {
 	O("aggregator", FEDRUN_OPT_OBJECT, struct top, aggregator, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("eval", FEDRUN_OPT_OBJECT, struct top, eval, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("output", FEDRUN_OPT_OBJECT, struct top, output, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("attack", FEDRUN_OPT_ANY, struct top, attack, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	FEDRUN_OPT_END_,
 };
 
@@ -150,6 +151,14 @@ int run_config_parse(json_t *root, struct run_cfg *cfg)
 		json_object_set_new(section(root, "selector"), "plugin", json_string("all"));
 	if (!json_object_get(section(root, "aggregator"), "plugin"))
 		json_object_set_new(section(root, "aggregator"), "plugin", json_string("fedavg"));
+	json_t *attack = json_object_get(root, "attack");
+	if (!attack) {
+		json_object_set_new(root, "attack", json_null());
+	} else if (!json_is_null(attack) && !json_is_object(attack)) {
+		char got[64];
+		return fedrun_error(FEDRUN_ECONFIG, "attack: expected an object or null, got %s",
+				    fedrun_json_describe(attack, got, sizeof got));
+	}
 	json_t *priv = json_object_get(root, "privacy");
 	if (!priv) {
 		json_object_set_new(root, "privacy", json_null());

@@ -226,6 +226,8 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 						    "round %u, client %u: privacy '%s' produced non-finite values in tensor '%s'",
 						    rc_->info.round, c, r->privacy.desc->name, l->t[t].name);
 	}
+	if (attack_by(&r->attack, c))
+		attack_client(&r->attack, rc_->info.seed, rc_->info.round, c, l, w->mask, w->params);
 	rc = msg_encode(MSG_PULL, rc_->info.round, c, r->model_ops->client_size(r->model.state, c),
 			stats.loss, l, w->params, w->mask, &rc_->pull[i], &rc_->pull_len[i]);
 	if (rc < 0)
@@ -396,6 +398,15 @@ static int run_round(struct run *r, uint32_t round)
 		loss_sum += v.train_loss * (double)v.n_samples;
 		n_sum += (double)v.n_samples;
 		if ((rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, v.train_loss)) < 0)
+			goto out;
+	}
+	if ((rc = attack_server(&r->attack, l, ups, m)) < 0)
+		goto out;
+	if (r->attack.type != ATTACK_NONE) {
+		uint32_t bad = 0;
+		for (uint32_t i = 0; i < m; i++)
+			bad += attack_by(&r->attack, ups[i].client);
+		if ((rc = run_event(r, -1, -1, "attack.attackers", NULL, bad)) < 0)
 			goto out;
 	}
 	if (r->server_prev)

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include "fedrun/fedrun.h"
 #include "fedrun/pipeline.h"
+#include "attack.h"
 
 /* The core's own pipeline keys (see man 5 fedrun-pipeline). */
 struct run_cfg {
@@ -73,6 +74,7 @@ struct run {
 
 	const struct fedrun_layout *layout;
 	uint32_t num_clients;
+	struct attack attack;
 	uint64_t optim_floats;
 	float *theta;
 	float *server_prev, *server_delta; /* for central privacy only */

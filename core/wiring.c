@@ -125,6 +125,11 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 		return fedrun_error(FEDRUN_ECONFIG, "model '%s': the data gives no clients",
 				    r->model.desc->name);
 
+	rc = attack_parse(json_object_get(root, "attack"), r->num_clients, (uint64_t)r->cfg.seed,
+			  &r->attack);
+	if (rc < 0)
+		return rc;
+
 	rc = find_plugin(reg, root, "selector", FEDRUN_KIND_SELECTOR, &r->selector, &sec);
 	if (rc < 0)
 		return rc;
@@ -164,4 +169,5 @@ void run_plugins_destroy(struct run *r)
 	if (r->model.state)
 		r->model_ops->destroy(r->model.state);
 	r->aggregator.state = r->privacy.state = r->selector.state = r->model.state = NULL;
+	attack_fini(&r->attack);
 }
