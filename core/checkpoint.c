@@ -81,6 +81,12 @@ int checkpoint_write(struct run *r)
 	rc = add_meta(&f, r, r->round);
 	if (rc == 0)
 		rc = fedrun_st_add_layout(&f, r->layout, r->theta);
+	if (rc == 0 && run_push(r)) {
+		rc = fedrun_st_add(&f, "__server__.init", FEDRUN_F32, 1, &r->layout->total, r->theta_init);
+		if (rc == 0)
+			rc = fedrun_st_add(&f, "__server__.last", FEDRUN_F32, 1, &r->layout->total,
+					   r->theta_last);
+	}
 
 	struct stateful sf[3];
 	const struct fedrun_state_blob *blobs[3] = {NULL};
@@ -89,7 +95,7 @@ int checkpoint_write(struct run *r)
 		rc = sf[j].state(sf[j].st, &blobs[j], &nblobs[j]);
 		total += nblobs[j];
 	}
-	names = calloc(total + 2 * (size_t)r->ncstates + 1, sizeof *names);
+	names = calloc(total + 3 * (size_t)r->ncstates + 1, sizeof *names);
 	steps = calloc(r->ncstates + 1, sizeof *steps);
 	if (rc == 0 && (!names || !steps))
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -106,9 +112,13 @@ int checkpoint_write(struct run *r)
 		steps[i] = cs->step;
 		snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.step", cs->client);
 		rc = fedrun_st_add(&f, names[k++], FEDRUN_U64, 1, &one, &steps[i]);
-		if (rc == 0 && r->optim_floats) {
+		if (rc == 0 && cs->optim) {
 			snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.optim", cs->client);
 			rc = fedrun_st_add(&f, names[k++], FEDRUN_F32, 1, &r->optim_floats, cs->optim);
+		}
+		if (rc == 0 && cs->params) {
+			snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.params", cs->client);
+			rc = fedrun_st_add(&f, names[k++], FEDRUN_F32, 1, &r->layout->total, cs->params);
 		}
 	}
 	if (rc == 0) {
@@ -163,6 +173,19 @@ int checkpoint_load(struct run *r, const char *path)
 	if (rc < 0)
 		return rc;
 	const char *rd = fedrun_st_meta_get(&f, "fedrun.round");
+	if (run_push(r)) {
+		const char *names[2] = {"__server__.init", "__server__.last"};
+		float *dst[2] = {r->theta_init, r->theta_last};
+		for (int j = 0; j < 2; j++) {
+			const struct fedrun_st_tensor *t = fedrun_st_find(&f, names[j]);
+			if (!t || t->dtype != FEDRUN_F32 || t->bytes != r->layout->total * sizeof(float)) {
+				rc = fedrun_error(FEDRUN_EFORMAT, "%s: '%s' is %s", path, names[j],
+						  t ? "of another size" : "missing");
+				goto out;
+			}
+			memcpy(dst[j], t->data, t->bytes);
+		}
+	}
 	const char *model = fedrun_st_meta_get(&f, "fedrun.model");
 	if (!rd || !model) {
 		rc = fedrun_error(FEDRUN_EFORMAT, "%s: not a fedrun checkpoint (no fedrun.round)", path);
@@ -212,7 +235,22 @@ int checkpoint_load(struct run *r, const char *path)
 		if (!cs)
 			goto out;
 		memcpy(&cs->step, f.t[i].data, 8);
-		if (r->optim_floats) {
+		char pname[64];
+		snprintf(pname, sizeof pname, CLIENT_PREFIX "%u.params", client);
+		const struct fedrun_st_tensor *pt = fedrun_st_find(&f, pname);
+		if (pt && run_push(r)) {
+			if (pt->dtype != FEDRUN_F32 || pt->bytes != r->layout->total * sizeof(float)) {
+				rc = fedrun_error(FEDRUN_EFORMAT, "%s: client %u parameters are of another size",
+						  path, client);
+				goto out;
+			}
+			if (!cs->params && !(cs->params = fedrun_arena_alloc(r->layout->total))) {
+				rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+				goto out;
+			}
+			memcpy(cs->params, pt->data, pt->bytes);
+		}
+		if (cs->optim) {
 			char name[64];
 			snprintf(name, sizeof name, CLIENT_PREFIX "%u.optim", client);
 			const struct fedrun_st_tensor *t = fedrun_st_find(&f, name);

@@ -43,7 +43,8 @@ struct client_state *run_client_state(struct run *r, uint32_t client, int *rc)
 	memmove(&cs[lo + 1], &cs[lo], (r->ncstates - lo) * sizeof *cs);
 	r->ncstates++;
 	cs[lo] = (struct client_state){.client = client};
-	if (r->optim_floats && !(cs[lo].optim = fedrun_arena_alloc(r->optim_floats))) {
+	if (r->cfg.optim_state_keep && r->optim_floats &&
+	    !(cs[lo].optim = fedrun_arena_alloc(r->optim_floats))) {
 		memmove(&cs[lo], &cs[lo + 1], (r->ncstates - lo - 1) * sizeof *cs);
 		r->ncstates--;
 		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
@@ -154,6 +155,8 @@ struct round_ctx {
 	const uint32_t *clients;
 	const void *push;
 	size_t push_len;
+	void **push_own; /* push selection: one message per client */
+	size_t *push_own_len;
 	void **pull;
 	size_t *pull_len;
 	double *loss;
@@ -175,8 +178,31 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	struct round_ctx *rc_ = p;
 	const struct fedrun_layout *l = r->layout;
 	uint32_t c = rc_->clients[i];
+	struct client_state *cs = NULL;
+	int rc = 0;
+	if (run_keeps_clients(r) && !(cs = run_client_state(r, c, &rc))) /* created before */
+		return rc;
+	const void *push = rc_->push;
+	size_t push_len = rc_->push_len;
+	if (run_push(r)) {
+		/* The client starts from its own parameters (θ_0 before it first
+		 * trains); the selector picks the tensors of θ_t pushed to it,
+		 * from their change since θ_{t−1}. */
+		memcpy(w->params, cs->params ? cs->params : r->theta_init, l->total * sizeof(float));
+		memset(w->mask, 0, l->n);
+		rc = r->sel_ops->select(r->selector.state, &rc_->info, c, r->theta_last, r->theta, w->mask);
+		if (rc < 0)
+			return fedrun_error_wrap(rc, "client %u: selector '%s' (push): ", c,
+						 r->selector.desc->name);
+		rc = msg_encode(MSG_PUSH, rc_->info.round, c, 0, 0, l, r->theta, w->mask,
+				&rc_->push_own[i], &rc_->push_own_len[i]);
+		if (rc < 0)
+			return rc;
+		push = rc_->push_own[i];
+		push_len = rc_->push_own_len[i];
+	}
 	struct msg_view view = {.tensor = w->view};
-	int rc = msg_decode(rc_->push, rc_->push_len, l, &view);
+	rc = msg_decode(push, push_len, l, &view);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "client %u: push message: ", c);
 	for (uint32_t t = 0; t < l->n; t++)
@@ -187,9 +213,6 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	float *optim = w->optim_scratch;
 	uint64_t scratch_step = 0, *step = &scratch_step;
 	if (r->cfg.optim_state_keep) {
-		struct client_state *cs = run_client_state(r, c, &rc); /* created before */
-		if (!cs)
-			return rc;
 		optim = cs->optim;
 		step = &cs->step;
 	} else if (optim) {
@@ -210,12 +233,24 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 				    "round %u, client %u: training produced non-finite values in tensor '%s' "
 				    "(try a smaller clients.optimizer.lr)", rc_->info.round, c, bad);
 	rc_->loss[i] = stats.loss;
+	if (run_push(r)) {
+		if (!cs->params && !(cs->params = fedrun_arena_alloc(l->total)))
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory for client %u's parameters", c);
+		memcpy(cs->params, w->params, l->total * sizeof(float));
+	}
 
-	memset(w->mask, 0, l->n);
-	rc = r->sel_ops->select(r->selector.state, &rc_->info, c, w->before, w->params, w->mask);
-	if (rc < 0)
-		return fedrun_error_wrap(rc, "client %u: selector '%s': ", c, r->selector.desc->name);
-	fedrun_vec_sub(l->total, w->params, w->before, w->params); /* Δ_k = θ_k − θ_t */
+	if (r->cfg.direction == DIR_PUSH) {
+		memset(w->mask, 1, l->n);
+	} else {
+		memset(w->mask, 0, l->n);
+		rc = r->sel_ops->select(r->selector.state, &rc_->info, c, w->before, w->params, w->mask);
+		if (rc < 0)
+			return fedrun_error_wrap(rc, "client %u: selector '%s': ", c, r->selector.desc->name);
+	}
+	/* Δ_k = θ_k − θ_t, against the server's θ_t: with push selection the
+	 * client did not start from all of θ_t, and the server combines what
+	 * the client's model is, as Passban et al. do. */
+	fedrun_vec_sub(l->total, w->params, r->theta, w->params);
 	if (r->priv_ops) {
 		rc = r->priv_ops->apply(r->privacy.state, &rc_->info, c, w->mask, w->params);
 		if (rc < 0)
@@ -359,30 +394,40 @@ static int run_round(struct run *r, uint32_t round)
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
 	const float **views = NULL;
+	ctx.push_own = calloc(m, sizeof *ctx.push_own);
+	ctx.push_own_len = calloc(m, sizeof *ctx.push_own_len);
 	ctx.pull = calloc(m, sizeof *ctx.pull);
 	ctx.pull_len = calloc(m, sizeof *ctx.pull_len);
 	ctx.loss = calloc(m, sizeof *ctx.loss);
 	ups = calloc(m, sizeof *ups);
 	views = calloc((size_t)m * l->n, sizeof *views);
-	if (!ctx.pull || !ctx.pull_len || !ctx.loss || !ups || !views) {
+	if (!ctx.pull || !ctx.pull_len || !ctx.loss || !ups || !views || !ctx.push_own ||
+	    !ctx.push_own_len) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (r->cfg.optim_state_keep)
+	if (run_keeps_clients(r))
 		for (uint32_t i = 0; i < m && rc == 0; i++)
 			if (!run_client_state(r, clients[i], &rc))
 				goto out;
 
-	/* PUSH: one serialized θ_t, received by every sampled client. */
-	rc = msg_encode(MSG_PUSH, round, UINT32_MAX, 0, 0, l, r->theta, NULL, &push, &ctx.push_len);
-	if (rc < 0)
-		goto out;
-	ctx.push = push;
-	r->bytes_push = (uint64_t)ctx.push_len * m;
+	/* PUSH: one serialized θ_t, received by every sampled client (with
+	 * push selection, each client's own message, made by its worker). */
+	if (!run_push(r)) {
+		rc = msg_encode(MSG_PUSH, round, UINT32_MAX, 0, 0, l, r->theta, NULL, &push, &ctx.push_len);
+		if (rc < 0)
+			goto out;
+		ctx.push = push;
+	}
 
 	rc = parallel_for(r, m, train_client, &ctx);
 	if (rc < 0)
 		goto out;
+	r->bytes_push = 0;
+	for (uint32_t i = 0; i < m; i++)
+		r->bytes_push += run_push(r) ? ctx.push_own_len[i] : ctx.push_len;
+	if (run_push(r))
+		memcpy(r->theta_last, r->theta, l->total * sizeof(float)); /* θ_t, for round t + 1 */
 
 	/* PULL: decode in client order. */
 	r->bytes_pull = 0;
@@ -447,9 +492,14 @@ static int run_round(struct run *r, uint32_t round)
 	progress(r, 1, train_loss);
 	rc = metrics_flush_round(r, round);
 out:
-	if (ctx.pull)
-		for (uint32_t i = 0; i < m; i++)
+	for (uint32_t i = 0; i < m; i++) {
+		if (ctx.pull)
 			free(ctx.pull[i]);
+		if (ctx.push_own)
+			free(ctx.push_own[i]);
+	}
+	free(ctx.push_own);
+	free(ctx.push_own_len);
 	free(ctx.pull);
 	free(ctx.pull_len);
 	free(ctx.loss);
@@ -531,8 +581,12 @@ static void run_teardown(struct run *r)
 	fedrun_arena_free(r->theta);
 	fedrun_arena_free(r->server_prev);
 	fedrun_arena_free(r->server_delta);
-	for (uint32_t i = 0; i < r->ncstates; i++)
+	for (uint32_t i = 0; i < r->ncstates; i++) {
 		fedrun_arena_free(r->cstates[i].optim);
+		fedrun_arena_free(r->cstates[i].params);
+	}
+	fedrun_arena_free(r->theta_init);
+	fedrun_arena_free(r->theta_last);
 	free(r->cstates);
 	free(r->events);
 	pthread_mutex_destroy(&r->lock);
@@ -659,6 +713,14 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 		}
 	}
+	if (run_push(&r)) {
+		r.theta_init = fedrun_arena_alloc(r.layout->total);
+		r.theta_last = fedrun_arena_alloc(r.layout->total);
+		if (!r.theta_init || !r.theta_last) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
 	if ((rc = prepare_dir(&r)) < 0 || (rc = workers_create(&r)) < 0)
 		goto out;
 	if (opts->resume) {
@@ -679,6 +741,10 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			fedrun_error_wrap(rc, "model '%s': initialisation: ", r.model.desc->name);
 			goto out;
 		}
+	}
+	if (run_push(&r) && !opts->resume) {
+		memcpy(r.theta_init, r.theta, r.layout->total * sizeof(float));
+		memcpy(r.theta_last, r.theta, r.layout->total * sizeof(float));
 	}
 	if ((rc = metrics_open(&r, opts->resume)) < 0)
 		goto out;

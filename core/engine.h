@@ -19,6 +19,7 @@ struct run_cfg {
 	double fraction;
 	int64_t epochs, steps, batch;
 	int optim_state_keep; /* 0 reset each round, 1 keep */
+	int direction;        /* selector: DIR_PULL, DIR_PUSH or DIR_BOTH */
 	struct fedrun_optim_cfg optim;
 	/* eval */
 	int64_t eval_every;
@@ -46,10 +47,17 @@ struct metric_event {
 	double value;
 };
 
+enum { DIR_PULL = 0, DIR_PUSH = 1, DIR_BOTH = 2 };
+
+/* What the engine keeps of a client between the rounds it takes part in:
+ * its optimizer state (clients.optimizer_state "keep") and, when the
+ * selector applies to push, its own parameters (tensors not pushed keep
+ * the client's values). */
 struct client_state {
 	uint32_t client;
-	float *optim;
+	float *optim;    /* NULL unless kept */
 	uint64_t step;
+	float *params;   /* NULL unless push selection; NULL until it trained */
 };
 
 struct worker {
@@ -78,6 +86,7 @@ struct run {
 	uint64_t optim_floats;
 	float *theta;
 	float *server_prev, *server_delta; /* for central privacy only */
+	float *theta_init, *theta_last;    /* push selection: θ_0 and θ_{t−1} */
 	uint32_t round; /* last completed round */
 
 	struct worker *workers;
@@ -101,6 +110,16 @@ int run_config_parse(json_t *root, struct run_cfg *cfg);
 int run_plugins_create(struct run *r, struct fedrun_registry *reg);
 void run_plugins_destroy(struct run *r);
 void run_host_init(struct run *r);
+
+static inline bool run_push(const struct run *r)
+{
+	return r->cfg.direction != DIR_PULL;
+}
+
+static inline bool run_keeps_clients(const struct run *r)
+{
+	return r->cfg.optim_state_keep || run_push(r);
+}
 
 int checkpoint_write(struct run *r);
 int checkpoint_latest(const char *dir, uint32_t *round, char **path);

@@ -2,6 +2,7 @@
  * selector, privacy and aggregator plugins named by the pipeline. */
 #include "config.h"
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,9 +135,24 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 	if (rc < 0)
 		return rc;
 	r->sel_ops = r->selector.desc->ops;
-	rc = r->sel_ops->create(&r->host, sec, r->layout, &r->selector.state);
+	/* "direction" is the engine's key: the plugin does not see it. */
+	static const struct fedrun_opt dir_spec[] = {
+		{"direction", FEDRUN_OPT_CHOICE, offsetof(struct run_cfg, direction), 0, 0, 0, 0, "pull",
+		 "pull|push|both"},
+		FEDRUN_OPT_END_};
+	json_t *dir = json_object();
+	if (json_object_get(sec, "direction"))
+		json_object_set(dir, "direction", json_object_get(sec, "direction"));
+	json_object_del(sec, "direction");
+	rc = fedrun_opts_parse(dir_spec, dir, "selector", &r->cfg);
+	if (rc == 0)
+		rc = r->sel_ops->create(&r->host, sec, r->layout, &r->selector.state);
+	json_object_set(sec, "direction", json_object_get(dir, "direction"));
+	json_decref(dir);
 	if (rc < 0)
-		return fedrun_error_wrap(rc, "selector '%s': ", r->selector.desc->name);
+		return rc == FEDRUN_ECONFIG && strstr(fedrun_error_message(), "selector.direction")
+			       ? rc
+			       : fedrun_error_wrap(rc, "selector '%s': ", r->selector.desc->name);
 
 	if (json_is_object(json_object_get(root, "privacy"))) {
 		rc = find_plugin(reg, root, "privacy", FEDRUN_KIND_PRIVACY, &r->privacy, &sec);
