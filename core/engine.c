@@ -222,7 +222,8 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 		.size = sizeof args, .round = rc_->info.round, .client = c,
 		.seed = (uint64_t)r->cfg.seed, .epochs = (uint32_t)r->cfg.epochs,
 		.steps = (uint64_t)r->cfg.steps, .batch = (uint32_t)r->cfg.batch,
-		.optim = &r->cfg.optim, .optim_state = optim, .optim_step = step};
+		.optim = &r->cfg.optim, .optim_state = optim, .optim_step = step,
+		.prox_mu = r->cfg.hints.prox_mu, .prox_anchor = w->before};
 	struct fedrun_train_stats stats = {0};
 	rc = r->model_ops->train(r->model.state, w->model_worker, &args, w->params, &stats);
 	if (rc < 0)

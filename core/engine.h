@@ -20,6 +20,7 @@ struct run_cfg {
 	int64_t epochs, steps, batch;
 	int optim_state_keep; /* 0 reset each round, 1 keep */
 	int direction;        /* selector: DIR_PULL, DIR_PUSH or DIR_BOTH */
+	struct fedrun_client_hints hints; /* from the aggregator */
 	struct fedrun_optim_cfg optim;
 	/* eval */
 	int64_t eval_every;

@@ -1,6 +1,7 @@
 /* Local optimizers (see fedrun/optim.h). */
 #include "config.h"
 #include <math.h>
+#include <stddef.h>
 #include "fedrun/optim.h"
 #include "fedrun/vec.h"
 
@@ -71,4 +72,17 @@ void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
 		break;
 	}
 	}
+}
+
+void fedrun_prox_grad(const struct fedrun_train_args *args, uint64_t n, const float *params,
+		      float *grad)
+{
+	if (args->size < offsetof(struct fedrun_train_args, prox_anchor) + sizeof(void *) ||
+	    !(args->prox_mu > 0) || !args->prox_anchor)
+		return;
+	const float mu = (float)args->prox_mu;
+	const float *anchor = args->prox_anchor;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+	for (uint64_t i = 0; i < n; i++)
+		grad[i] += mu * (params[i] - anchor[i]);
 }

@@ -171,6 +171,13 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 	rc = r->agg_ops->create(&r->host, sec, r->layout, &r->aggregator.state);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "aggregator '%s': ", r->aggregator.desc->name);
+	r->cfg.hints = (struct fedrun_client_hints){.size = sizeof r->cfg.hints};
+	if (r->agg_ops->size >= offsetof(struct fedrun_aggregator_ops, configure_clients) + sizeof(void *) &&
+	    r->agg_ops->configure_clients) {
+		rc = r->agg_ops->configure_clients(r->aggregator.state, &r->cfg.hints);
+		if (rc < 0)
+			return fedrun_error_wrap(rc, "aggregator '%s': ", r->aggregator.desc->name);
+	}
 	return 0;
 }
 

@@ -297,6 +297,53 @@ START_TEST(test_meanest_quadratic)
 }
 END_TEST
 
+START_TEST(test_fedprox)
+{
+	/* The fedprox aggregator asks for the proximal term; the model's
+	 * local steps then follow w <- w − lr(∇f(w) + μ(w − w_t)). */
+	struct fakehost fh;
+	fakehost_init(&fh, 1);
+	const struct fedrun_aggregator_ops *agg =
+		fakehost_plugin(&reg, FEDRUN_KIND_AGGREGATOR, "fedprox")->ops;
+	struct fedrun_layout l;
+	two_tensor_layout(&l, 1, 1);
+	json_t *c = cfg("{\"mu\": 2.0}");
+	void *st;
+	ck_assert_int_eq(agg->create(&fh.host, c, &l, &st), 0);
+	struct fedrun_client_hints h = {.size = sizeof h};
+	ck_assert_int_eq(agg->configure_clients(st, &h), 0);
+	ck_assert(h.prox_mu == 2.0);
+	agg->destroy(st);
+	json_decref(c);
+	c = cfg("{}");
+	ck_assert_int_eq(agg->create(&fh.host, c, &l, &st), FEDRUN_ECONFIG);
+	ck_assert_str_eq(fedrun_error_message(), "aggregator.mu: required key is missing");
+	json_decref(c);
+	fedrun_layout_fini(&l);
+
+	const struct fedrun_model_ops *ops = fakehost_plugin(&reg, FEDRUN_KIND_MODEL, "meanest")->ops;
+	json_t *mc = cfg("{\"problem\": \"quadratic\", \"init\": 1}");
+	json_t *dc = cfg("{\"groups\": [{\"clients\": 1, \"mean\": 3}]}");
+	void *m;
+	ck_assert_int_eq(ops->create(&fh.host, mc, dc, &m), 0);
+	float x[16] = {1}, anchor[16] = {1};
+	struct fedrun_optim_cfg oc = {.kind = FEDRUN_OPTIM_SGD, .lr = 0.1};
+	uint64_t step = 0;
+	struct fedrun_train_args a = {.size = sizeof a, .round = 1, .client = 0, .seed = 1, .epochs = 3,
+				      .batch = 1, .optim = &oc, .optim_step = &step, .prox_mu = h.prox_mu,
+				      .prox_anchor = anchor};
+	struct fedrun_train_stats stats;
+	ck_assert_int_eq(ops->train(m, NULL, &a, x, &stats), 0);
+	double w = 1;
+	for (int i = 0; i < 3; i++)
+		w -= 0.1 * (2 * (w - 3) + 2.0 * (w - 1));
+	ck_assert_float_eq_tol(x[0], (float)w, 1e-6f);
+	ops->destroy(m);
+	json_decref(mc);
+	json_decref(dc);
+}
+END_TEST
+
 START_TEST(test_meanest_gaussian_sgd)
 {
 	/* Client-side SGD on ||x − ξ||² over its 2000 samples converges to the
@@ -364,6 +411,7 @@ static Suite *plugins_suite(void)
 	tcase_add_test(tc, test_selectors);
 	tcase_add_test(tc, test_meanest_quadratic);
 	tcase_add_test(tc, test_meanest_gaussian_sgd);
+	tcase_add_test(tc, test_fedprox);
 	tcase_add_test(tc, test_meanest_bad_data);
 	suite_add_tcase(s, tc);
 	return s;

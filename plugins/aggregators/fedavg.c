@@ -11,6 +11,7 @@ enum { WEIGHTS_SAMPLES, WEIGHTS_UNIFORM };
 struct fedavg {
 	const struct fedrun_host *host;
 	int weights;
+	double mu; /* fedprox only */
 	const float **x; /* scratch: one pointer per client */
 	float *w;
 	uint32_t cap;
@@ -22,19 +23,48 @@ static const struct fedrun_opt fedavg_spec[] = {
 	FEDRUN_OPT_END_,
 };
 
-static int fedavg_create(const struct fedrun_host *host, json_t *config,
-			 const struct fedrun_layout *layout, void **state)
+static const struct fedrun_opt fedprox_spec[] = {
+	{"weights", FEDRUN_OPT_CHOICE, offsetof(struct fedavg, weights), 0, 0, 0, 0, "samples",
+	 "samples|uniform"},
+	{"mu", FEDRUN_OPT_NUMBER, offsetof(struct fedavg, mu), FEDRUN_OPT_REQUIRED, 0, 1e6, 0, NULL,
+	 NULL},
+	FEDRUN_OPT_END_,
+};
+
+static int create_with(const struct fedrun_opt *spec, const struct fedrun_host *host,
+		       json_t *config, void **state)
 {
 	struct fedavg *st = calloc(1, sizeof *st);
 	if (!st)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	st->host = host;
-	int rc = fedrun_opts_parse(fedavg_spec, config, "aggregator", st);
+	int rc = fedrun_opts_parse(spec, config, "aggregator", st);
 	if (rc < 0) {
 		free(st);
 		return rc;
 	}
 	*state = st;
+	return 0;
+}
+
+static int fedavg_create(const struct fedrun_host *host, json_t *config,
+			 const struct fedrun_layout *layout, void **state)
+{
+	return create_with(fedavg_spec, host, config, state);
+}
+
+static int fedprox_create(const struct fedrun_host *host, json_t *config,
+			  const struct fedrun_layout *layout, void **state)
+{
+	return create_with(fedprox_spec, host, config, state);
+}
+
+/* FedProx (Li et al. 2020): the server aggregates as FedAvg; the clients
+ * minimise F_k(w) + μ/2·||w − w_t||² (eq. 2), which the engine passes to the
+ * model's training loop. */
+static int fedprox_configure_clients(void *state, struct fedrun_client_hints *hints)
+{
+	hints->prox_mu = ((struct fedavg *)state)->mu;
 	return 0;
 }
 
@@ -96,12 +126,23 @@ static const struct fedrun_aggregator_ops fedavg_ops = {
 	.aggregate = fedavg_aggregate,
 };
 
+static const struct fedrun_aggregator_ops fedprox_ops = {
+	.size = sizeof(struct fedrun_aggregator_ops),
+	.create = fedprox_create,
+	.destroy = fedavg_destroy,
+	.aggregate = fedavg_aggregate,
+	.configure_clients = fedprox_configure_clients,
+};
+
 static const struct fedrun_plugin fedavg_plugin =
 	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_AGGREGATOR, "fedavg", "1.0.0",
 			   "federated averaging weighted by client samples (or uniform)", &fedavg_ops);
+static const struct fedrun_plugin fedprox_plugin =
+	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_AGGREGATOR, "fedprox", "1.0.0",
+			   "FedAvg with a proximal term mu/2*||w - w_t||^2 in local training", &fedprox_ops);
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)
 {
-	return index == 0 ? &fedavg_plugin : NULL;
+	return index == 0 ? &fedavg_plugin : index == 1 ? &fedprox_plugin : NULL;
 }

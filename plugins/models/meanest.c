@@ -285,6 +285,7 @@ static int meanest_train(void *model, void *worker, const struct fedrun_train_ar
 		uint64_t lo = pos * batch, cnt = lo + batch <= n ? batch : n - lo;
 		loss_sum += loss_grad_range(m, g, a->client, order + lo, cnt, 0, params, grad,
 					    grad + m->dim);
+		fedrun_prox_grad(a, (uint64_t)m->dim, params, grad);
 		fedrun_optim_step(a->optim, a->optim->lr, (uint64_t)m->dim, params, grad,
 				  a->optim_state, a->optim_step);
 	}

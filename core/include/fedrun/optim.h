@@ -24,6 +24,12 @@ void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
  * before clipping. */
 double fedrun_clip_grad_norm(uint64_t n, float *grad, double max_norm);
 
+/* FedProx (Li et al. 2020, eq. 2): adds the gradient of
+ * μ/2·||w − w_t||², μ(w − w_t), to grad when args->prox_mu > 0 (w = params,
+ * w_t = args->prox_anchor). Models call it before each optimizer step. */
+void fedrun_prox_grad(const struct fedrun_train_args *args, uint64_t n, const float *params,
+		      float *grad);
+
 #ifdef __cplusplus
 }
 #endif

@@ -78,6 +78,13 @@ struct fedrun_round_info {
 
 /* ---- aggregators ------------------------------------------------------- */
 
+/* What an aggregator may ask of the clients' local training (see
+ * configure_clients). The host fills in defaults before the call. */
+struct fedrun_client_hints {
+	uint32_t size;  /* sizeof(struct fedrun_client_hints) as the host has it */
+	double prox_mu; /* FedProx's μ: local objective + μ/2·||w − w_t||² */
+};
+
 /* One client's update as the server decoded it from the pull message.
  * tensor[i] points at the numel floats of Δ_k = θ_k − θ_t for tensor i of the
  * layout, or is NULL when the client's selector did not send tensor i. */
@@ -112,6 +119,9 @@ struct fedrun_aggregator_ops {
 	 * *blobs (owned by the plugin) and *n. */
 	int (*state)(void *state, const struct fedrun_state_blob **blobs,
 		     uint32_t *n);
+	/* Optional. Called once after create: sets what the clients' local
+	 * training must do for this aggregator (FedProx's proximal term). */
+	int (*configure_clients)(void *state, struct fedrun_client_hints *hints);
 };
 
 /* ---- selectors --------------------------------------------------------- */
