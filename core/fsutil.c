@@ -121,19 +121,14 @@ int fedrun_write_file_atomic(const char *path, const void *data, size_t n)
 	return fedrun_atomic_commit(&af);
 }
 
-int fedrun_read_file(const char *path, char **data, size_t *n)
+int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n)
 {
 	*data = NULL;
 	*n = 0;
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return fedrun_error(errno == ENOENT ? FEDRUN_ENOENT : FEDRUN_EIO,
-				    "cannot open '%s': %s", path, strerror(errno));
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap + 1);
 	while (buf) {
-		size_t got = fread(buf + len, 1, cap - len, fp);
-		len += got;
+		len += fread(buf + len, 1, cap - len, fp);
 		if (len < cap)
 			break;
 		char *bigger = realloc(buf, 2 * cap + 1);
@@ -145,16 +140,27 @@ int fedrun_read_file(const char *path, char **data, size_t *n)
 		buf = bigger;
 		cap *= 2;
 	}
-	int err = ferror(fp);
-	fclose(fp);
 	if (!buf)
-		return fedrun_error(FEDRUN_ENOMEM, "out of memory reading '%s'", path);
-	if (err) {
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory reading '%s'", name);
+	if (ferror(fp)) {
 		free(buf);
-		return fedrun_error(FEDRUN_EIO, "cannot read '%s'", path);
+		return fedrun_error(FEDRUN_EIO, "cannot read '%s': %s", name, strerror(errno));
 	}
 	buf[len] = '\0';
 	*data = buf;
 	*n = len;
 	return 0;
+}
+
+int fedrun_read_file(const char *path, char **data, size_t *n)
+{
+	*data = NULL;
+	*n = 0;
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return fedrun_error(errno == ENOENT ? FEDRUN_ENOENT : FEDRUN_EIO,
+				    "cannot open '%s': %s", path, strerror(errno));
+	int rc = fedrun_read_stream(fp, path, data, n);
+	fclose(fp);
+	return rc;
 }

@@ -65,35 +65,6 @@ static void file_fini(struct text_file *f)
 	memset(f, 0, sizeof *f);
 }
 
-static int read_stdin(char **data, size_t *n)
-{
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap + 1);
-	while (buf) {
-		len += fread(buf + len, 1, cap - len, stdin);
-		if (len < cap)
-			break;
-		char *bigger = realloc(buf, 2 * cap + 1);
-		if (!bigger) {
-			free(buf);
-			buf = NULL;
-			break;
-		}
-		buf = bigger;
-		cap *= 2;
-	}
-	if (!buf)
-		return fedrun_error(FEDRUN_ENOMEM, "out of memory reading standard input");
-	if (ferror(stdin)) {
-		free(buf);
-		return fedrun_error(FEDRUN_EIO, "cannot read standard input: %s", strerror(errno));
-	}
-	buf[len] = '\0';
-	*data = buf;
-	*n = len;
-	return 0;
-}
-
 /* Reads a file as sacreBLEU does (UTF-8, lines split on "\n" only, each
  * line right-stripped of whitespace). Messages name the file and line. */
 static int file_read(struct text_file *f, const char *path)
@@ -102,7 +73,7 @@ static int file_read(struct text_file *f, const char *path)
 	memset(f, 0, sizeof *f);
 	f->path = strcmp(path, "-") ? path : "<stdin>";
 	int rc =
-	    strcmp(path, "-") ? fedrun_read_file(path, &f->buf, &len) : read_stdin(&f->buf, &len);
+	    strcmp(path, "-") ? fedrun_read_file(path, &f->buf, &len) : fedrun_read_stream(stdin, "standard input", &f->buf, &len);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < len;) {

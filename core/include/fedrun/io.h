@@ -31,6 +31,8 @@ int fedrun_write_file_atomic(const char *path, const void *data, size_t n);
 
 /* Reads a whole file into a new NUL-terminated buffer (free with free()). */
 int fedrun_read_file(const char *path, char **data, size_t *n);
+/* The same from an open stream; `name` is for messages. */
+int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n);
 
 /* ---- safetensors ----
  * 8-byte little-endian header length N, N bytes of JSON header, then the
