@@ -258,7 +258,8 @@ static void world_init(struct world *w, uint32_t n)
 		w->u[k] = (struct fedrun_update){
 		    .client = k, .n_samples = 10 * (k + 1), .train_loss = 1.0, .tensor = w->tp[k]};
 	}
-	w->round = (struct fedrun_round_info){sizeof w->round, 1, 10, 2 * MAXC, 7, &w->l};
+	w->round = (struct fedrun_round_info){.size = sizeof w->round, .round = 1, .rounds = 10,
+					      .num_clients = 2 * MAXC, .seed = 7, .layout = &w->l};
 	if (!w->rng)
 		w->rng = 88172645463325252ull;
 }
