@@ -1,7 +1,7 @@
 /* Test plugin: refused for its ABI version. */
 #include "common.h"
 
-static const struct fedrun_aggregator_ops ops = {sizeof ops, t_create, t_destroy, t_aggregate, NULL};
+static const struct fedrun_aggregator_ops ops = {.size = sizeof ops, .create = t_create, .destroy = t_destroy, .aggregate = t_aggregate};
 static const struct fedrun_plugin desc = {.abi_major = 2, .abi_minor = 0, .size = sizeof desc,
 	.kind = FEDRUN_KIND_AGGREGATOR, .name = "bad_major", .version = "0", .summary = "test", .ops = &ops};
 

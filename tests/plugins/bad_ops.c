@@ -1,7 +1,7 @@
 /* Test plugin: an aggregator without its required aggregate op. */
 #include "common.h"
 
-static const struct fedrun_aggregator_ops ops = {sizeof ops, t_create, t_destroy, NULL, NULL};
+static const struct fedrun_aggregator_ops ops = {.size = sizeof ops, .create = t_create, .destroy = t_destroy};
 static const struct fedrun_plugin desc =
 	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_AGGREGATOR, "bad_ops", "0", "test", &ops);
 

@@ -2,8 +2,8 @@
  * as "half_bad", a valid plugin followed by a broken one. */
 #include "common.h"
 
-static const struct fedrun_aggregator_ops ops = {sizeof ops, t_create, t_destroy, t_aggregate, NULL};
-static const struct fedrun_aggregator_ops broken = {sizeof broken, t_create, NULL, t_aggregate, NULL};
+static const struct fedrun_aggregator_ops ops = {.size = sizeof ops, .create = t_create, .destroy = t_destroy, .aggregate = t_aggregate};
+static const struct fedrun_aggregator_ops broken = {.size = sizeof broken, .create = t_create, .aggregate = t_aggregate};
 static const struct fedrun_plugin first =
 	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_AGGREGATOR, PREFIX "one", "1.2.3", "first of two", &ops);
 static const struct fedrun_plugin second =

@@ -1,7 +1,7 @@
 /* Test plugin: an ops table declared shorter than ABI 1.0's. */
 #include "common.h"
 
-static const struct fedrun_aggregator_ops ops = {8, t_create, t_destroy, t_aggregate, NULL};
+static const struct fedrun_aggregator_ops ops = {.size = 8, .create = t_create, .destroy = t_destroy, .aggregate = t_aggregate};
 static const struct fedrun_plugin desc =
 	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_AGGREGATOR, "short_ops", "0", "test", &ops);
 
