@@ -362,12 +362,12 @@ static double last_loss(const struct run *r, int split)
 	return NAN;
 }
 
-static void progress(struct run *r, uint32_t first, double train_loss)
+static void progress(struct run *r, double train_loss)
 {
 	if (!r->opts->progress || r->opts->quiet)
 		return;
 	double el = run_now() - r->t0;
-	double per = el / (r->round - first + 1);
+	double per = el / (r->round - r->first_round + 1); /* rounds run by this process */
 	double eta = per * (double)(r->cfg.rounds - r->round);
 	double vl = last_loss(r, r->cfg.eval_split);
 	fprintf(stderr, "\rround %u/%" PRId64 "  train loss %.4f", r->round, r->cfg.rounds, train_loss);
@@ -490,7 +490,7 @@ static int run_round(struct run *r, uint32_t round)
 		rc = evaluate_all(r, (enum fedrun_split)r->cfg.eval_split);
 	if (rc < 0)
 		goto out;
-	progress(r, 1, train_loss);
+	progress(r, train_loss);
 	rc = metrics_flush_round(r, round);
 out:
 	for (uint32_t i = 0; i < m; i++) {
@@ -764,6 +764,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 	}
 	uint32_t first = r.round + 1;
+	r.first_round = first;
 	for (uint32_t round = first; round <= (uint32_t)r.cfg.rounds; round++) {
 		if ((rc = run_round(&r, round)) < 0)
 			goto out;

@@ -89,6 +89,7 @@ struct run {
 	float *server_prev, *server_delta; /* for central privacy only */
 	float *theta_init, *theta_last;    /* push selection: θ_0 and θ_{t−1} */
 	uint32_t round; /* last completed round */
+	uint32_t first_round; /* the first round this process runs */
 
 	struct worker *workers;
 	uint32_t nworkers;
