@@ -40,6 +40,7 @@ struct meanest_cfg {
 	int problem;
 	int64_t dim;
 	double init;
+	json_t *tensors;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -47,6 +48,8 @@ static const struct fedrun_opt model_spec[] = {
 	 "gaussian|quadratic"},
 	{"dim", FEDRUN_OPT_INT, offsetof(struct meanest_cfg, dim), 0, 1, 1e7, 1, NULL, NULL},
 	{"init", FEDRUN_OPT_NUMBER, offsetof(struct meanest_cfg, init), 0, -1e30, 1e30, 0, NULL, NULL},
+	{"tensors", FEDRUN_OPT_ARRAY, offsetof(struct meanest_cfg, tensors), FEDRUN_OPT_OPTIONAL, 0, 0,
+	 0, NULL, NULL},
 	FEDRUN_OPT_END_,
 };
 
@@ -115,6 +118,51 @@ static int parse_mean(json_t *v, int64_t dim, float *out, const char *path)
 			    path, (long long)dim, fedrun_json_describe(v, got, sizeof got));
 }
 
+/* The layout: x as one tensor "x", or cut into the named tensors of
+ * model.tensors (so that selectors that work per tensor and per name prefix
+ * have something to choose from). All pieces but the last hold a multiple of
+ * FEDRUN_TENSOR_ALIGN floats, so the arena holds x without gaps and the
+ * problem code keeps working on one vector of dim floats. */
+static int meanest_layout_build(struct fedrun_layout *l, json_t *config, json_t *names,
+				int64_t dim)
+{
+	char got[64];
+	if (!names) {
+		json_t *def = json_pack("[s]", "x");
+		if (!def || json_object_set_new(config, "tensors", def) < 0)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		names = def;
+	}
+	size_t k = json_array_size(names);
+	if (k == 0)
+		return fedrun_error(FEDRUN_ECONFIG, "model.tensors: expected at least one tensor name");
+	for (size_t i = 0; i < k; i++) {
+		json_t *e = json_array_get(names, i);
+		if (!json_is_string(e) || json_string_length(e) == 0 ||
+		    json_string_length(e) >= FEDRUN_NAME_MAX)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "model.tensors[%zu]: expected a non-empty name shorter than %d bytes, got %s",
+					    i, FEDRUN_NAME_MAX, fedrun_json_describe(e, got, sizeof got));
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(json_string_value(e), json_string_value(json_array_get(names, j))) == 0)
+				return fedrun_error(FEDRUN_ECONFIG, "model.tensors[%zu]: \"%s\" repeats model.tensors[%zu]",
+						    i, json_string_value(e), j);
+	}
+	int64_t piece = dim / (int64_t)k / FEDRUN_TENSOR_ALIGN * FEDRUN_TENSOR_ALIGN;
+	if (piece < FEDRUN_TENSOR_ALIGN)
+		piece = FEDRUN_TENSOR_ALIGN;
+	if (k > 1 && (int64_t)(k - 1) * piece >= dim)
+		return fedrun_error(FEDRUN_ECONFIG, "model.tensors: %zu tensors need model.dim > %lld, got %lld",
+				    k, (long long)(k - 1) * piece, (long long)dim);
+	for (size_t i = 0; i < k; i++) {
+		uint64_t shape[1] = {(uint64_t)(i + 1 < k ? piece : dim - (int64_t)(k - 1) * piece)};
+		int rc = fedrun_layout_add(l, json_string_value(json_array_get(names, i)), 1, shape);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int meanest_create(const struct fedrun_host *host, json_t *model_config, json_t *data_config,
 			  void **out)
 {
@@ -171,8 +219,7 @@ static int meanest_create(const struct fedrun_host *host, json_t *model_config, 
 		}
 	}
 	m->nclients = (uint32_t)total;
-	uint64_t shape[1] = {(uint64_t)mc.dim};
-	if ((rc = fedrun_layout_add(&m->layout, "x", 1, shape)) < 0)
+	if ((rc = meanest_layout_build(&m->layout, model_config, mc.tensors, mc.dim)) < 0)
 		goto fail;
 	*out = m;
 	return 0;
