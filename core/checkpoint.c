@@ -20,15 +20,19 @@ struct stateful {
 	void *st;
 };
 
-static uint32_t statefuls(const struct run *r, struct stateful out[3])
+static uint32_t statefuls(const struct run *r, struct stateful out[4])
 {
 	uint32_t n = 0;
 #define HAS_OP(ops, type, member) \
 	((ops) && (ops)->size >= offsetof(type, member) + sizeof(void *) && (ops)->member)
 	if (HAS_OP(r->agg_ops, struct fedrun_aggregator_ops, state))
 		out[n++] = (struct stateful){"__aggregator__.", r->agg_ops->state, r->aggregator.state};
-	if (HAS_OP(r->sel_ops, struct fedrun_selector_ops, state))
+	if (HAS_OP(r->sel_ops, struct fedrun_selector_ops, state)) {
 		out[n++] = (struct stateful){"__selector__.", r->sel_ops->state, r->selector.state};
+		if (r->push_selector != r->selector.state)
+			out[n++] = (struct stateful){"__selector_push__.", r->sel_ops->state,
+						     r->push_selector};
+	}
 	if (HAS_OP(r->priv_ops, struct fedrun_privacy_ops, state))
 		out[n++] = (struct stateful){"__privacy__.", r->priv_ops->state, r->privacy.state};
 #undef HAS_OP
@@ -88,9 +92,9 @@ int checkpoint_write(struct run *r)
 					   r->theta_last);
 	}
 
-	struct stateful sf[3];
-	const struct fedrun_state_blob *blobs[3] = {NULL};
-	uint32_t nblobs[3] = {0}, nsf = statefuls(r, sf), total = 0;
+	struct stateful sf[4];
+	const struct fedrun_state_blob *blobs[4] = {NULL};
+	uint32_t nblobs[4] = {0}, nsf = statefuls(r, sf), total = 0;
 	for (uint32_t j = 0; rc == 0 && j < nsf; j++) {
 		rc = sf[j].state(sf[j].st, &blobs[j], &nblobs[j]);
 		total += nblobs[j];
@@ -202,7 +206,7 @@ int checkpoint_load(struct run *r, const char *path)
 		fedrun_error_wrap(rc, "%s: ", path);
 		goto out;
 	}
-	struct stateful sf[3];
+	struct stateful sf[4];
 	uint32_t nsf = statefuls(r, sf);
 	for (uint32_t j = 0; j < nsf; j++) {
 		const struct fedrun_state_blob *blobs = NULL;

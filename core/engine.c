@@ -190,7 +190,9 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 		 * from their change since θ_{t−1}. */
 		memcpy(w->params, cs->params ? cs->params : r->theta_init, l->total * sizeof(float));
 		memset(w->mask, 0, l->n);
-		rc = r->sel_ops->select(r->selector.state, &rc_->info, c, r->theta_last, r->theta, w->mask);
+		struct fedrun_round_info push_info = rc_->info;
+		push_info.direction = FEDRUN_PUSH;
+		rc = r->sel_ops->select(r->push_selector, &push_info, c, r->theta_last, r->theta, w->mask);
 		if (rc < 0)
 			return fedrun_error_wrap(rc, "client %u: selector '%s' (push): ", c,
 						 r->selector.desc->name);
@@ -390,7 +392,7 @@ static int run_round(struct run *r, uint32_t round)
 	struct round_ctx ctx = {
 		.info = {.size = sizeof ctx.info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
 			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l,
-			 .sampled = m, .fraction = r->cfg.fraction},
+			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL},
 		.clients = clients};
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;

@@ -76,6 +76,7 @@ struct run {
 	struct fedrun_host host;
 
 	struct plugin_slot model, aggregator, selector, privacy;
+	void *push_selector; /* the selector instance for push ("both": its own) */
 	const struct fedrun_model_ops *model_ops;
 	const struct fedrun_aggregator_ops *agg_ops;
 	const struct fedrun_selector_ops *sel_ops;

@@ -147,6 +147,11 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 	rc = fedrun_opts_parse(dir_spec, dir, "selector", &r->cfg);
 	if (rc == 0)
 		rc = r->sel_ops->create(&r->host, sec, r->layout, &r->selector.state);
+	/* With "both", push gets an instance of its own, so that stateful
+	 * selectors keep the two sides apart. */
+	r->push_selector = r->selector.state;
+	if (rc == 0 && r->cfg.direction == DIR_BOTH)
+		rc = r->sel_ops->create(&r->host, sec, r->layout, &r->push_selector);
 	json_object_set(sec, "direction", json_object_get(dir, "direction"));
 	json_decref(dir);
 	if (rc < 0)
@@ -187,8 +192,11 @@ void run_plugins_destroy(struct run *r)
 		r->agg_ops->destroy(r->aggregator.state);
 	if (r->privacy.state)
 		r->priv_ops->destroy(r->privacy.state);
+	if (r->push_selector && r->push_selector != r->selector.state)
+		r->sel_ops->destroy(r->push_selector);
 	if (r->selector.state)
 		r->sel_ops->destroy(r->selector.state);
+	r->push_selector = NULL;
 	if (r->model.state)
 		r->model_ops->destroy(r->model.state);
 	r->aggregator.state = r->privacy.state = r->selector.state = r->model.state = NULL;

@@ -74,7 +74,12 @@ struct fedrun_round_info {
 	const struct fedrun_layout *layout;
 	uint32_t sampled;  /* clients sampled this round */
 	double fraction;   /* the pipeline's clients.fraction (sampling rate) */
+	uint32_t direction; /* selectors: FEDRUN_PULL or FEDRUN_PUSH */
 };
+
+/* Which way a selector's choice goes (fedrun_round_info.direction). With
+ * selector.direction "both" the host creates one instance for each way. */
+enum { FEDRUN_PULL = 0, FEDRUN_PUSH = 1 };
 
 /* ---- aggregators ------------------------------------------------------- */
 
