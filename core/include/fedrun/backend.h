@@ -124,7 +124,8 @@
  *                     rstd = 1 / sqrt(var + eps),
  *                   var the biased variance (divided by D), as PyTorch's
  *                   nn.LayerNorm. gain (D) and bias (D) may be NULL (1 and
- *                   0). eps >= 0. cache (2N floats) receives mean (N) then
+ *                   0). eps >= 0 (> 0 keeps a constant row finite: it
+ *                   becomes bias). cache (2N floats) receives mean (N) then
  *                   rstd (N), a layout callers may read. y must not be x.
  *  layernorm_backward
  *                   From the forward's x, gain and cache: writes dx (N,D)
@@ -136,8 +137,8 @@
  *                   floats of cache that attn_forward needs for d:
  *                   B H Tq Tk, plus B H Tq Tk / 4 rounded up when
  *                   d->dropout > 0.
- *  attn_forward     The core of multi-head attention (sec. 3.2 of Vaswani
- *                   et al.): for each sequence b and head h,
+ *  attn_forward     The core of multi-head attention (Vaswani et al.,
+ *                   sec. 3.2, eq. 1): for each sequence b and head h,
  *                     P = softmax(scale Q K^T + mask),  out = drop(P) V,
  *                   softmax over the keys. Layout: q (B,Tq,ldq), k
  *                   (B,Tk,ldk), v (B,Tk,ldv) and out (B,Tq,D), D = H dh,
@@ -157,8 +158,8 @@
  *                   (p = d->dropout) on the probabilities is inverted and
  *                   draws its mask over the B H Tq Tk entries of P, in
  *                   order, from `rng` exactly as dropout_forward would
- *                   (FEDRUN_DROPOUT_THRESHOLD); rng may be NULL when p is
- *                   0. cache (attn_cache_floats floats) receives P
+ *                   (FEDRUN_DROPOUT_THRESHOLD); with p = 0 the stream is
+ *                   not used (rng may be NULL). cache (attn_cache_floats floats) receives P
  *                   (B,H,Tq,Tk), before dropout, in its first B H Tq Tk
  *                   floats (a layout callers may read, e.g. to show
  *                   alignments), then the dropout mask; the rest is
