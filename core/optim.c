@@ -86,3 +86,28 @@ void fedrun_prox_grad(const struct fedrun_train_args *args, uint64_t n, const fl
 	for (uint64_t i = 0; i < n; i++)
 		grad[i] += mu * (params[i] - anchor[i]);
 }
+
+double fedrun_lr_noam(uint64_t step, uint32_t d_model, uint64_t warmup, double factor)
+{
+	if (step == 0 || d_model == 0)
+		return 0.0;
+	const double s = (double)step;
+	double r = 1.0 / sqrt(s); /* the decay, step^-0.5 */
+	if (warmup) {
+		const double w = (double)warmup;
+		const double rise = s / (w * sqrt(w)); /* step warmup^-1.5 */
+		r = rise < r ? rise : r;
+	}
+	return factor * r / sqrt((double)d_model);
+}
+
+double fedrun_lr_inverse_sqrt(uint64_t step, double peak_lr, uint64_t warmup, double init_lr)
+{
+	const uint64_t u = step ? step - 1 : 0; /* updates already made */
+	if (!warmup)
+		return peak_lr / sqrt((double)(u ? u : 1));
+	/* fairseq's order of operations, for the same doubles */
+	if (u < warmup)
+		return init_lr + (double)u * ((peak_lr - init_lr) / (double)warmup);
+	return peak_lr * sqrt((double)warmup) * pow((double)u, -0.5);
+}

@@ -92,6 +92,14 @@ static const struct fedrun_backend_ops cpu_ops = {
     .softmax_xent = nn_cpu_softmax_xent,
     .act_forward = nn_cpu_act_forward,
     .act_backward = nn_cpu_act_backward,
+    .layernorm_forward = nn_cpu_layernorm_forward,
+    .layernorm_backward = nn_cpu_layernorm_backward,
+    .attn_cache_floats = nn_cpu_attn_cache_floats,
+    .attn_forward = nn_cpu_attn_forward,
+    .attn_backward = nn_cpu_attn_backward,
+    .posenc_forward = nn_cpu_posenc_forward,
+    .posenc_backward = nn_cpu_posenc_backward,
+    .label_smoothed_xent = nn_cpu_label_smoothed_xent,
 };
 /* clang-format on */
 

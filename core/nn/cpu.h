@@ -80,6 +80,9 @@ int nn_cpu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rn
 			   float *y, uint8_t *mask);
 int nn_cpu_dropout_backward(void *ctx, uint64_t n, float p, const uint8_t *mask, const float *dy,
 			    float *dx);
+/* Draws only the mask of dropout_forward (same stream contract), for the
+ * attention weights. */
+int nn_cpu_dropout_mask(void *ctx, uint64_t n, float p, struct fedrun_rng *rng, uint8_t *mask);
 
 /* ---- xent.c ---- */
 int nn_cpu_softmax_xent(void *ctx, uint32_t N, uint32_t V, const float *logits,
@@ -89,5 +92,32 @@ int nn_cpu_softmax_xent(void *ctx, uint32_t N, uint32_t V, const float *logits,
 int nn_cpu_act_forward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, float *y);
 int nn_cpu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, const float *dy,
 			float *dx);
+
+/* ---- layernorm.c ---- */
+int nn_cpu_layernorm_forward(void *ctx, uint32_t N, uint32_t D, float eps, const float *x,
+			     const float *gain, const float *bias, float *y, float *cache);
+int nn_cpu_layernorm_backward(void *ctx, uint32_t N, uint32_t D, const float *x, const float *gain,
+			      const float *cache, const float *dy, float *dx, float *dgain,
+			      float *dbias);
+
+/* ---- attention.c ---- */
+uint64_t nn_cpu_attn_cache_floats(void *ctx, const struct fedrun_attn_dims *d);
+int nn_cpu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, const float *q, const float *k,
+			const float *v, const int32_t *key_len, struct fedrun_rng *rng, float *out,
+			float *cache);
+int nn_cpu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, const float *q,
+			 const float *k, const float *v, const int32_t *key_len, const float *cache,
+			 const float *dout, float *dq, float *dk, float *dv);
+
+/* ---- posenc.c ---- */
+int nn_cpu_posenc_forward(void *ctx, uint32_t B, uint32_t T, uint32_t D, uint32_t pos0, float scale,
+			  const float *x, float *y);
+int nn_cpu_posenc_backward(void *ctx, uint32_t B, uint32_t T, uint32_t D, float scale,
+			   const float *dy, float *dx);
+
+/* ---- ls_xent.c ---- */
+int nn_cpu_label_smoothed_xent(void *ctx, uint32_t N, uint32_t V, float eps, const float *logits,
+			       const int32_t *targets, double *loss, double *nll, uint64_t *count,
+			       float *dlogits);
 
 #endif

@@ -90,6 +90,47 @@ int nn_cpu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rn
 	return 0;
 }
 
+NN_SIMD_CLONES
+static void mask_apply(uint32_t len, const uint32_t *restrict u, uint32_t thr,
+		       uint8_t *restrict mask)
+{
+#pragma omp simd
+	for (uint32_t i = 0; i < len; i++)
+		mask[i] = u[i] >= thr;
+}
+
+/* The mask part of nn_cpu_dropout_forward alone: the same words, the same
+ * stream position afterwards. */
+int nn_cpu_dropout_mask(void *ctx, uint64_t n, float p, struct fedrun_rng *rng, uint8_t *mask)
+{
+	if (!(p >= 0.0f && p < 1.0f))
+		return fedrun_error(FEDRUN_EINVAL, "dropout mask: p = %g outside [0, 1)",
+				    (double)p);
+	if (n && (!rng || !mask))
+		return fedrun_error(FEDRUN_EINVAL, "dropout mask: NULL argument");
+	if (!n)
+		return 0;
+	const uint32_t thr = FEDRUN_DROPOUT_THRESHOLD(p);
+	const uint64_t c0 = (uint64_t)rng->ctr[0] | (uint64_t)rng->ctr[1] << 32;
+	const uint64_t nchunks = (n + DROP_CHUNK - 1) / DROP_CHUNK;
+	const struct fedrun_rng *r = rng;
+	int nt = nn_cpu_threads(ctx);
+	(void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n >= NN_PAR_MIN)
+	for (uint64_t ch = 0; ch < nchunks; ch++) {
+		uint32_t u[DROP_CHUNK];
+		uint64_t i0 = ch * DROP_CHUNK;
+		uint32_t len = n - i0 < DROP_CHUNK ? (uint32_t)(n - i0) : DROP_CHUNK;
+		philox_blocks(r->key, c0 + i0 / 4, r->ctr[2], r->ctr[3], u);
+		mask_apply(len, u, thr, mask + i0);
+	}
+	uint64_t c1 = c0 + (n + 3) / 4;
+	rng->ctr[0] = (uint32_t)c1;
+	rng->ctr[1] = (uint32_t)(c1 >> 32);
+	rng->pos = 4;
+	return 0;
+}
+
 int nn_cpu_dropout_backward(void *ctx, uint64_t n, float p, const uint8_t *mask, const float *dy,
 			    float *dx)
 {

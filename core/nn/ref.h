@@ -58,4 +58,39 @@ void nn_ref_act_forward(enum fedrun_act act, uint64_t n, const double *x, double
 void nn_ref_act_backward(enum fedrun_act act, uint64_t n, const double *x, const double *dy,
 			 double *dx);
 
+/* Layer norm (biased variance); gain, bias may be NULL (1, 0); mean and
+ * rstd (N) may be NULL. */
+void nn_ref_layernorm_forward(uint32_t N, uint32_t D, double eps, const double *x,
+			      const double *gain, const double *bias, double *y, double *mean,
+			      double *rstd);
+/* Recomputes the statistics and applies the full (D,D) Jacobian of each
+ * row; dx written (NULL to skip), dgain and dbias accumulated (NULL to
+ * skip). */
+void nn_ref_layernorm_backward(uint32_t N, uint32_t D, double eps, const double *x,
+			       const double *gain, const double *dy, double *dx, double *dgain,
+			       double *dbias);
+
+/* Attention with the masks spelled out as -infinity scores. mask (B,H,Tq,Tk)
+ * is the dropout mask to apply with d->dropout (NULL: none). probs
+ * (B,H,Tq,Tk) receives P before dropout (NULL to skip). Strides as in
+ * struct fedrun_attn_dims; only columns [0, D) of dq, dk, dv rows are
+ * written. Backward recomputes the forward. */
+void nn_ref_attn_forward(const struct fedrun_attn_dims *d, const double *q, const double *k,
+			 const double *v, const int32_t *key_len, const uint8_t *mask, double *out,
+			 double *probs);
+void nn_ref_attn_backward(const struct fedrun_attn_dims *d, const double *q, const double *k,
+			  const double *v, const int32_t *key_len, const uint8_t *mask,
+			  const double *dout, double *dq, double *dk, double *dv);
+
+/* y (B,T,D) = scale x + PE(pos0 + t), x NULL meaning zeros. */
+void nn_ref_posenc_forward(uint32_t B, uint32_t T, uint32_t D, uint32_t pos0, double scale,
+			   const double *x, double *y);
+
+/* Label-smoothed cross-entropy from its definition -sum_j q_j log p_j;
+ * returns the mean loss, *nll the mean NLL (either may be NULL), dlogits
+ * (NULL to skip). */
+double nn_ref_label_smoothed_xent(uint32_t N, uint32_t V, double eps, const double *logits,
+				  const int32_t *targets, double *nll, uint64_t *count,
+				  double *dlogits);
+
 #endif

@@ -113,6 +113,112 @@
  *                   y may be x.
  *  act_backward     dx = dy * f'(x), from the forward's input x; dx may
  *                   be dy.
+ *
+ * Added after ABI 1.0 (check with FEDRUN_BACKEND_HAS): the layers of an
+ * encoder-decoder Transformer (Vaswani et al. 2017).
+ *
+ *  layernorm_forward
+ *                   Layer normalization (Ba et al. 2016) over the last
+ *                   dimension: for each row of x (N,D),
+ *                     y = (x - mean) * rstd * gain + bias,
+ *                     rstd = 1 / sqrt(var + eps),
+ *                   var the biased variance (divided by D), as PyTorch's
+ *                   nn.LayerNorm. gain (D) and bias (D) may be NULL (1 and
+ *                   0). eps >= 0 (> 0 keeps a constant row finite: it
+ *                   becomes bias). cache (2N floats) receives mean (N) then
+ *                   rstd (N), a layout callers may read. y must not be x.
+ *  layernorm_backward
+ *                   From the forward's x, gain and cache: writes dx (N,D)
+ *                   (NULL to skip; it may be dy) and accumulates
+ *                   dgain (D) += sum over rows of dy * xhat and
+ *                   dbias (D) += sum over rows of dy (each NULL to skip),
+ *                   xhat = (x - mean) * rstd.
+ *  attn_cache_floats
+ *                   floats of cache that attn_forward needs for d:
+ *                   B H Tq Tk, plus B H Tq Tk / 4 rounded up when
+ *                   d->dropout > 0.
+ *  attn_forward     The core of multi-head attention (Vaswani et al.,
+ *                   sec. 3.2, eq. 1): for each sequence b and head h,
+ *                     P = softmax(scale Q K^T + mask),  out = drop(P) V,
+ *                   softmax over the keys. Layout: q (B,Tq,ldq), k
+ *                   (B,Tk,ldk), v (B,Tk,ldv) and out (B,Tq,D), D = H dh,
+ *                   row-major; head h of a row is its columns
+ *                   [h dh, (h+1) dh). That is (B,T,H,dh), exactly what a
+ *                   linear op with out = D (or a fused 3D or 2D projection,
+ *                   with ld = 3D or 2D) writes, so no transpose is needed
+ *                   to split or merge heads (see struct fedrun_attn_dims).
+ *                   Masks: key j of sequence b is visible to query i when
+ *                   j < key_len[b] (key_len (B) device memory, each in
+ *                   [0, Tk]; NULL: all Tk keys) and, if d->causal, when
+ *                   j <= i + Tk - Tq (the queries are the last Tq
+ *                   positions: with Tq == Tk, j <= i). Hidden keys get a
+ *                   probability of exactly 0; a query that sees no key gets
+ *                   P = 0 and out = 0 (not NaN). Padding must therefore be
+ *                   at the end of each sequence (right padding). Dropout
+ *                   (p = d->dropout) on the probabilities is inverted and
+ *                   draws its mask over the B H Tq Tk entries of P, in
+ *                   order, from `rng` exactly as dropout_forward would
+ *                   (FEDRUN_DROPOUT_THRESHOLD); with p = 0 the stream is
+ *                   not used (rng may be NULL). cache (attn_cache_floats floats) receives P
+ *                   (B,H,Tq,Tk), before dropout, in its first B H Tq Tk
+ *                   floats (a layout callers may read, e.g. to show
+ *                   alignments), then the dropout mask; the rest is
+ *                   private.
+ *  attn_backward    From the forward's q, k, v, key_len and cache (which
+ *                   it does not modify) and dout (B,Tq,D): writes dq, dk,
+ *                   dv with the strides of q, k, v (columns [0, D) of each
+ *                   row only; each NULL to skip). dk and dv rows of hidden
+ *                   keys (j >= key_len[b]) are written as 0.
+ *  posenc_forward   Sinusoidal positional encoding (sec. 3.5 of Vaswani et
+ *                   al.) added to scaled embeddings: for x, y (B,T,D),
+ *                     y[b,t,:] = scale x[b,t,:] + PE(pos0 + t),
+ *                     PE(p, 2i) = sin(p / 10000^(2i/D)),
+ *                     PE(p, 2i+1) = cos(p / 10000^(2i/D)),
+ *                   with scale usually sqrt(D) (sec. 3.4) and pos0 the
+ *                   position of the first row (0; or the step of an
+ *                   incremental decoder). x may be NULL (y = PE) and y may
+ *                   be x.
+ *  posenc_backward  dx (B,T,D) = scale dy, the gradient on the embedding
+ *                   path (PE is constant); dx may be dy.
+ *  label_smoothed_xent
+ *                   Label-smoothed cross-entropy (Szegedy et al. 2016,
+ *                   sec. 7) over logits (N,V), targets (N), a negative
+ *                   target marking padding, which is ignored. With
+ *                   p = softmax(logits row), the target distribution
+ *                   q = (1 - eps) onehot(t) + eps / V, 0 <= eps <= 1:
+ *                     row loss = -sum_j q_j log p_j
+ *                              = (1 - eps) nll + eps mean_j(-log p_j),
+ *                     nll = -log p_t,
+ *                   as fairseq's label_smoothed_cross_entropy before
+ *                   2021 (today's fairseq puts eps / (V-1) on each
+ *                   non-target class: pass eps V / (V-1) for it). *loss =
+ *                   sum of row losses / count and *nll = sum of row nll /
+ *                   count (the plain NLL, for perplexity exp(*nll)), count
+ *                   = the number of non-ignored rows (0 when none, with
+ *                   both means 0); each pointer may be NULL. dlogits
+ *                   (N,V) = d(*loss)/d(logits) = (p - q) / count on
+ *                   counted rows, 0 on ignored ones; NULL to skip; it may
+ *                   be logits itself.
+ *
+ * How a Transformer composes these ops (shapes (B,T,D), D = H dh):
+ *  - Q, K, V and output projections are linear ops. Self-attention may use
+ *    one fused projection: qkv (B T, 3D) = linear(x, W (3D,D)), then
+ *    attn_forward with q = qkv, k = qkv + D, v = qkv + 2D, ldq = ldk =
+ *    ldv = 3D; its attn_backward writes dq, dk, dv into one dqkv of the
+ *    same layout, which linear_backward takes as dy. If the arena holds
+ *    q_proj.weight, k_proj.weight, v_proj.weight (each (D,D)) one after
+ *    the other, they are that W, and likewise three adjacent biases.
+ *  - Encoder self-attention: Tq = Tk = source length, key_len = source
+ *    lengths. Decoder self-attention: Tq = Tk = target length, causal,
+ *    key_len = target lengths (or NULL: causality alone already hides the
+ *    padding from every real query). Encoder-decoder attention: q from
+ *    the decoder (Tq = target length), k and v from the encoder output
+ *    (Tk = source length, e.g. one fused (B Ts, 2D) projection with
+ *    ldk = ldv = 2D), key_len = source lengths, not causal.
+ *  - out (B,Tq,D) is the concatenation of the heads, the input of the
+ *    output projection.
+ *  - The feed-forward block is linear, act (RELU), linear; residuals and
+ *    the pre- or post-norm layer norms are the model's choice.
  */
 #ifndef FEDRUN_BACKEND_H
 #define FEDRUN_BACKEND_H
@@ -181,6 +287,23 @@ struct fedrun_gru_grads {
 	float *b_hh; /* (3H) */
 };
 
+/* Shape and options of the attention ops (attn_*). Rows of q, k, v hold
+ * the heads side by side: row (b, t) of q is q + (b Tq + t) ldq, and head
+ * h its floats [h dh, (h+1) dh). */
+struct fedrun_attn_dims {
+	uint32_t batch; /* B: sequences */
+	uint32_t heads; /* H */
+	uint32_t tq;	/* Tq: queries per sequence */
+	uint32_t tk;	/* Tk: keys (and values) per sequence */
+	uint32_t dh;	/* dh: features per head; D = H dh */
+	/* Row strides in floats of q, k, v and of dq, dk, dv; 0 means D.
+	 * A fused projection gives 3D (q, k, v) or 2D (k, v). */
+	uint32_t ldq, ldk, ldv;
+	uint32_t causal; /* nonzero: query i sees only keys j <= i + Tk - Tq */
+	float scale;	 /* factor of the scores Q K^T; 0 means 1/sqrt(dh) */
+	float dropout;	 /* dropout probability on the attention weights */
+};
+
 struct fedrun_backend_ops {
 	uint32_t size; /* sizeof(struct fedrun_backend_ops) */
 	const char *name;
@@ -235,6 +358,28 @@ struct fedrun_backend_ops {
 	int (*act_forward)(void *ctx, enum fedrun_act act, uint64_t n, const float *x, float *y);
 	int (*act_backward)(void *ctx, enum fedrun_act act, uint64_t n, const float *x,
 			    const float *dy, float *dx);
+
+	/* ---- added after ABI 1.0: Transformer layers ---- */
+	int (*layernorm_forward)(void *ctx, uint32_t N, uint32_t D, float eps, const float *x,
+				 const float *gain, const float *bias, float *y, float *cache);
+	int (*layernorm_backward)(void *ctx, uint32_t N, uint32_t D, const float *x,
+				  const float *gain, const float *cache, const float *dy, float *dx,
+				  float *dgain, float *dbias);
+	uint64_t (*attn_cache_floats)(void *ctx, const struct fedrun_attn_dims *d);
+	int (*attn_forward)(void *ctx, const struct fedrun_attn_dims *d, const float *q,
+			    const float *k, const float *v, const int32_t *key_len,
+			    struct fedrun_rng *rng, float *out, float *cache);
+	int (*attn_backward)(void *ctx, const struct fedrun_attn_dims *d, const float *q,
+			     const float *k, const float *v, const int32_t *key_len,
+			     const float *cache, const float *dout, float *dq, float *dk,
+			     float *dv);
+	int (*posenc_forward)(void *ctx, uint32_t B, uint32_t T, uint32_t D, uint32_t pos0,
+			      float scale, const float *x, float *y);
+	int (*posenc_backward)(void *ctx, uint32_t B, uint32_t T, uint32_t D, float scale,
+			       const float *dy, float *dx);
+	int (*label_smoothed_xent)(void *ctx, uint32_t N, uint32_t V, float eps,
+				   const float *logits, const int32_t *targets, double *loss,
+				   double *nll, uint64_t *count, float *dlogits);
 };
 
 /* The built-in CPU backend: OpenBLAS (any CBLAS) for matrix products,

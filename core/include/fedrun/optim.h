@@ -30,6 +30,27 @@ double fedrun_clip_grad_norm(uint64_t n, float *grad, double max_norm);
 void fedrun_prox_grad(const struct fedrun_train_args *args, uint64_t n, const float *params,
 		      float *grad);
 
+/* Learning-rate schedules with warm-up for Transformers. `step` is the
+ * 1-based number of the update about to be made: the value that
+ * fedrun_optim_step's *step holds after the call (updates done + 1).
+ *
+ * Vaswani et al. 2017, sec. 5.3, eq. 3 ("noam"), times a factor (1 in the
+ * paper):
+ *   lr = factor d_model^-0.5 min(step^-0.5, step warmup^-1.5),
+ * a linear rise for warmup steps to factor (d_model warmup)^-0.5, then a
+ * decay proportional to step^-0.5. Returns 0 for step 0; warmup 0 skips
+ * the rise. */
+double fedrun_lr_noam(uint64_t step, uint32_t d_model, uint64_t warmup, double factor);
+
+/* fairseq's inverse_sqrt schedule: a linear rise from init_lr to peak_lr
+ * over warmup updates, then peak_lr sqrt(warmup / u). With u = step - 1,
+ * the number of updates already made (fairseq's num_updates):
+ *   lr = init_lr + u (peak_lr - init_lr) / warmup   if u < warmup,
+ *   lr = peak_lr sqrt(warmup / u)                   otherwise,
+ * so the first update uses init_lr, as in fairseq (whose default init_lr
+ * is 0). warmup 0 means no rise: lr = peak_lr / sqrt(max(u, 1)). */
+double fedrun_lr_inverse_sqrt(uint64_t step, double peak_lr, uint64_t warmup, double init_lr);
+
 #ifdef __cplusplus
 }
 #endif
