@@ -14,7 +14,8 @@ static inline uint32_t rotl32(uint32_t x, int n)
 	return (x << n) | (x >> (32 - n));
 }
 
-/* The quarter round of RFC 8439 section 2.1. */
+/* The quarter round of RFC 8439 section 2.1, one line per step pair. */
+/* clang-format off */
 #define QR(a, b, c, d)                                                          \
 	do {                                                                    \
 		a += b; d ^= a; d = rotl32(d, 16);                              \
@@ -22,14 +23,17 @@ static inline uint32_t rotl32(uint32_t x, int n)
 		a += b; d ^= a; d = rotl32(d, 8);                               \
 		c += d; b ^= c; b = rotl32(b, 7);                               \
 	} while (0)
+/* clang-format on */
 
 void fedrun_chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
 			   uint32_t out[16])
 {
 	/* "expand 32-byte k", key, counter, nonce (section 2.3). */
+	/* clang-format off */
 	uint32_t s[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574,
 			  key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7],
 			  counter, nonce[0], nonce[1], nonce[2]};
+	/* clang-format on */
 	uint32_t x[16];
 	memcpy(x, s, sizeof x);
 	for (int i = 0; i < 10; i++) { /* 20 rounds: column then diagonal */
@@ -67,8 +71,8 @@ static uint32_t load_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void fedrun_csprng_init_key(struct fedrun_csprng *g, const uint8_t key[32],
-			    const uint8_t nonce[12], uint32_t counter)
+void fedrun_csprng_init_key(struct fedrun_csprng *g, const uint8_t key[32], const uint8_t nonce[12],
+			    uint32_t counter)
 {
 	memset(g, 0, sizeof *g);
 	for (int i = 0; i < 8; i++)

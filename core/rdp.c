@@ -7,6 +7,8 @@
 #include "fedrun/error.h"
 #include "fedrun/rdp.h"
 
+/* One line per group of orders. */
+/* clang-format off */
 static const double default_orders[] = {
 	1.25, 1.5, 1.75, 2, 2.25, 2.5, 3, 3.5, 4, 4.5,
 	5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
@@ -14,6 +16,7 @@ static const double default_orders[] = {
 	45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
 	128, 256, 512,
 };
+/* clang-format on */
 
 /* A fractional order's series stops when its terms fall below e^-30 (as in
  * TensorFlow Privacy); this bounds the work when they never do. */
@@ -107,8 +110,8 @@ static int log_a_frac(double q, double sigma, double alpha, double *out)
 			log_a1 = log_add(log_a1, log_s1);
 		} else if (!log_sub(log_a0, log_s0, &log_a0) || !log_sub(log_a1, log_s1, &log_a1)) {
 			return fedrun_error(FEDRUN_ENUMERIC,
-					    "RDP of the sampled Gaussian: the series of order %g lost "
-					    "its precision (q = %g, noise multiplier %g)",
+					    "RDP: the series of order %g lost its precision "
+					    "(q = %g, noise multiplier %g)",
 					    alpha, q, sigma);
 		}
 		if ((log_s0 > log_s1 ? log_s0 : log_s1) < -30) {
@@ -118,7 +121,8 @@ static int log_a_frac(double q, double sigma, double alpha, double *out)
 	}
 	return fedrun_error(FEDRUN_ENUMERIC,
 			    "RDP of the sampled Gaussian: the series of order %g does not converge "
-			    "(q = %g, noise multiplier %g)", alpha, q, sigma);
+			    "(q = %g, noise multiplier %g)",
+			    alpha, q, sigma);
 }
 
 static int rdp_one(double q, double z, double alpha, double *out)
@@ -148,16 +152,17 @@ static int rdp_one(double q, double z, double alpha, double *out)
 	return 0;
 }
 
-int fedrun_rdp_sgm(double q, double z, uint64_t steps, const double *orders, size_t n,
-		   double *rdp)
+int fedrun_rdp_sgm(double q, double z, uint64_t steps, const double *orders, size_t n, double *rdp)
 {
 	if (!(q >= 0 && q <= 1))
 		return fedrun_error(FEDRUN_EINVAL, "RDP: sampling rate %g is not in [0, 1]", q);
 	if (!(z > 0) || isinf(z))
-		return fedrun_error(FEDRUN_EINVAL, "RDP: noise multiplier %g is not positive and finite", z);
+		return fedrun_error(FEDRUN_EINVAL,
+				    "RDP: noise multiplier %g is not positive and finite", z);
 	for (size_t i = 0; i < n; i++) {
 		if (!(orders[i] > 1))
-			return fedrun_error(FEDRUN_EINVAL, "RDP: order %g is not above 1", orders[i]);
+			return fedrun_error(FEDRUN_EINVAL, "RDP: order %g is not above 1",
+					    orders[i]);
 		int rc = rdp_one(q, z, orders[i], &rdp[i]);
 		if (rc < 0)
 			return rc;
@@ -179,7 +184,8 @@ int fedrun_rdp_to_eps(const double *orders, const double *rdp, size_t n, double 
 		if (!(a > 1))
 			return fedrun_error(FEDRUN_EINVAL, "RDP: order %g is not above 1", a);
 		if (isnan(r) || r < -1e-12)
-			return fedrun_error(FEDRUN_EINVAL, "RDP: divergence %g at order %g is not >= 0", r, a);
+			return fedrun_error(FEDRUN_EINVAL,
+					    "RDP: divergence %g at order %g is not >= 0", r, a);
 		if (r < 0)
 			r = 0; /* rounding of a zero divergence */
 		if (conversion == FEDRUN_RDP_CLASSIC) {

@@ -40,10 +40,12 @@ START_TEST(test_rdp_mnist)
 	ck_assert_uint_eq(n, 72);
 	double *rdp = calloc(n, sizeof *rdp), eps, order;
 	ck_assert_int_eq(fedrun_rdp_sgm(150.0 / 60000, 1.3, 6000, orders, n, rdp), 0);
-	ck_assert_int_eq(fedrun_rdp_to_eps(orders, rdp, n, 1e-5, FEDRUN_RDP_CLASSIC, &eps, &order), 0);
+	ck_assert_int_eq(fedrun_rdp_to_eps(orders, rdp, n, 1e-5, FEDRUN_RDP_CLASSIC, &eps, &order),
+			 0);
 	ck_assert_double_eq_tol(eps, 0.9419, 5e-5);
 	ck_assert_double_eq(order, 19);
-	ck_assert_int_eq(fedrun_rdp_to_eps(orders, rdp, n, 1e-5, FEDRUN_RDP_IMPROVED, &eps, &order), 0);
+	ck_assert_int_eq(fedrun_rdp_to_eps(orders, rdp, n, 1e-5, FEDRUN_RDP_IMPROVED, &eps, &order),
+			 0);
 	ck_assert_double_eq_tol(eps, 0.7242, 5e-5);
 	ck_assert_double_eq(order, 19);
 	free(rdp);
@@ -69,7 +71,8 @@ START_TEST(test_rdp_q1_closed_form)
 	ck_assert_int_eq(fedrun_rdp_sgm(1.0, 2.0, 1, one, 1, rdp), 0);
 	ck_assert_int_eq(fedrun_rdp_to_eps(one, rdp, 1, 1e-5, FEDRUN_RDP_CLASSIC, &eps, &order), 0);
 	ck_assert_double_eq_tol(eps, 10 / 8.0 + log(1e5) / 9, 1e-12);
-	ck_assert_int_eq(fedrun_rdp_to_eps(one, rdp, 1, 1e-5, FEDRUN_RDP_IMPROVED, &eps, &order), 0);
+	ck_assert_int_eq(fedrun_rdp_to_eps(one, rdp, 1, 1e-5, FEDRUN_RDP_IMPROVED, &eps, &order),
+			 0);
 	ck_assert_double_eq_tol(eps, 10 / 8.0 + log(0.9) - (log(1e-5) + log(10)) / 9, 1e-12);
 	/* q = 0: nothing is released. */
 	ck_assert_int_eq(fedrun_rdp_sgm(0.0, 1.0, 100, one, 1, rdp), 0);
@@ -82,6 +85,7 @@ END_TEST
  * an independent check of both series. */
 START_TEST(test_rdp_against_integration)
 {
+	/* clang-format off */
 	static const struct {
 		double q, z, alpha, rdp;
 	} ref[] = {
@@ -93,12 +97,13 @@ START_TEST(test_rdp_against_integration)
 		{0.01, 0.5, 2.5, 0.0147712782117204},     {0.01, 0.5, 7, 8.62730145404084},
 		{0.9, 2.0, 1.25, 0.127418296810806},      {0.9, 2.0, 2.5, 0.261353140737471},
 	};
+	/* clang-format on */
 	for (size_t i = 0; i < sizeof ref / sizeof *ref; i++) {
 		double r;
 		ck_assert_int_eq(fedrun_rdp_sgm(ref[i].q, ref[i].z, 1, &ref[i].alpha, 1, &r), 0);
 		ck_assert_msg(fabs(r - ref[i].rdp) <= 1e-9 * ref[i].rdp + 1e-14,
-			      "q %g z %g order %g: %.15g, want %.15g", ref[i].q, ref[i].z, ref[i].alpha,
-			      r, ref[i].rdp);
+			      "q %g z %g order %g: %.15g, want %.15g", ref[i].q, ref[i].z,
+			      ref[i].alpha, r, ref[i].rdp);
 	}
 }
 END_TEST
@@ -159,8 +164,10 @@ START_TEST(test_rdp_bad_arguments)
 	ck_assert_int_eq(fedrun_rdp_sgm(0.1, NAN, 1, ok, 1, r), FEDRUN_EINVAL);
 	ck_assert_int_eq(fedrun_rdp_sgm(0.1, 1, 1, bad, 1, r), FEDRUN_EINVAL);
 	ck_assert_str_eq(fedrun_error_message(), "RDP: order 1 is not above 1");
-	ck_assert_int_eq(fedrun_rdp_to_eps(ok, r, 1, 0, FEDRUN_RDP_CLASSIC, &eps, &order), FEDRUN_EINVAL);
-	ck_assert_int_eq(fedrun_rdp_to_eps(ok, r, 1, 1, FEDRUN_RDP_CLASSIC, &eps, &order), FEDRUN_EINVAL);
+	ck_assert_int_eq(fedrun_rdp_to_eps(ok, r, 1, 0, FEDRUN_RDP_CLASSIC, &eps, &order),
+			 FEDRUN_EINVAL);
+	ck_assert_int_eq(fedrun_rdp_to_eps(ok, r, 1, 1, FEDRUN_RDP_CLASSIC, &eps, &order),
+			 FEDRUN_EINVAL);
 	r[0] = -1;
 	ck_assert_int_eq(fedrun_rdp_to_eps(ok, r, 1, 1e-5, FEDRUN_RDP_IMPROVED, &eps, &order),
 			 FEDRUN_EINVAL);
@@ -178,13 +185,13 @@ START_TEST(test_chacha20_rfc8439)
 {
 	uint32_t key[8], out[16];
 	for (int i = 0; i < 8; i++)
-		key[i] = (uint32_t)(4 * i) | (uint32_t)(4 * i + 1) << 8 | (uint32_t)(4 * i + 2) << 16 |
-			 (uint32_t)(4 * i + 3) << 24;
+		key[i] = (uint32_t)(4 * i) | (uint32_t)(4 * i + 1) << 8 |
+			 (uint32_t)(4 * i + 2) << 16 | (uint32_t)(4 * i + 3) << 24;
 	const uint32_t nonce[3] = {0x09000000, 0x4a000000, 0x00000000};
-	static const uint32_t want[16] = {
-		0xe4e7f110, 0x15593bd1, 0x1fdd0f50, 0xc47120a3, 0xc7f4d1c7, 0x0368c033,
-		0x9aaa2204, 0x4e6cd4c3, 0x466482d2, 0x09aa9f07, 0x05d7c214, 0xa2028bd9,
-		0xd19c12b5, 0xb94e16de, 0xe883d0cb, 0x4e3c50a2};
+	static const uint32_t want[16] = {0xe4e7f110, 0x15593bd1, 0x1fdd0f50, 0xc47120a3,
+					  0xc7f4d1c7, 0x0368c033, 0x9aaa2204, 0x4e6cd4c3,
+					  0x466482d2, 0x09aa9f07, 0x05d7c214, 0xa2028bd9,
+					  0xd19c12b5, 0xb94e16de, 0xe883d0cb, 0x4e3c50a2};
 	fedrun_chacha20_block(key, 1, nonce, out);
 	ck_assert_mem_eq(out, want, sizeof want);
 
@@ -230,11 +237,11 @@ static void check_moments(const double *x, size_t n, double var, double kurt_exc
 	}
 	double m = s / n, v = s2 / n - m * m;
 	ck_assert_msg(fabs(m) < 5 * sqrt(var / n), "%s: mean %g", what, m);
-	ck_assert_msg(fabs(v - var) < 5 * var * sqrt((2 + kurt_excess) / n), "%s: variance %g, want %g",
-		      what, v, var);
+	ck_assert_msg(fabs(v - var) < 5 * var * sqrt((2 + kurt_excess) / n),
+		      "%s: variance %g, want %g", what, v, var);
 	if (mean_abs > 0)
-		ck_assert_msg(fabs(sa / n - mean_abs) < 5 * mean_abs / sqrt(n), "%s: E|x| %g, want %g",
-			      what, sa / n, mean_abs);
+		ck_assert_msg(fabs(sa / n - mean_abs) < 5 * mean_abs / sqrt(n),
+			      "%s: E|x| %g, want %g", what, sa / n, mean_abs);
 }
 
 START_TEST(test_csprng_distributions)
@@ -303,8 +310,10 @@ START_TEST(test_clip_exact)
 			ck_assert_int_eq(noise_clip(&l, mask, d, l1, bound, 0), 0);
 			double norm = noise_norm(&l, mask, d, l1);
 			ck_assert_msg(norm <= bound && norm >= bound * (1 - 1e-6),
-				      "L%d seed %u: norm %.12g, bound %.12g", l1 ? 1 : 2, seed, norm, bound);
-			ck_assert_mem_eq(d + l.t[1].offset, orig + l.t[1].offset, 5 * sizeof(float));
+				      "L%d seed %u: norm %.12g, bound %.12g", l1 ? 1 : 2, seed,
+				      norm, bound);
+			ck_assert_mem_eq(d + l.t[1].offset, orig + l.t[1].offset,
+					 5 * sizeof(float));
 			/* Within the bound: unchanged. */
 			memcpy(d, orig, l.total * sizeof *d);
 			double big = 2 * noise_norm(&l, mask, d, l1);
@@ -357,8 +366,12 @@ static struct fedrun_round_info round_info(const struct fedrun_layout *l, uint32
 					   uint32_t sampled, uint32_t clients, double fraction)
 {
 	return (struct fedrun_round_info){.size = sizeof(struct fedrun_round_info),
-					  .round = round, .rounds = 100, .num_clients = clients,
-					  .seed = 11, .layout = l, .sampled = sampled,
+					  .round = round,
+					  .rounds = 100,
+					  .num_clients = clients,
+					  .seed = 11,
+					  .layout = l,
+					  .sampled = sampled,
 					  .fraction = fraction};
 }
 
@@ -368,9 +381,10 @@ START_TEST(test_gaussian_central_clips)
 	struct fedrun_layout l;
 	layout2(&l, 1000, 24);
 	struct inst in;
-	ck_assert_int_eq(inst_create(&in, "gaussian",
-				     "{\"mode\": \"central\", \"clip\": 0.75, \"noise_multiplier\": 1.1}", &l),
-			 0);
+	ck_assert_int_eq(
+	    inst_create(&in, "gaussian",
+			"{\"mode\": \"central\", \"clip\": 0.75, \"noise_multiplier\": 1.1}", &l),
+	    0);
 	float *d = fedrun_arena_alloc(l.total), *orig = fedrun_arena_alloc(l.total);
 	fill(&l, d, 3, 1.0);
 	memcpy(orig, d, l.total * sizeof *d);
@@ -413,9 +427,10 @@ START_TEST(test_gaussian_central_noise)
 	struct fedrun_layout l;
 	layout2(&l, N - 7, 7);
 	struct inst in;
-	ck_assert_int_eq(inst_create(&in, "gaussian",
-				     "{\"mode\": \"central\", \"clip\": 2, \"noise_multiplier\": 1.5}", &l),
-			 0);
+	ck_assert_int_eq(
+	    inst_create(&in, "gaussian",
+			"{\"mode\": \"central\", \"clip\": 2, \"noise_multiplier\": 1.5}", &l),
+	    0);
 	float *d = fedrun_arena_alloc(l.total);
 	struct fedrun_round_info ri = round_info(&l, 1, 4, 40, 0.1);
 	ck_assert_int_eq(in.ops->apply_server(in.st, &ri, 4, d), 0);
@@ -426,7 +441,8 @@ START_TEST(test_gaussian_central_noise)
 			x[k++] = d[l.t[i].offset + j];
 	ck_assert_uint_eq(k, N);
 	check_moments(x, N, (1.5 * 2 / 4) * (1.5 * 2 / 4), 0, 0, "central noise");
-	ck_assert_double_eq_tol(fakehost_metric(&in.fh, "privacy.noise_std", -1, NULL), 0.75, 1e-15);
+	ck_assert_double_eq_tol(fakehost_metric(&in.fh, "privacy.noise_std", -1, NULL), 0.75,
+				1e-15);
 	ck_assert_double_eq(fakehost_metric(&in.fh, "privacy.q", -1, NULL), 0.1);
 	/* privacy.epsilon is the accountant's figure for one round. */
 	size_t n;
@@ -519,9 +535,10 @@ START_TEST(test_gaussian_local)
 	struct fedrun_layout l;
 	layout2(&l, N, 9);
 	struct inst in;
-	ck_assert_int_eq(inst_create(&in, "gaussian",
-				     "{\"mode\": \"local\", \"clip\": 0.5, \"noise_multiplier\": 2}", &l),
-			 0);
+	ck_assert_int_eq(
+	    inst_create(&in, "gaussian",
+			"{\"mode\": \"local\", \"clip\": 0.5, \"noise_multiplier\": 2}", &l),
+	    0);
 	float *d = fedrun_arena_alloc(l.total), *d2 = fedrun_arena_alloc(l.total);
 	const uint8_t mask[2] = {1, 0};
 	struct fedrun_round_info ri = round_info(&l, 1, 3, 30, 0.1);
@@ -581,10 +598,10 @@ START_TEST(test_laplace_accounting)
 	for (uint32_t t = 1; t <= 4; t++) {
 		ri.round = t;
 		ck_assert_int_eq(in.ops->apply_server(in.st, &ri, 3, d), 0);
-		ck_assert_double_eq_tol(fakehost_metric(&in.fh, "privacy.epsilon_round", -1, NULL), 0.5,
-					1e-15);
-		ck_assert_double_eq_tol(fakehost_metric(&in.fh, "privacy.epsilon", -1, NULL), 0.5 * t,
-					1e-14);
+		ck_assert_double_eq_tol(fakehost_metric(&in.fh, "privacy.epsilon_round", -1, NULL),
+					0.5, 1e-15);
+		ck_assert_double_eq_tol(fakehost_metric(&in.fh, "privacy.epsilon", -1, NULL),
+					0.5 * t, 1e-14);
 	}
 	/* The rounds survive a checkpoint. */
 	const struct fedrun_state_blob *b;
@@ -598,8 +615,9 @@ START_TEST(test_laplace_accounting)
 	inst_destroy(&in);
 
 	/* Without clipping nothing is accounted: there is no guarantee. */
-	ck_assert_int_eq(inst_create(&in, "laplace",
-				     "{\"sigma\": 0.2, \"epsilon\": 0.5, \"clip\": false}", &l), 0);
+	ck_assert_int_eq(
+	    inst_create(&in, "laplace", "{\"sigma\": 0.2, \"epsilon\": 0.5, \"clip\": false}", &l),
+	    0);
 	ck_assert_int_eq(in.ops->apply_server(in.st, &ri, 3, d), 0);
 	ck_assert_uint_eq(in.fh.nmetrics, 0);
 	inst_destroy(&in);
@@ -616,10 +634,10 @@ START_TEST(test_laplace_clips)
 	struct fedrun_layout l;
 	layout2(&l, 200, 3);
 	struct inst in;
-	ck_assert_int_eq(inst_create(&in, "laplace",
-				     "{\"sigma\": 1.5, \"epsilon\": 1000, \"noise\": \"reproducible\"}",
-				     &l),
-			 0);
+	ck_assert_int_eq(
+	    inst_create(&in, "laplace",
+			"{\"sigma\": 1.5, \"epsilon\": 1000, \"noise\": \"reproducible\"}", &l),
+	    0);
 	float *d = fedrun_arena_alloc(l.total), *z = fedrun_arena_alloc(l.total);
 	fill(&l, d, 9, 2.0);
 	const uint8_t mask[2] = {1, 1};
@@ -642,52 +660,59 @@ START_TEST(test_bad_configs)
 	static const struct {
 		const char *plugin, *config, *message;
 	} bad[] = {
-		{"gaussian", "{\"sigma\": 0.001}",
-		 "privacy.mode: required key is missing (\"central\" or \"local\" for DP-FedAvg with "
-		 "clipping and accounting, \"fedatt\" for FedAtt's randomisation, which is not "
-		 "differentially private)"},
-		{"gaussian", "{\"mode\": \"global\"}",
-		 "privacy.mode: expected one of {local,central,fedatt}, got \"global\""},
-		{"gaussian", "{\"mode\": \"central\", \"noise_multiplier\": 1}",
-		 "privacy.clip: required key is missing"},
-		{"gaussian", "{\"mode\": \"local\", \"clip\": 1}",
-		 "privacy.noise_multiplier: required key is missing"},
-		{"gaussian", "{\"mode\": \"central\", \"clip\": 0, \"noise_multiplier\": 1}",
-		 "privacy.clip: expected a number in (0, 1000000], got 0"},
-		{"gaussian", "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 0}",
-		 "privacy.noise_multiplier: expected a number in (0, 1000000], got 0"},
-		{"gaussian", "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1, \"delta\": 1}",
-		 "privacy.delta: expected a number in (0, 1), got 1"},
-		{"gaussian", "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1, \"sigma\": 1}",
-		 "privacy.sigma: not used with mode \"central\" (mode \"fedatt\" takes sigma and beta; "
-		 "here the noise is noise_multiplier × clip)"},
-		{"gaussian", "{\"mode\": \"local\", \"clip\": 1, \"noise_multiplier\": 1, \"beta\": 0.1}",
-		 "privacy.beta: not used with mode \"local\" (mode \"fedatt\" takes sigma and beta; here "
-		 "the noise is noise_multiplier × clip)"},
-		{"gaussian", "{\"mode\": \"fedatt\", \"sigma\": 1, \"clip\": 1}",
-		 "privacy.clip: not used with mode \"fedatt\" (only modes \"local\" and \"central\" clip "
-		 "and account)"},
-		{"gaussian", "{\"mode\": \"fedatt\", \"sigma\": 1, \"delta\": 1e-5}",
-		 "privacy.delta: not used with mode \"fedatt\" (only modes \"local\" and \"central\" "
-		 "clip and account)"},
-		{"gaussian", "{\"mode\": \"fedatt\"}", "privacy.sigma: required key is missing"},
-		{"gaussian", "{\"mode\": \"fedatt\", \"sigma\": 1, \"noise\": \"fast\"}",
-		 "privacy.noise: expected one of {secure,reproducible}, got \"fast\""},
-		{"gaussian", "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1, \"epsilon\": 1}",
-		 "privacy.epsilon: unknown key (known: mode, clip, noise_multiplier, delta, noise)"},
-		{"gaussian", "[1]", "privacy: expected an object, got [1]"},
-		{"laplace", "{\"sigma\": 0, \"epsilon\": 1}",
-		 "privacy.sigma: expected a number in (0, 1000000], got 0"},
-		{"laplace", "{\"sigma\": 1, \"epsilon\": 1, \"clip\": 1}",
-		 "privacy.clip: expected true or false, got 1"},
-		{"laplace", "{\"sigma\": 1, \"epsilon\": 1, \"delta\": 1e-5}",
-		 "privacy.delta: unknown key (known: sigma, epsilon, clip, noise)"},
+	    {"gaussian", "{\"sigma\": 0.001}",
+	     "privacy.mode: required key is missing (\"central\" or \"local\" for DP-FedAvg with "
+	     "clipping and accounting, \"fedatt\" for FedAtt's randomisation, which is not "
+	     "differentially private)"},
+	    {"gaussian", "{\"mode\": \"global\"}",
+	     "privacy.mode: expected one of {local,central,fedatt}, got \"global\""},
+	    {"gaussian", "{\"mode\": \"central\", \"noise_multiplier\": 1}",
+	     "privacy.clip: required key is missing"},
+	    {"gaussian", "{\"mode\": \"local\", \"clip\": 1}",
+	     "privacy.noise_multiplier: required key is missing"},
+	    {"gaussian", "{\"mode\": \"central\", \"clip\": 0, \"noise_multiplier\": 1}",
+	     "privacy.clip: expected a number in (0, 1000000], got 0"},
+	    {"gaussian", "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 0}",
+	     "privacy.noise_multiplier: expected a number in (0, 1000000], got 0"},
+	    {"gaussian",
+	     "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1, \"delta\": 1}",
+	     "privacy.delta: expected a number in (0, 1), got 1"},
+	    {"gaussian",
+	     "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1, \"sigma\": 1}",
+	     "privacy.sigma: not used with mode \"central\" (mode \"fedatt\" takes sigma and beta; "
+	     "here the noise is noise_multiplier × clip)"},
+	    {"gaussian",
+	     "{\"mode\": \"local\", \"clip\": 1, \"noise_multiplier\": 1, \"beta\": 0.1}",
+	     "privacy.beta: not used with mode \"local\" (mode \"fedatt\" takes sigma and beta; "
+	     "here "
+	     "the noise is noise_multiplier × clip)"},
+	    {"gaussian", "{\"mode\": \"fedatt\", \"sigma\": 1, \"clip\": 1}",
+	     "privacy.clip: not used with mode \"fedatt\" (only modes \"local\" and \"central\" "
+	     "clip "
+	     "and account)"},
+	    {"gaussian", "{\"mode\": \"fedatt\", \"sigma\": 1, \"delta\": 1e-5}",
+	     "privacy.delta: not used with mode \"fedatt\" (only modes \"local\" and \"central\" "
+	     "clip and account)"},
+	    {"gaussian", "{\"mode\": \"fedatt\"}", "privacy.sigma: required key is missing"},
+	    {"gaussian", "{\"mode\": \"fedatt\", \"sigma\": 1, \"noise\": \"fast\"}",
+	     "privacy.noise: expected one of {secure,reproducible}, got \"fast\""},
+	    {"gaussian",
+	     "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1, \"epsilon\": 1}",
+	     "privacy.epsilon: unknown key (known: mode, clip, noise_multiplier, delta, noise)"},
+	    {"gaussian", "[1]", "privacy: expected an object, got [1]"},
+	    {"laplace", "{\"sigma\": 0, \"epsilon\": 1}",
+	     "privacy.sigma: expected a number in (0, 1000000], got 0"},
+	    {"laplace", "{\"sigma\": 1, \"epsilon\": 1, \"clip\": 1}",
+	     "privacy.clip: expected true or false, got 1"},
+	    {"laplace", "{\"sigma\": 1, \"epsilon\": 1, \"delta\": 1e-5}",
+	     "privacy.delta: unknown key (known: sigma, epsilon, clip, noise)"},
 	};
 	struct fedrun_layout l;
 	layout2(&l, 2, 2);
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		struct inst in;
-		ck_assert_int_eq(inst_create(&in, bad[i].plugin, bad[i].config, &l), FEDRUN_ECONFIG);
+		ck_assert_int_eq(inst_create(&in, bad[i].plugin, bad[i].config, &l),
+				 FEDRUN_ECONFIG);
 		ck_assert_str_eq(fedrun_error_message(), bad[i].message);
 		ck_assert_ptr_null(in.st);
 		inst_destroy(&in);

@@ -33,38 +33,40 @@ struct gaussian {
 	bool logged;
 };
 
+/* clang-format off */
 static const struct fedrun_opt gaussian_mode_spec[] = {
-	{"mode", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, mode), FEDRUN_OPT_REQUIRED, 0, 0, 0,
-	 NULL, MODE_CHOICES},
-	FEDRUN_OPT_END_,
+    {"mode", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, mode), FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL,
+     MODE_CHOICES},
+    FEDRUN_OPT_END_,
 };
 
 /* Keys of modes local and central. */
 static const struct fedrun_opt gaussian_dp_spec[] = {
-	{"mode", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, mode), FEDRUN_OPT_REQUIRED, 0, 0, 0,
-	 NULL, MODE_CHOICES},
-	{"clip", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, clip),
-	 FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
-	{"noise_multiplier", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, z),
-	 FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
-	{"delta", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, delta),
-	 FEDRUN_OPT_MIN_OPEN | FEDRUN_OPT_MAX_OPEN, 0, 1, 1e-5, NULL, NULL},
-	{"noise", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, noise), 0, 0, 0, 0, "secure",
-	 NOISE_CHOICES},
-	FEDRUN_OPT_END_,
+    {"mode", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, mode), FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL,
+     MODE_CHOICES},
+    {"clip", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, clip),
+     FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+    {"noise_multiplier", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, z),
+     FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+    {"delta", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, delta),
+     FEDRUN_OPT_MIN_OPEN | FEDRUN_OPT_MAX_OPEN, 0, 1, 1e-5, NULL, NULL},
+    {"noise", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, noise), 0, 0, 0, 0, "secure",
+     NOISE_CHOICES},
+    FEDRUN_OPT_END_,
 };
 
 /* Keys of mode fedatt. */
 static const struct fedrun_opt gaussian_fedatt_spec[] = {
-	{"mode", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, mode), FEDRUN_OPT_REQUIRED, 0, 0, 0,
-	 NULL, MODE_CHOICES},
-	{"sigma", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, sigma), FEDRUN_OPT_REQUIRED, 0, 1e6,
-	 0, NULL, NULL},
-	{"beta", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, beta), 0, 0, 1e6, 1.0, NULL, NULL},
-	{"noise", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, noise), 0, 0, 0, 0, "secure",
-	 NOISE_CHOICES},
-	FEDRUN_OPT_END_,
+    {"mode", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, mode), FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL,
+     MODE_CHOICES},
+    {"sigma", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, sigma), FEDRUN_OPT_REQUIRED, 0, 1e6, 0,
+     NULL, NULL},
+    {"beta", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, beta), 0, 0, 1e6, 1.0, NULL, NULL},
+    {"noise", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, noise), 0, 0, 0, 0, "secure",
+     NOISE_CHOICES},
+    FEDRUN_OPT_END_,
 };
+/* clang-format on */
 
 static bool spec_has(const struct fedrun_opt *spec, const char *key)
 {
@@ -81,10 +83,11 @@ static int gaussian_parse(struct gaussian *st, json_t *config)
 	if (!json_is_object(config))
 		return fedrun_opts_parse(gaussian_mode_spec, config, "privacy", st);
 	if (!json_object_get(config, "mode"))
-		return fedrun_error(FEDRUN_ECONFIG,
-				    "privacy.mode: required key is missing (\"central\" or \"local\" for "
-				    "DP-FedAvg with clipping and accounting, \"fedatt\" for FedAtt's "
-				    "randomisation, which is not differentially private)");
+		return fedrun_error(
+		    FEDRUN_ECONFIG,
+		    "privacy.mode: required key is missing (\"central\" or \"local\" for "
+		    "DP-FedAvg with clipping and accounting, \"fedatt\" for FedAtt's "
+		    "randomisation, which is not differentially private)");
 	json_t *only = json_pack("{sO}", "mode", json_object_get(config, "mode"));
 	if (!only)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -92,19 +95,23 @@ static int gaussian_parse(struct gaussian *st, json_t *config)
 	json_decref(only);
 	if (rc < 0)
 		return rc;
-	const struct fedrun_opt *spec = st->mode == MODE_FEDATT ? gaussian_fedatt_spec : gaussian_dp_spec;
-	const struct fedrun_opt *other = st->mode == MODE_FEDATT ? gaussian_dp_spec : gaussian_fedatt_spec;
+	const struct fedrun_opt *spec =
+	    st->mode == MODE_FEDATT ? gaussian_fedatt_spec : gaussian_dp_spec;
+	const struct fedrun_opt *other =
+	    st->mode == MODE_FEDATT ? gaussian_dp_spec : gaussian_fedatt_spec;
 	static const char *names[] = {"local", "central", "fedatt"};
 	const char *key;
 	json_t *v;
-	json_object_foreach(config, key, v) {
+	json_object_foreach(config, key, v)
+	{
 		if (!spec_has(spec, key) && spec_has(other, key))
-			return fedrun_error(FEDRUN_ECONFIG, "privacy.%s: not used with mode \"%s\" (%s)",
-					    key, names[st->mode],
-					    st->mode == MODE_FEDATT
-						    ? "only modes \"local\" and \"central\" clip and account"
-						    : "mode \"fedatt\" takes sigma and beta; here the noise is "
-						      "noise_multiplier × clip");
+			return fedrun_error(
+			    FEDRUN_ECONFIG, "privacy.%s: not used with mode \"%s\" (%s)", key,
+			    names[st->mode],
+			    st->mode == MODE_FEDATT
+				? "only modes \"local\" and \"central\" clip and account"
+				: "mode \"fedatt\" takes sigma and beta; here the noise is "
+				  "noise_multiplier × clip");
 	}
 	return fedrun_opts_parse(spec, config, "privacy", st);
 }
@@ -123,17 +130,19 @@ static void gaussian_describe(const struct gaussian *st, enum fedrun_log_level l
 {
 	const struct fedrun_host *h = st->host;
 	if (st->mode == MODE_FEDATT)
-		h->log(h->ctx, level,
-		       "privacy gaussian: mode fedatt, beta*N(0, sigma^2) with sigma %g, beta %g, no "
-		       "clipping: no differential privacy guarantee; noise %s",
-		       st->sigma, st->beta, noise_name(st->noise));
+		h->log(
+		    h->ctx, level,
+		    "privacy gaussian: mode fedatt, beta*N(0, sigma^2) with sigma %g, beta %g, no "
+		    "clipping: no differential privacy guarantee; noise %s",
+		    st->sigma, st->beta, noise_name(st->noise));
 	else
-		h->log(h->ctx, level,
-		       "privacy gaussian: mode %s, clip %g, noise multiplier %g (std %g on the %s), "
-		       "delta %g; noise %s",
-		       st->mode == MODE_LOCAL ? "local" : "central", st->clip, st->z, st->z * st->clip,
-		       st->mode == MODE_LOCAL ? "client's update" : "sum of updates", st->delta,
-		       noise_name(st->noise));
+		h->log(
+		    h->ctx, level,
+		    "privacy gaussian: mode %s, clip %g, noise multiplier %g (std %g on the %s), "
+		    "delta %g; noise %s",
+		    st->mode == MODE_LOCAL ? "local" : "central", st->clip, st->z, st->z * st->clip,
+		    st->mode == MODE_LOCAL ? "client's update" : "sum of updates", st->delta,
+		    noise_name(st->noise));
 }
 
 static int gaussian_create(const struct fedrun_host *host, json_t *config,
@@ -159,10 +168,11 @@ static int gaussian_create(const struct fedrun_host *host, json_t *config,
 	st->blobs[1] = (struct fedrun_state_blob){"rdp", st->rdp, st->norders * sizeof *st->rdp};
 	gaussian_describe(st, FEDRUN_LOG_INFO);
 	if (st->noise == NOISE_REPRODUCIBLE)
-		host->log(host->ctx, FEDRUN_LOG_WARN,
-			  "privacy gaussian: noise \"reproducible\" is derived from the seed: anyone "
-			  "who knows it can subtract the noise, so it protects nothing (for "
-			  "experiments only)");
+		host->log(
+		    host->ctx, FEDRUN_LOG_WARN,
+		    "privacy gaussian: noise \"reproducible\" is derived from the seed: anyone "
+		    "who knows it can subtract the noise, so it protects nothing (for "
+		    "experiments only)");
 	*state = st;
 	return 0;
 fail:
@@ -191,10 +201,12 @@ static int gaussian_apply(void *state, const struct fedrun_round_info *round, ui
 		 * would be averaged over fewer and need more noise. */
 		for (uint32_t i = 0; i < l->n; i++)
 			if (!mask[i])
-				return fedrun_error(FEDRUN_ECONFIG,
-						    "privacy.mode: \"central\" needs every tensor of every "
-						    "update (selector \"all\"), but client %u does not send "
-						    "'%s'", client, l->t[i].name);
+				return fedrun_error(
+				    FEDRUN_ECONFIG,
+				    "privacy.mode: \"central\" needs every tensor of every "
+				    "update (selector \"all\"), but client %u does not send "
+				    "'%s'",
+				    client, l->t[i].name);
 	}
 	/* Clipping bounds one client's contribution to L2 norm C (McMahan et
 	 * al. 2018, algorithm 1, ClipFn). */
@@ -229,18 +241,27 @@ static int gaussian_apply_server(void *state, const struct fedrun_round_info *ro
 	const struct fedrun_host *h = st->host;
 	if (!st->logged) { /* the log file is open now; it was not at create */
 		gaussian_describe(st, FEDRUN_LOG_INFO);
+		/* (ε, δ) with δ >= 1/K allows releasing one client's data
+		 * outright; the bound is then meaningless. */
+		if (st->mode != MODE_FEDATT && round->num_clients > 0 &&
+		    st->delta >= 1.0 / round->num_clients)
+			h->log(h->ctx, FEDRUN_LOG_WARN,
+			       "privacy gaussian: delta %g is not below 1/K = 1/%u: such a delta "
+			       "allows exposing a client outright; choose delta << 1/K",
+			       st->delta, round->num_clients);
 		st->logged = true;
 	}
 	if (st->mode == MODE_FEDATT)
 		return 0;
 	if (n == 0)
-		return fedrun_error(FEDRUN_EINVAL, "privacy gaussian: round %u aggregated no update",
-				    round->round);
+		return fedrun_error(
+		    FEDRUN_EINVAL, "privacy gaussian: round %u aggregated no update", round->round);
 	if (st->rounds + 1 != round->round)
-		return fedrun_error(FEDRUN_ESTATE,
-				    "privacy gaussian: the accountant holds %llu rounds but this is "
-				    "round %u (a checkpoint from another run?)",
-				    (unsigned long long)st->rounds, round->round);
+		return fedrun_error(
+		    FEDRUN_ESTATE,
+		    "privacy gaussian: the accountant holds %llu rounds but this is "
+		    "round %u (a checkpoint from another run?)",
+		    (unsigned long long)st->rounds, round->round);
 	double q = 1, std = st->z * st->clip;
 	if (st->mode == MODE_CENTRAL) {
 		/* Each client takes part with probability m/K, or the
@@ -268,13 +289,13 @@ static int gaussian_apply_server(void *state, const struct fedrun_round_info *ro
 	st->rounds++;
 
 	double eps, order, eps_c, order_c;
-	if ((rc = fedrun_rdp_to_eps(st->orders, st->rdp, st->norders, st->delta, FEDRUN_RDP_IMPROVED,
-				    &eps, &order)) < 0 ||
+	if ((rc = fedrun_rdp_to_eps(st->orders, st->rdp, st->norders, st->delta,
+				    FEDRUN_RDP_IMPROVED, &eps, &order)) < 0 ||
 	    (rc = fedrun_rdp_to_eps(st->orders, st->rdp, st->norders, st->delta, FEDRUN_RDP_CLASSIC,
 				    &eps_c, &order_c)) < 0)
 		return rc;
-	const char *names[] = {"privacy.epsilon", "privacy.epsilon_classic", "privacy.order",
-			       "privacy.order_classic", "privacy.delta", "privacy.q",
+	const char *names[] = {"privacy.epsilon",	"privacy.epsilon_classic", "privacy.order",
+			       "privacy.order_classic", "privacy.delta",	   "privacy.q",
 			       "privacy.noise_std"};
 	const double values[] = {eps, eps_c, order, order_c, st->delta, q, std};
 	for (size_t i = 0; i < sizeof values / sizeof *values; i++)
@@ -292,18 +313,18 @@ static int gaussian_state(void *state, const struct fedrun_state_blob **blobs, u
 }
 
 static const struct fedrun_privacy_ops gaussian_ops = {
-	.size = sizeof(struct fedrun_privacy_ops),
-	.create = gaussian_create,
-	.destroy = gaussian_destroy,
-	.apply = gaussian_apply,
-	.apply_server = gaussian_apply_server,
-	.state = gaussian_state,
+    .size = sizeof(struct fedrun_privacy_ops),
+    .create = gaussian_create,
+    .destroy = gaussian_destroy,
+    .apply = gaussian_apply,
+    .apply_server = gaussian_apply_server,
+    .state = gaussian_state,
 };
 
 static const struct fedrun_plugin gaussian_plugin = FEDRUN_PLUGIN_INIT(
-	FEDRUN_KIND_PRIVACY, "gaussian", "2.0.0",
-	"DP-FedAvg: clip to L2 norm C, add N(0, (zC)^2) locally or centrally, RDP accounting",
-	&gaussian_ops);
+    FEDRUN_KIND_PRIVACY, "gaussian", "2.0.0",
+    "DP-FedAvg: clip to L2 norm C, add N(0, (zC)^2) locally or centrally, RDP accounting",
+    &gaussian_ops);
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

@@ -18,22 +18,24 @@ struct laplace {
 	bool logged;
 };
 
+/* clang-format off */
 static const struct fedrun_opt laplace_spec[] = {
-	{"sigma", FEDRUN_OPT_NUMBER, offsetof(struct laplace, sigma),
-	 FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
-	{"epsilon", FEDRUN_OPT_NUMBER, offsetof(struct laplace, epsilon),
-	 FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
-	{"clip", FEDRUN_OPT_BOOL, offsetof(struct laplace, clip), 0, 0, 0, 1, NULL, NULL},
-	{"noise", FEDRUN_OPT_CHOICE, offsetof(struct laplace, noise), 0, 0, 0, 0, "secure",
-	 NOISE_CHOICES},
-	FEDRUN_OPT_END_,
+    {"sigma", FEDRUN_OPT_NUMBER, offsetof(struct laplace, sigma),
+     FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+    {"epsilon", FEDRUN_OPT_NUMBER, offsetof(struct laplace, epsilon),
+     FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+    {"clip", FEDRUN_OPT_BOOL, offsetof(struct laplace, clip), 0, 0, 0, 1, NULL, NULL},
+    {"noise", FEDRUN_OPT_CHOICE, offsetof(struct laplace, noise), 0, 0, 0, 0, "secure",
+     NOISE_CHOICES},
+    FEDRUN_OPT_END_,
 };
+/* clang-format on */
 
 static void laplace_describe(const struct laplace *st)
 {
 	const struct fedrun_host *h = st->host;
-	h->log(h->ctx, FEDRUN_LOG_INFO,
-	       "privacy laplace: Lap(0, %g) on each entry, %s; noise %s", st->sigma / st->epsilon,
+	h->log(h->ctx, FEDRUN_LOG_INFO, "privacy laplace: Lap(0, %g) on each entry, %s; noise %s",
+	       st->sigma / st->epsilon,
 	       st->clip ? "updates clipped to L1 norm sigma, epsilon accounted per round"
 			: "no clipping: no differential privacy guarantee, nothing accounted",
 	       noise_name(st->noise));
@@ -55,10 +57,11 @@ static int laplace_create(const struct fedrun_host *host, json_t *config,
 	st->blob = (struct fedrun_state_blob){"rounds", &st->rounds, sizeof st->rounds};
 	laplace_describe(st);
 	if (st->noise == NOISE_REPRODUCIBLE)
-		host->log(host->ctx, FEDRUN_LOG_WARN,
-			  "privacy laplace: noise \"reproducible\" is derived from the seed: anyone "
-			  "who knows it can subtract the noise, so it protects nothing (for "
-			  "experiments only)");
+		host->log(
+		    host->ctx, FEDRUN_LOG_WARN,
+		    "privacy laplace: noise \"reproducible\" is derived from the seed: anyone "
+		    "who knows it can subtract the noise, so it protects nothing (for "
+		    "experiments only)");
 	*state = st;
 	return 0;
 }
@@ -124,18 +127,18 @@ static int laplace_state(void *state, const struct fedrun_state_blob **blobs, ui
 }
 
 static const struct fedrun_privacy_ops laplace_ops = {
-	.size = sizeof(struct fedrun_privacy_ops),
-	.create = laplace_create,
-	.destroy = laplace_destroy,
-	.apply = laplace_apply,
-	.apply_server = laplace_apply_server,
-	.state = laplace_state,
+    .size = sizeof(struct fedrun_privacy_ops),
+    .create = laplace_create,
+    .destroy = laplace_destroy,
+    .apply = laplace_apply,
+    .apply_server = laplace_apply_server,
+    .state = laplace_state,
 };
 
 static const struct fedrun_plugin laplace_plugin = FEDRUN_PLUGIN_INIT(
-	FEDRUN_KIND_PRIVACY, "laplace", "2.0.0",
-	"clip each update to L1 norm sigma, add Lap(0, sigma/epsilon); epsilon per round and in total",
-	&laplace_ops);
+    FEDRUN_KIND_PRIVACY, "laplace", "2.0.0",
+    "clip each update to L1 norm sigma, add Lap(0, sigma/epsilon); epsilon per round and in total",
+    &laplace_ops);
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

@@ -102,12 +102,14 @@ static inline int noise_clip(const struct fedrun_layout *l, const uint8_t *mask,
 	double norm = noise_norm(l, mask, delta, l1);
 	if (!isfinite(norm))
 		return fedrun_error(FEDRUN_ENUMERIC,
-				    "client %u: the update holds non-finite values before clipping", client);
+				    "client %u: the update holds non-finite values before clipping",
+				    client);
 	for (int tries = 0; norm > bound; tries++) {
 		if (tries == 8)
-			return fedrun_error(FEDRUN_ENUMERIC,
-					    "client %u: cannot clip the update below %g (norm %.9g)",
-					    client, bound, norm);
+			return fedrun_error(
+			    FEDRUN_ENUMERIC,
+			    "client %u: cannot clip the update below %g (norm %.9g)", client, bound,
+			    norm);
 		/* one float rounding moves the norm by at most 2^-24 relative */
 		noise_scale(l, mask, delta, bound / norm * (tries == 0 ? 1.0 : 1.0 - 0x1p-22));
 		norm = noise_norm(l, mask, delta, l1);

@@ -20,9 +20,9 @@ struct fedrun_csprng {
 	uint32_t counter;  /* block counter, RFC 8439 word 12 */
 	uint32_t nonce[3]; /* words 13..15; nonce[0] takes the counter's carry */
 	uint32_t buf[16];  /* the current keystream block */
-	uint32_t pos;      /* next unused word of buf; 16 = empty */
+	uint32_t pos;	   /* next unused word of buf; 16 = empty */
 	uint32_t have_spare;
-	double spare;      /* second Box-Muller normal */
+	double spare; /* second Box-Muller normal */
 };
 
 /* Fills buf with n bytes from getrandom(2) (retrying on EINTR and short
@@ -34,8 +34,8 @@ int fedrun_getrandom(void *buf, size_t n);
 int fedrun_csprng_init(struct fedrun_csprng *g);
 /* A stream under a given key, nonce and initial block counter (byte order
  * as in RFC 8439): for test vectors, never for privacy. */
-void fedrun_csprng_init_key(struct fedrun_csprng *g, const uint8_t key[32],
-			    const uint8_t nonce[12], uint32_t counter);
+void fedrun_csprng_init_key(struct fedrun_csprng *g, const uint8_t key[32], const uint8_t nonce[12],
+			    uint32_t counter);
 /* Wipes the key and buffered output. */
 void fedrun_csprng_fini(struct fedrun_csprng *g);
 

@@ -27,16 +27,15 @@ const double *fedrun_rdp_default_orders(size_t *n);
  * Mironov et al.), fractional ones the two-series expansion, both in log
  * space. Returns 0, FEDRUN_EINVAL for bad arguments, or FEDRUN_ENUMERIC
  * when a series does not converge. */
-int fedrun_rdp_sgm(double q, double z, uint64_t steps, const double *orders, size_t n,
-		   double *rdp);
+int fedrun_rdp_sgm(double q, double z, uint64_t steps, const double *orders, size_t n, double *rdp);
 
 enum fedrun_rdp_conversion {
 	/* ε = RDP(α) + log(1/δ)/(α − 1) (Mironov 2017, proposition 3). */
 	FEDRUN_RDP_CLASSIC = 0,
 	/* ε = RDP(α) + log((α − 1)/α) − (log δ + log α)/(α − 1) (Balle et al.
-	 * 2020, theorem 21; Canonne, Kamath and Steinke 2020), and ε = 0 when
-	 * δ² ≥ 1 − exp(−RDP(α)); the conversion of TensorFlow Privacy's
-	 * compute_epsilon. Orders α ≤ 1.01 are skipped, as there. */
+	 * 2020, theorem 21; Canonne, Kamath and Steinke 2020, proposition 12),
+	 * and ε = 0 when δ² ≥ 1 − exp(−RDP(α)); the conversion of TensorFlow
+	 * Privacy's compute_epsilon. Orders α ≤ 1.01 are skipped, as there. */
 	FEDRUN_RDP_IMPROVED = 1
 };
 
