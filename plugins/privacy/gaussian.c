@@ -100,19 +100,19 @@ static int gaussian_parse(struct gaussian *st, json_t *config)
 	const struct fedrun_opt *other =
 	    st->mode == MODE_FEDATT ? gaussian_dp_spec : gaussian_fedatt_spec;
 	static const char *names[] = {"local", "central", "fedatt"};
+	const char *why = st->mode == MODE_FEDATT
+			      ? "only modes \"local\" and \"central\" clip and account"
+			      : "mode \"fedatt\" takes sigma and beta; here the noise is "
+				"noise_multiplier × clip";
 	const char *key;
 	json_t *v;
-	json_object_foreach(config, key, v)
-	{
+	/* clang-format off */
+	json_object_foreach(config, key, v) {
 		if (!spec_has(spec, key) && spec_has(other, key))
-			return fedrun_error(
-			    FEDRUN_ECONFIG, "privacy.%s: not used with mode \"%s\" (%s)", key,
-			    names[st->mode],
-			    st->mode == MODE_FEDATT
-				? "only modes \"local\" and \"central\" clip and account"
-				: "mode \"fedatt\" takes sigma and beta; here the noise is "
-				  "noise_multiplier × clip");
+			return fedrun_error(FEDRUN_ECONFIG, "privacy.%s: not used with mode \"%s\" (%s)",
+					    key, names[st->mode], why);
 	}
+	/* clang-format on */
 	return fedrun_opts_parse(spec, config, "privacy", st);
 }
 
