@@ -32,11 +32,16 @@ paste a.eps a.cls | awk '!($4 >= $2) { exit 1 }' || die "epsilon_classic below e
 grep -q '"noise": "reproducible"' a/pipeline.json || die "resolved pipeline lacks the noise source"
 grep -q "privacy gaussian: mode central.*noise reproducible" a/log.txt || die "log lacks the noise source"
 
-# Interrupted after its third checkpoint, then resumed to the end.
-"$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=400 >/dev/null 2>term.err &
+# Interrupted once it has checkpointed round 3 or later (older checkpoints
+# are pruned, so any one from round 3 on will do), then resumed to the end.
+"$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=100000 >/dev/null 2>term.err &
 pid=$!
 i=0
-while [ ! -e term/checkpoints/round-000003.safetensors ] && [ $i -lt 600 ]; do
+while [ $i -lt 600 ]; do
+	case $(ls term/checkpoints 2>/dev/null | tail -n 1) in
+	'' | round-00000[012].*) ;;
+	*) break ;;
+	esac
 	sleep 0.05; i=$((i + 1))
 done
 kill -s TERM $pid
