@@ -592,6 +592,7 @@ static void run_teardown(struct run *r)
 	fedrun_arena_free(r->theta_last);
 	free(r->cstates);
 	free(r->events);
+	free(r->pending_log);
 	pthread_mutex_destroy(&r->lock);
 }
 

@@ -104,6 +104,8 @@ struct run {
 	uint64_t seq;
 
 	FILE *metrics, *csv, *log;
+	char *pending_log;   /* lines logged before log.txt is open (plugin create) */
+	size_t pending_len;
 	double t0;
 	uint64_t bytes_push, bytes_pull; /* of the current round */
 	double first_loss, last_loss, test_loss; /* server evaluations, for the summary */

@@ -68,6 +68,11 @@ int metrics_open(struct run *r, bool resume)
 	if (!r->metrics || !r->csv || !r->log)
 		return fedrun_error(FEDRUN_EIO, "%s: cannot write metrics: %s", r->cfg.dir,
 				    strerror(errno));
+	if (r->pending_log)
+		fputs(r->pending_log, r->log);
+	free(r->pending_log);
+	r->pending_log = NULL;
+	r->pending_len = 0;
 	return 0;
 }
 

@@ -28,8 +28,20 @@ static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ..
 	va_end(ap);
 	const char *lvl = level <= FEDRUN_LOG_DEBUG ? names[level] : "log";
 	pthread_mutex_lock(&r->lock);
-	if (r->log)
+	if (r->log) {
 		fprintf(r->log, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
+	} else {
+		/* Plugins log while they are created, before the run directory
+		 * is open: keep the lines for log.txt. */
+		char entry[2200];
+		int n = snprintf(entry, sizeof entry, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
+		char *more = n > 0 ? realloc(r->pending_log, r->pending_len + (size_t)n + 1) : NULL;
+		if (more) {
+			memcpy(more + r->pending_len, entry, (size_t)n + 1);
+			r->pending_log = more;
+			r->pending_len += (size_t)n;
+		}
+	}
 	if (level <= FEDRUN_LOG_WARN)
 		fprintf(stderr, "fedrun: %s: %s\n", lvl, line);
 	pthread_mutex_unlock(&r->lock);

@@ -174,14 +174,18 @@ static void check_noise(const char *name, const char *config, double var, double
 START_TEST(test_gaussian_noise)
 {
 	/* β·N(0, σ²): variance β²σ². */
-	check_noise("gaussian", "{\"sigma\": 0.5, \"beta\": 2.0}", 1.0, 0, 0);
+	check_noise("gaussian",
+		    "{\"mode\": \"fedatt\", \"sigma\": 0.5, \"beta\": 2.0, \"noise\": \"reproducible\"}",
+		    1.0, 0, 0);
 }
 END_TEST
 
 START_TEST(test_laplace_noise)
 {
 	/* Lap(0, b) with b = σ/ε = 0.25: variance 2b², E|x| = b. */
-	check_noise("laplace", "{\"sigma\": 0.5, \"epsilon\": 2.0}", 2 * 0.25 * 0.25, 3, 0.25);
+	check_noise("laplace",
+		    "{\"sigma\": 0.5, \"epsilon\": 2.0, \"clip\": false, \"noise\": \"reproducible\"}",
+		    2 * 0.25 * 0.25, 3, 0.25);
 }
 END_TEST
 
