@@ -96,13 +96,12 @@ function cut(s, p) {
 }
 
 # In a translation identical to the English, copied names and labels with
-# their accelerator look alike: "R_adius", "Co&dec", "_A" are labels;
-# "VAR_SAMP", "k_min", "X_1", "~0 cm" are not. A label has lower and upper
-# case letters and no digit around an inner marker, or is a marker (not ~)
-# and one character.
+# their accelerator look alike: "R_adius" and "Co&dec" are labels, "VAR_SAMP",
+# "k_min" and "X_1" are not. A label has lower and upper case letters and
+# no digit around its inner marker.
 function copied_label(w, m, inside,    bare) {
 	if (!inside)
-		return m != "~"
+		return 0
 	bare = w
 	gsub("[" m "]", "", bare)
 	return bare ~ /[a-z]/ && bare ~ /[A-Z]/ && bare !~ /[0-9]/
@@ -112,9 +111,9 @@ function copied_label(w, m, inside,    bare) {
 # LibreOffice "~") from both sides. The English's marker is the one
 # candidate it holds; the translation's is its first candidate. These are
 # not markers but names or directives:
-#  - a candidate inside a word (GIT_DIR, TAR_OPTIONS) or followed by one
-#    character only (Scheme's ~a) when the translation holds the same word,
-#    unless the pair is a label copied whole (see copied_label);
+#  - a candidate inside a word (GIT_DIR, TAR_OPTIONS), or a ~ followed by
+#    one character only (Scheme's ~a), when the translation holds the
+#    same word, unless the pair is a label copied whole (see copied_label);
 #  - an underscore inside an English word when the translation has no
 #    candidate at all (PROGRAM_NAME -> PROGRAMMNAME, yes_key -> j), since
 #    underscores join identifiers, unless the word is a capitalised word
@@ -134,7 +133,7 @@ function strip(    k, m, ns, ps, nt, pt, w, inside) {
 		if (ns == 1) {
 			w = word_at(en, ps, m)
 			inside = ps > 1 && isword(substr(en, ps - 1, 1))
-			if ((inside || length(w) == 2) && has_word(xx, w, m) &&
+			if ((inside || (m == "~" && length(w) == 2)) && has_word(xx, w, m) &&
 			    !(en == xx && copied_label(w, m, inside)))
 				continue
 			if (m == "_" && inside && nt == 0 && w !~ /^[A-Z][a-z]*_[a-z]+$/)
