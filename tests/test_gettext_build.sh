@@ -1,0 +1,188 @@
+#!/bin/sh
+# Checks the processing part of data/gettext/build.sh (--from-dir) on
+# handmade catalogues (tests/data/gettext/tree, compiled with msgfmt here):
+# plural forms, msgctxt, multi-line strings, escapes, Latin-1, untranslated
+# and format-only strings, accelerators, identical and duplicate pairs,
+# length filters, other languages ignored, the pinned deterministic splits,
+# held-out strings kept out of every domain's training data, the output
+# layout and statistics, both directions, and the error messages. Also
+# po.awk alone on PO input that msgfmt would not pass (fuzzy, obsolete).
+set -u
+export LC_ALL=C
+srcdir=${srcdir:-.}
+build="$srcdir/data/gettext/build.sh"
+fixtures="$srcdir/tests/data/gettext"
+for tool in msgfmt msgunfmt msgconv; do
+	command -v "$tool" >/dev/null 2>&1 || {
+		echo "SKIP: $tool is not installed (Debian: apt-get install gettext)"
+		exit 77
+	}
+done
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+tab=$(printf '\t')
+
+check() { # description, then a command that must succeed
+	desc=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		echo "FAIL: $desc" >&2
+	fi
+}
+
+has() { # file, exact line: the line occurs exactly once
+	[ "$(grep -cxF -- "$2" "$1")" -eq 1 ]
+}
+
+hasnt() { # file, fixed string: occurs nowhere
+	! grep -qF -- "$2" "$1"
+}
+
+not() { # a command that must fail
+	! "$@"
+}
+
+# The tree with .mo files next to the .po fixtures.
+cp -R "$fixtures/tree" "$tmp/tree"
+chmod -R u+w "$tmp/tree"
+for po in $(cd "$tmp/tree" && find . -name '*.po'); do
+	msgfmt -o "$tmp/tree/${po%.po}.mo" "$tmp/tree/$po" || {
+		echo "msgfmt failed on $po"
+		exit 99
+	}
+done
+
+sh "$build" --from-dir "$tmp/tree" --max-tokens 30 en de "$tmp/out" >"$tmp/table" 2>"$tmp/err"
+status=$?
+check "build succeeds" [ $status -eq 0 ]
+[ $status -eq 0 ] || cat "$tmp/err" >&2
+out=$tmp/out
+cat "$out/alpha/train.tsv" "$out/alpha/dev.tsv" "$out/alpha/test.tsv" >"$tmp/alpha"
+cat "$out/beta/train.tsv" "$out/beta/dev.tsv" "$out/beta/test.tsv" >"$tmp/beta"
+
+ok=1
+for d in alpha beta all; do
+	for s in train dev test; do
+		for f in en de tsv; do
+			[ -f "$out/$d/$s.$f" ] || ok=0
+		done
+		n=$(wc -l <"$out/$d/$s.tsv")
+		[ "$(wc -l <"$out/$d/$s.en")" -eq "$n" ] && [ "$(wc -l <"$out/$d/$s.de")" -eq "$n" ] || ok=0
+		cut -f1 "$out/$d/$s.tsv" | cmp -s - "$out/$d/$s.en" || ok=0
+		cut -f2 "$out/$d/$s.tsv" | cmp -s - "$out/$d/$s.de" || ok=0
+	done
+done
+check "aligned .en, .de and .tsv for every domain and split" [ "$ok" -eq 1 ]
+for f in stats.tsv cleaning.tsv SOURCE; do
+	check "$f written" [ -s "$out/$f" ]
+done
+check "only the domains' directories" [ "$(ls "$out" | tr '\n' ' ')" = "SOURCE all alpha beta cleaning.tsv stats.tsv " ]
+
+check "plural: singular pair" has "$tmp/alpha" "%d file was deleted$tab%d Datei wurde gelöscht"
+check "plural: plural pair" has "$tmp/alpha" "%d files were deleted$tab%d Dateien wurden gelöscht"
+check "msgctxt: one translation of Open" has "$tmp/alpha" "Open${tab}Öffnen"
+check "msgctxt: the other translation of Open" has "$tmp/alpha" "Open${tab}Offen"
+check "multi-line string, newlines become spaces" has "$tmp/alpha" \
+	"Usage: frob [OPTION]... FILE Copy FILE to the frobnication directory.${tab}Aufruf: frob [OPTION]... DATEI DATEI in das Frobnikations- verzeichnis kopieren."
+check "escapes: quotes, tab, backslash" has "$tmp/alpha" "Say \"hello\" to C:\\temp${tab}Sag „hallo“ zu C:\\temp"
+check "Latin-1 catalogue converted to UTF-8" has "$tmp/alpha" "Close${tab}Schließen"
+check "untranslated entry absent" hasnt "$tmp/alpha" "Nobody translated"
+check "format-only strings dropped" not grep -qE "^(%s: %s|%d%%|<b>%s</b>|X:)$tab" "$tmp/alpha"
+check "short identical pair kept" has "$tmp/alpha" "Status${tab}Status"
+check "long identical pair dropped" hasnt "$tmp/alpha" "frob_tree"
+check "translator credits dropped" hasnt "$tmp/alpha" "Mustermann"
+check "accelerator _ (moved in the translation)" has "$tmp/alpha" "Save As…${tab}Speichern unter …"
+check "accelerator &" has "$tmp/alpha" "Quit${tab}Beenden"
+check "accelerator ~" has "$tmp/alpha" "Help${tab}Hilfe"
+check "accelerator in a label copied whole" has "$tmp/alpha" "Radius:${tab}Radius:"
+check "accelerator before one character" has "$tmp/alpha" "Page N of M${tab}Seite N von M"
+check "accelerator only in the translation" has "$tmp/alpha" "Mark as ham${tab}Als Nicht-Spam markieren"
+check "accelerator inside a capitalised word" has "$tmp/alpha" "Description${tab}Beschreibung"
+check "variable name copied: underscore kept" has "$tmp/alpha" "GIT_DIR is not set${tab}GIT_DIR ist nicht gesetzt"
+check "entity &amp; kept" has "$tmp/alpha" "Drag &amp; Drop${tab}Ziehen &amp; Ablegen"
+check "identifier renamed: underscore kept" has "$tmp/alpha" "Set PROGRAM_NAME first${tab}Zuerst PROGRAMMNAME setzen"
+check "over --max-tokens dropped" hasnt "$tmp/alpha" "thirty-one"
+check "length ratio over 9 dropped" not grep -q "^Done$tab" "$tmp/alpha"
+check "duplicate in a domain once (msgctxt, two catalogues)" has "$tmp/alpha" "Zoom in${tab}Vergrößern"
+check "same pair in two domains kept in both" has "$tmp/beta" "Zoom in${tab}Vergrößern"
+check "other languages ignored (fr)" hasnt "$out/all/train.tsv" "Fermer"
+check "other languages ignored (de_CH)" hasnt "$tmp/beta" "schliessen"
+check "cleaning counts, alpha" has "$out/cleaning.tsv" "alpha	2	39	1	4	1	1	1	2	0	29"
+check "cleaning counts, beta (one held-out string of alpha)" has "$out/cleaning.tsv" "beta	1	50	0	0	0	0	0	0	1	49"
+
+# The splits are pinned: they depend on the hash of the English only.
+check "alpha test" [ "$(cat "$out/alpha/test.tsv")" = "Print the document${tab}Dokument drucken" ]
+check "alpha dev" [ "$(cat "$out/alpha/dev.tsv")" = "%d files were deleted${tab}%d Dateien wurden gelöscht" ]
+check "beta test" [ "$(cat "$out/beta/test.tsv")" = "Outgoing mail server${tab}Postausgangsserver
+The message could not be sent${tab}Die Nachricht konnte nicht gesendet werden" ]
+check "beta dev" [ "$(cat "$out/beta/dev.tsv")" = "Rename the folder${tab}Ordner umbenennen" ]
+cat "$out"/alpha/test.en "$out"/beta/test.en | sort -u >"$tmp/held_test"
+cat "$out"/alpha/dev.en "$out"/beta/dev.en | sort -u >"$tmp/held_dev"
+cat "$out"/alpha/train.en "$out"/beta/train.en | sort -u >"$tmp/trained"
+check "alpha's test string is not trained on in beta" hasnt "$tmp/beta" "Print the document"
+check "no test string in any train or dev set" [ -z "$(cat "$out"/*/dev.en "$tmp/trained" | sort -u | comm -12 - "$tmp/held_test")" ]
+check "no dev string in any train set" [ -z "$(comm -12 "$tmp/trained" "$tmp/held_dev")" ]
+check "union is the domains in order" [ "$(cat "$out/alpha/train.tsv" "$out/beta/train.tsv" | cksum)" = "$(cksum <"$out/all/train.tsv")" ]
+
+check "stats.tsv header" [ "$(head -n 1 "$out/stats.tsv" | cut -f1-4)" = "domain${tab}pairs.train${tab}pairs.dev${tab}pairs.test" ]
+check "stats.tsv alpha: pairs and tokens" [ "$(grep '^alpha' "$out/stats.tsv" | cut -f2-5)" = "27${tab}1${tab}1${tab}71" ]
+check "stats.tsv all: sums" [ "$(grep '^all' "$out/stats.tsv" | cut -f2-4)" = "73${tab}2${tab}3" ]
+check "table printed with totals" grep -q "^all  *73  *2  *3  *223 " "$tmp/table"
+
+sh "$build" --from-dir "$tmp/tree" --max-tokens 30 en de "$tmp/again" >/dev/null 2>&1
+check "a second run gives identical files" diff -r "$out" "$tmp/again"
+
+sh "$build" --from-dir "$tmp/tree" en de "$tmp/long" >/dev/null 2>&1
+check "default --max-tokens 200 keeps the 31-token pair" grep -q "thirty-one" "$tmp/long/all/train.tsv"
+
+sh "$build" --from-dir "$tmp/tree" --max-tokens 30 de en "$tmp/rev" >/dev/null 2>&1
+check "de-en: files named by language" [ -f "$tmp/rev/alpha/train.de" ]
+check "de-en: same split, columns swapped" [ "$(cat "$tmp/rev/alpha/test.tsv")" = "Dokument drucken${tab}Print the document" ]
+check "de-en: same files" cmp -s "$tmp/rev/all/train.en" "$out/all/train.en"
+
+sh "$build" --from-dir "$tmp/tree" --domains beta en de "$tmp/beta_only" >/dev/null 2>&1
+check "--domains: no alpha" [ ! -d "$tmp/beta_only/alpha" ]
+check "--domains: beta" [ -s "$tmp/beta_only/beta/train.tsv" ]
+check "--domains: without alpha its test string stays in beta" grep -q "^Print the document$tab" "$tmp/beta_only/beta/dev.tsv"
+
+# Errors: an empty domain, an unknown one, no English side.
+mkdir -p "$tmp/tree/gamma/pkg-four/usr/share/locale/fr/LC_MESSAGES"
+cp "$tmp/tree/alpha/pkg-one/usr/share/locale/fr/LC_MESSAGES/one.mo" "$tmp/tree/gamma/pkg-four/usr/share/locale/fr/LC_MESSAGES/"
+sh "$build" --from-dir "$tmp/tree" en de "$tmp/bad" >/dev/null 2>"$tmp/err"
+check "empty domain fails" [ $? -ne 0 ]
+check "nothing written after a failure" [ ! -e "$tmp/bad" ]
+check "empty domain named, others offered" grep -q 'no pairs for de in domain(s): gamma; these have some: --domains alpha,beta' "$tmp/err"
+sh "$build" --from-dir "$tmp/tree" --domains alpha,gamma en fr "$tmp/fr" >/dev/null 2>&1
+check "the same tree in French: alpha has a pair" has "$tmp/fr/alpha/train.tsv" "Close the window${tab}Fermer la fenêtre"
+check "the same tree in French: gamma has a pair" has "$tmp/fr/gamma/train.tsv" "Close the window${tab}Fermer la fenêtre"
+sh "$build" --from-dir "$tmp/tree" --domains alpha,delta en de "$tmp/bad" >/dev/null 2>"$tmp/err"
+check "unknown domain refused" grep -q 'unknown domain delta' "$tmp/err"
+sh "$build" --from-dir "$tmp/tree" de fr "$tmp/bad" >/dev/null 2>"$tmp/err"
+check "no English side refused" grep -q 'one of SRC and TGT must be en' "$tmp/err"
+
+# po.awk alone.
+po_awk="$srcdir/data/gettext/po.awk"
+LC_ALL=C awk -f "$po_awk" -v file=raw.po -v counts="$tmp/counts" "$fixtures/raw.po" >"$tmp/raw" 2>"$tmp/err"
+check "po.awk reads raw.po" [ $? -eq 0 ]
+check "po.awk: entries without blank lines, comments, msgctxt" [ "$(head -n 3 "$tmp/raw")" = "First${tab}Erste
+Second${tab}Zweite
+Third${tab}Dritte" ]
+check "po.awk: one plural form serves both" [ "$(sed -n '4,5p' "$tmp/raw")" = "One apple${tab}%d Äpfel
+%d apples${tab}%d Äpfel" ]
+check "po.awk: octal, hex and control escapes" has "$tmp/raw" "OctalA and hexB and bell${tab}OktalA und hexB und Glocke"
+check "po.awk: whitespace normalised" has "$tmp/raw" "Spaces around${tab}Leerraum ringsum"
+check "po.awk: fuzzy, untranslated and obsolete skipped" [ "$(wc -l <"$tmp/raw")" -eq 7 ]
+check "po.awk: fuzzy counted" has "$tmp/counts" "fuzzy${tab}1"
+check "po.awk: untranslated counted" has "$tmp/counts" "untranslated${tab}1"
+printf 'msgid "a"\nmsgstr "b"\nbogus line\n' >"$tmp/broken.po"
+LC_ALL=C awk -f "$po_awk" -v file=broken.po "$tmp/broken.po" >/dev/null 2>"$tmp/err"
+check "po.awk: a broken line fails" [ $? -ne 0 ]
+check "po.awk: the error names file and line" grep -q '^broken.po:3: cannot parse' "$tmp/err"
+
+echo "gettext-build: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
