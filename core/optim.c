@@ -22,6 +22,15 @@ double fedrun_clip_grad_norm(uint64_t n, float *grad, double max_norm)
 	return norm;
 }
 
+void fedrun_prox_grad(uint64_t n, double mu, const float *params, const float *anchor,
+		      float *grad)
+{
+	const float fmu = (float)mu;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+	for (uint64_t i = 0; i < n; i++)
+		grad[i] += fmu * (params[i] - anchor[i]);
+}
+
 void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
 		       float *params, float *grad, float *state, uint64_t *step)
 {

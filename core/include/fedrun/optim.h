@@ -24,6 +24,12 @@ void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
  * before clipping. */
 double fedrun_clip_grad_norm(uint64_t n, float *grad, double max_norm);
 
+/* FedProx (Li et al. 2020, eq. 2): adds mu (params - anchor), the gradient
+ * of the proximal term mu/2 ||w - w_t||^2, to grad (n floats); anchor is
+ * w_t, the parameters the client received. */
+void fedrun_prox_grad(uint64_t n, double mu, const float *params, const float *anchor,
+		      float *grad);
+
 #ifdef __cplusplus
 }
 #endif
