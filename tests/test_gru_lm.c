@@ -31,6 +31,12 @@
 
 static struct fedrun_registry *reg;
 
+static void teardown(void)
+{
+	fedrun_registry_destroy(reg);
+	reg = NULL;
+}
+
 static const struct fedrun_model_ops *ops(void)
 {
 	const struct fedrun_plugin *p = fakehost_plugin(&reg, FEDRUN_KIND_MODEL, "gru-lm");
@@ -587,6 +593,7 @@ static Suite *gru_lm_suite(void)
 	Suite *s = suite_create("gru_lm");
 	TCase *tc = tcase_create("model");
 	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, gradient_tied);
 	tcase_add_test(tc, gradient_untied);
 	tcase_add_test(tc, train_step_is_loss_grad_step);
@@ -604,7 +611,5 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	if (reg)
-		fedrun_registry_destroy(reg);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
