@@ -24,7 +24,7 @@ def read_tokens(path):
         for line in f:
             words = line.split()
             if words:
-                yield words
+                yield from words
                 yield None  # end of sentence
 
 
