@@ -1,10 +1,35 @@
 #!/bin/sh
-# Every example pipeline validates.
+# Every example pipeline validates. Examples that read corpora built by
+# data/*/build.sh ("../data/..." paths, e.g. the Brown examples reading
+# data/brown/out) validate against the real files when they have been built;
+# otherwise against stand-ins: the pipeline is copied into a scratch tree
+# where each missing data file is a small shipped corpus, so that every key,
+# type, range and plugin option is still checked, just not the corpus.
 . "$top_srcdir/tests/lib.sh"
+standin="$top_srcdir/examples/data/toy-english/valid.txt" # 400 sentences
 n=0
+stood=0
 for f in "$top_srcdir"/examples/*.json; do
-	"$FEDRUN" validate "$f" >/dev/null 2>err || { cat err; die "$f does not validate"; }
+	name=$(basename "$f")
+	missing=
+	for rel in $(grep -o '"\.\./data/[^"]*"' "$f" | tr -d '"'); do
+		[ -e "$top_srcdir/examples/$rel" ] || missing="$missing $rel"
+	done
+	target=$f
+	if [ -n "$missing" ]; then
+		mirror="$work/mirror-$n"
+		mkdir -p "$mirror/examples"
+		ln -s "$top_srcdir/examples/data" "$mirror/examples/data"
+		cp "$f" "$mirror/examples/$name"
+		for rel in $missing; do
+			mkdir -p "$(dirname "$mirror/examples/$rel")"
+			cp "$standin" "$mirror/examples/$rel"
+		done
+		target="$mirror/examples/$name"
+		stood=$((stood + 1))
+	fi
+	"$FEDRUN" validate "$target" >/dev/null 2>err || { cat err; die "$name does not validate"; }
 	n=$((n + 1))
 done
 [ $n -gt 0 ] || die "no examples found"
-echo "$n example pipelines validate"
+echo "$n example pipelines validate ($stood with stand-ins for corpora not built here)"

@@ -1,0 +1,82 @@
+/* gru-lm: a word-level GRU language model (the client model of the FedAtt
+ * paper, sec. III-C and IV-B) written against the backend vtable. Internal
+ * to the plugin: the model, its per-thread scratch, and the functions that
+ * model.c, net.c and train.c share. */
+#ifndef GRU_LM_H
+#define GRU_LM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <fedrun/fedrun.h>
+
+#define GRU_LM_MAX_LAYERS 8
+
+/* The model: sizes, data and where each tensor lives in the arena. */
+struct gru_lm {
+	const struct fedrun_host *host;
+	const struct fedrun_backend_ops *be;
+	struct fedrun_textdata *td;
+	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */
+	uint32_t bptt, eval_batch;
+	float dropout;
+	bool tied;
+	bool speed_metric;
+	double init_range;
+	struct fedrun_layout layout;
+	/* Offsets (floats) of the tensors; dec_w == emb when tied. */
+	uint64_t off_emb, off_dec_w, off_dec_b;
+	uint64_t off_gru[GRU_LM_MAX_LAYERS][4]; /* w_ih, w_hh, b_ih, b_hh */
+	uint64_t *train_tokens;			/* n_k of each client */
+};
+
+/* Per-thread scratch: a backend context and the activations of one BPTT
+ * window, grown on demand to the largest window seen. */
+struct gru_lm_worker {
+	void *ctx;
+	uint64_t cap_tb; /* T * B the buffers hold */
+	uint32_t cap_b;	 /* B the state buffers hold */
+	uint32_t *in_u, *tgt_u;		     /* (T,B) ids from fedrun_bptt_window */
+	int32_t *in, *tgt;		     /* (T,B) the same as int32 */
+	float *emb;			     /* (T,B,D) embedded (and dropped) input */
+	uint8_t *mask_emb;		     /* (T,B,D) */
+	float *y[GRU_LM_MAX_LAYERS];	     /* (T,B,H) each layer's output */
+	float *yd[GRU_LM_MAX_LAYERS];	     /* (T,B,H) after dropout */
+	uint8_t *mask[GRU_LM_MAX_LAYERS];    /* (T,B,H) */
+	float *cache[GRU_LM_MAX_LAYERS];     /* the backend's GRU cache */
+	uint64_t cache_floats;		     /* per layer */
+	float *h0[GRU_LM_MAX_LAYERS];	     /* (B,H) state entering the window */
+	float *logits;			     /* (T*B,V), then its gradient */
+	float *da, *db;			     /* (T,B,max(D,H)) gradient ping-pong */
+	float *grad;			     /* the gradient arena (layout.total) */
+};
+
+/* What a pass over one window does. */
+struct gru_lm_pass {
+	uint32_t T, B;
+	bool fresh;		/* the state starts at zero */
+	bool train;		/* backward too (into w->grad, accumulated) */
+	float dropout;		/* 0: none */
+	struct fedrun_rng *rng; /* dropout stream (when dropout > 0) */
+	float grad_scale;	/* multiplies this window's mean-loss gradient */
+};
+
+int gru_lm_worker_create(void *model, void **worker);
+void gru_lm_worker_destroy(void *model, void *worker);
+/* Makes room for windows of T*B = tb tokens and batch b. */
+int gru_lm_worker_reserve(const struct gru_lm *m, struct gru_lm_worker *w, uint64_t tb, uint32_t b);
+
+/* One window: forward over w->in (T,B) from the state in w->h0 (or zeros),
+ * the mean loss against w->tgt into *loss and the number of targets into
+ * *count; with p->train, backward into w->grad (accumulated, scaled by
+ * p->grad_scale). Leaves the final state in w->h0 for the next window. */
+int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		  const struct gru_lm_pass *p, double *loss, uint64_t *count);
+
+int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args, float *params,
+		 struct fedrun_train_stats *stats);
+int gru_lm_evaluate(void *model, void *worker, const float *params, enum fedrun_split split,
+		    int64_t client, struct fedrun_eval *out);
+int gru_lm_loss_grad(void *model, void *worker, const float *params, enum fedrun_split split,
+		     int64_t client, float *grad, double *loss);
+
+#endif

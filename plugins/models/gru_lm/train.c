@@ -1,0 +1,211 @@
+/* gru-lm's loops: local training by truncated BPTT with the hidden state
+ * carried across the windows of a client's stream (SGD or Adam through
+ * fedrun_optim_step, FedProx's proximal term), evaluation (mean NLL per
+ * token and perplexity), and the loss gradient that meritfed asks for. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include "gru_lm.h"
+
+static double now(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+/* Rows of the BPTT layout for a stream of n tokens: the requested batch,
+ * or fewer for a stream too short to give each row two tokens (a client
+ * with little held-out text still gets evaluated). 0 when n < 2. */
+static uint32_t rows_for(uint64_t n, uint32_t batch)
+{
+	uint64_t most = n / 2;
+	return most < batch ? (uint32_t)most : batch;
+}
+
+/* A worker for the call: the engine's, or a temporary one where the caller
+ * has none (worker_create is optional for hosts). */
+static int get_worker(struct gru_lm *m, void *worker, struct gru_lm_worker **w, bool *temp)
+{
+	*temp = !worker;
+	if (worker) {
+		*w = worker;
+		return 0;
+	}
+	return gru_lm_worker_create(m, (void **)w);
+}
+
+static bool has_prox(const struct fedrun_train_args *a)
+{
+	return a->size >= offsetof(struct fedrun_train_args, prox_anchor) + sizeof a->prox_anchor &&
+	       a->prox_mu > 0 && a->prox_anchor;
+}
+
+int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args, float *params,
+		 struct fedrun_train_stats *stats)
+{
+	struct gru_lm *m = model;
+	struct fedrun_stream s;
+	int rc = fedrun_textdata_stream(m->td, FEDRUN_SPLIT_TRAIN, args->client, &s);
+	if (rc < 0)
+		return rc;
+	stats->loss = 0;
+	stats->samples = 0;
+	uint32_t B = rows_for(s.n_tokens, args->batch);
+	if (B == 0)
+		return 0; /* fewer than two tokens: nothing to predict */
+	struct fedrun_bptt it;
+	if ((rc = fedrun_bptt_init(&it, &s, B, m->bptt)) < 0)
+		return rc;
+	struct gru_lm_worker *w;
+	bool temp;
+	if ((rc = get_worker(m, worker, &w, &temp)) < 0)
+		return rc;
+	if ((rc = gru_lm_worker_reserve(m, w, (uint64_t)m->bptt * B, B)) < 0)
+		goto out;
+
+	/* Dropout masks come from one stream per (seed, round, client), drawn
+	 * in the order of the windows, so a client's training is the same
+	 * whichever thread runs it. */
+	struct fedrun_rng rng;
+	fedrun_rng_init(&rng, args->seed, FEDRUN_RNG_DROPOUT, args->round, args->client);
+	const uint64_t steps = args->steps ? args->steps : (uint64_t)args->epochs * it.windows;
+	const uint64_t n = m->layout.total;
+	const bool prox = has_prox(args);
+	double loss_sum = 0, t0 = now();
+	uint64_t tokens = 0;
+	for (uint64_t k = 0; k < steps; k++) {
+		uint64_t win = k % it.windows;
+		struct gru_lm_pass p = {.fresh = win == 0, /* a new epoch starts from h = 0 */
+					.train = true,
+					.dropout = m->dropout,
+					.rng = &rng,
+					.grad_scale = 1.0f};
+		p.T = fedrun_bptt_window(&it, win, w->in_u, w->tgt_u);
+		p.B = B;
+		memset(w->grad, 0, n * sizeof(float));
+		double loss;
+		uint64_t count;
+		if ((rc = gru_lm_window(m, w, params, &p, &loss, &count)) < 0)
+			goto out;
+		/* FedProx (Li et al. 2020, eq. 2): the local objective gains
+		 * μ/2·||w − w_t||², whose gradient μ(w − w_t) joins the loss's
+		 * before clipping and the step. */
+		if (prox)
+			fedrun_prox_grad(args, n, params, w->grad);
+		fedrun_optim_step(args->optim, args->optim->lr, n, params, w->grad,
+				  args->optim_state, args->optim_step);
+		loss_sum += loss * (double)count;
+		tokens += count;
+	}
+	double secs = now() - t0;
+	stats->loss = tokens ? loss_sum / (double)tokens : 0;
+	stats->samples = tokens;
+	/* Wall-clock speed: a metric only, never an input to training, so
+	 * final.safetensors stays a function of the pipeline alone. */
+	if (m->speed_metric && secs > 0 && tokens)
+		m->host->metric(m->host->ctx, "gru_lm.tokens_per_s", args->client, NULL,
+				(double)tokens / secs);
+out:
+	if (temp)
+		gru_lm_worker_destroy(m, w);
+	return rc;
+}
+
+/* Mean NLL per predicted token of a split (forward only, no dropout), and
+ * with grad its gradient: each window's mean-loss gradient weighted by its
+ * share of the targets, so that they add up to the gradient of the mean. */
+static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		      enum fedrun_split split, int64_t client, bool with_grad, double *loss,
+		      uint64_t *tokens)
+{
+	struct fedrun_stream s;
+	int rc = fedrun_textdata_stream(m->td, split, client, &s);
+	if (rc < 0)
+		return rc;
+	uint32_t B = rows_for(s.n_tokens, m->eval_batch);
+	if (B == 0)
+		return fedrun_error(FEDRUN_ENOENT, "gru-lm: %s data of %s has %llu tokens, too few "
+						   "to predict one",
+				    split == FEDRUN_SPLIT_TRAIN ? "training" :
+				    split == FEDRUN_SPLIT_VALID ? "validation" : "test",
+				    client == FEDRUN_ALL_CLIENTS ? "all clients" :
+				    fedrun_textdata_client_name(m->td, (uint32_t)client),
+				    (unsigned long long)s.n_tokens);
+	struct fedrun_bptt it;
+	if ((rc = fedrun_bptt_init(&it, &s, B, m->bptt)) < 0)
+		return rc;
+	if ((rc = gru_lm_worker_reserve(m, w, (uint64_t)m->bptt * B, B)) < 0)
+		return rc;
+	const double total = (double)fedrun_bptt_targets(&it);
+	if (with_grad)
+		memset(w->grad, 0, m->layout.total * sizeof(float));
+	double sum = 0;
+	uint64_t cnt = 0;
+	for (uint64_t win = 0; win < it.windows; win++) {
+		struct gru_lm_pass p = {.fresh = win == 0, .train = with_grad, .dropout = 0};
+		p.T = fedrun_bptt_window(&it, win, w->in_u, w->tgt_u);
+		p.B = B;
+		p.grad_scale = (float)((double)p.T * B / total);
+		double l;
+		uint64_t c;
+		if ((rc = gru_lm_window(m, w, params, &p, &l, &c)) < 0)
+			return rc;
+		sum += l * (double)c;
+		cnt += c;
+	}
+	*loss = cnt ? sum / (double)cnt : 0;
+	*tokens = cnt;
+	return 0;
+}
+
+static void put(struct fedrun_eval *out, const char *name, double v)
+{
+	if (out->n >= FEDRUN_METRICS_MAX)
+		return;
+	snprintf(out->m[out->n].name, sizeof out->m[out->n].name, "%s", name);
+	out->m[out->n++].value = v;
+}
+
+int gru_lm_evaluate(void *model, void *worker, const float *params, enum fedrun_split split,
+		    int64_t client, struct fedrun_eval *out)
+{
+	struct gru_lm *m = model;
+	struct gru_lm_worker *w;
+	bool temp;
+	int rc = get_worker(m, worker, &w, &temp);
+	if (rc < 0)
+		return rc;
+	double loss;
+	uint64_t tokens;
+	rc = split_loss(m, w, params, split, client, false, &loss, &tokens);
+	if (rc == 0) {
+		out->n = 0;
+		put(out, "loss", loss);
+		put(out, "ppl", exp(loss));
+		put(out, "tokens", (double)tokens);
+	}
+	if (temp)
+		gru_lm_worker_destroy(m, w);
+	return rc;
+}
+
+int gru_lm_loss_grad(void *model, void *worker, const float *params, enum fedrun_split split,
+		     int64_t client, float *grad, double *loss)
+{
+	struct gru_lm *m = model;
+	struct gru_lm_worker *w;
+	bool temp;
+	int rc = get_worker(m, worker, &w, &temp);
+	if (rc < 0)
+		return rc;
+	uint64_t tokens;
+	rc = split_loss(m, w, params, split, client, grad != NULL, loss, &tokens);
+	if (rc == 0 && grad)
+		memcpy(grad, w->grad, m->layout.total * sizeof(float));
+	if (temp)
+		gru_lm_worker_destroy(m, w);
+	return rc;
+}
