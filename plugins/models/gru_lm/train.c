@@ -127,12 +127,15 @@ static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *pa
 		return rc;
 	uint32_t B = rows_for(s.n_tokens, m->eval_batch);
 	if (B == 0)
-		return fedrun_error(FEDRUN_ENOENT, "gru-lm: %s data of %s has %llu tokens, too few "
-						   "to predict one",
-				    split == FEDRUN_SPLIT_TRAIN ? "training" :
-				    split == FEDRUN_SPLIT_VALID ? "validation" : "test",
-				    client == FEDRUN_ALL_CLIENTS ? "all clients" :
-				    fedrun_textdata_client_name(m->td, (uint32_t)client),
+		return fedrun_error(FEDRUN_ENOENT,
+				    "gru-lm: %s data of %s has %llu tokens, too few "
+				    "to predict one",
+				    split == FEDRUN_SPLIT_TRAIN	  ? "training"
+				    : split == FEDRUN_SPLIT_VALID ? "validation"
+								  : "test",
+				    client == FEDRUN_ALL_CLIENTS
+					? "all clients"
+					: fedrun_textdata_client_name(m->td, (uint32_t)client),
 				    (unsigned long long)s.n_tokens);
 	struct fedrun_bptt it;
 	if ((rc = fedrun_bptt_init(&it, &s, B, m->bptt)) < 0)
