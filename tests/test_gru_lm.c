@@ -522,6 +522,45 @@ START_TEST(learns_markov_chain)
 }
 END_TEST
 
+static uint32_t two_threads(void *ctx)
+{
+	return 2;
+}
+
+/* The server's evaluation runs its row groups on the run's threads: the
+ * same bits with 1 or 2 threads, and per client (always one thread). */
+START_TEST(evaluation_groups)
+{
+	make_dir();
+	write_random_corpus("train.txt", 300, 20, 5);
+	struct fakehost fh;
+	fakehost_init(&fh, 1);
+	void *m = create(&fh, "{\"embed\": 12, \"hidden\": 12, \"eval_groups\": 3, \"eval_batch\": 7}",
+			 false, 1, NULL);
+	uint64_t n = ops()->layout(m)->total;
+	float *p = fedrun_arena_alloc(n);
+	ops()->init_params(m, 2, p);
+	struct fedrun_eval one, two, client;
+	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_TRAIN, FEDRUN_ALL_CLIENTS, &one), 0);
+	fh.host.threads = two_threads;
+	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_TRAIN, FEDRUN_ALL_CLIENTS, &two), 0);
+	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_TRAIN, 0, &client), 0);
+	ck_assert_uint_eq(one.n, 3);
+	for (uint32_t i = 0; i < one.n; i++) {
+		ck_assert_str_eq(one.m[i].name, two.m[i].name);
+		ck_assert_mem_eq(&one.m[i].value, &two.m[i].value, sizeof(double));
+		ck_assert_mem_eq(&one.m[i].value, &client.m[i].value, sizeof(double));
+	}
+	/* loss_grad's loss is the same mean over the same groups. */
+	double loss;
+	ck_assert_int_eq(ops()->loss_grad(m, NULL, p, FEDRUN_SPLIT_TRAIN, 0, NULL, &loss), 0);
+	ck_assert_double_eq_tol(loss, one.m[0].value, 1e-12);
+	fedrun_arena_free(p);
+	ops()->destroy(m);
+	remove_dir();
+}
+END_TEST
+
 /* ---- configuration -------------------------------------------------------- */
 
 START_TEST(layout_names_and_presets)
@@ -621,6 +660,7 @@ static Suite *gru_lm_suite(void)
 	tcase_add_test(tc, train_step_is_loss_grad_step);
 	tcase_add_test(tc, dropout_is_seeded);
 	tcase_add_test(tc, learns_markov_chain);
+	tcase_add_test(tc, evaluation_groups);
 	tcase_add_test(tc, layout_names_and_presets);
 	tcase_add_test(tc, refusals);
 	suite_add_tcase(s, tc);

@@ -10,6 +10,7 @@
 #include <fedrun/fedrun.h>
 
 #define GRU_LM_MAX_LAYERS 8
+#define GRU_LM_MAX_GROUPS 64 /* of evaluation rows */
 
 /* The model: sizes, data and where each tensor lives in the arena. */
 struct gru_lm {
@@ -17,7 +18,7 @@ struct gru_lm {
 	const struct fedrun_backend_ops *be;
 	struct fedrun_textdata *td;
 	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */
-	uint32_t bptt, eval_batch;
+	uint32_t bptt, eval_batch, eval_groups;
 	float dropout;
 	bool tied;
 	bool speed_metric;

@@ -21,7 +21,7 @@ static const struct {
 
 struct model_cfg {
 	int preset;
-	int64_t embed, hidden, layers, bptt, eval_batch;
+	int64_t embed, hidden, layers, bptt, eval_batch, eval_groups;
 	double dropout, init_range;
 	bool tied, speed_metric;
 };
@@ -41,6 +41,8 @@ static const struct fedrun_opt model_spec[] = {
     {"bptt", FEDRUN_OPT_INT, offsetof(struct model_cfg, bptt), 0, 1, 10000, 35, NULL, NULL},
     {"eval_batch", FEDRUN_OPT_INT, offsetof(struct model_cfg, eval_batch), 0, 1, 100000, 10, NULL,
      NULL},
+    {"eval_groups", FEDRUN_OPT_INT, offsetof(struct model_cfg, eval_groups), 0, 1,
+     GRU_LM_MAX_GROUPS, 2, NULL, NULL},
     {"init_range", FEDRUN_OPT_NUMBER, offsetof(struct model_cfg, init_range), FEDRUN_OPT_MIN_OPEN,
      0, 10, 0.1, NULL, NULL},
     {"speed_metric", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, speed_metric), 0, 0, 0, 1, NULL,
@@ -151,6 +153,7 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	m->L = (uint32_t)c.layers;
 	m->bptt = (uint32_t)c.bptt;
 	m->eval_batch = (uint32_t)c.eval_batch;
+	m->eval_groups = (uint32_t)c.eval_groups;
 	m->dropout = (float)c.dropout;
 	m->tied = c.tied;
 	m->init_range = c.init_range;
