@@ -74,7 +74,8 @@ static void *gemm_thread(void *p)
 	j->gflops = 0;
 	for (int r = 0; a && b && c && r < j->reps; r++) {
 		double t0 = now();
-		be->sgemm(NULL, false, false, j->n, j->n, j->n, 1.0f, a, j->n, b, j->n, 0.0f, c, j->n);
+		be->sgemm(NULL, false, false, j->n, j->n, j->n, 1.0f, a, j->n, b, j->n, 0.0f, c,
+			  j->n);
 		double g = 2.0 * j->n * (double)nn / (now() - t0) / 1e9;
 		if (g > j->gflops)
 			j->gflops = g;
@@ -127,8 +128,8 @@ static void *train_thread(void *p)
 #ifdef _OPENMP
 	omp_set_num_threads(1);
 #endif
-	struct fedrun_optim_cfg oc = {.kind = FEDRUN_OPTIM_SGD, .lr = 1.0, .momentum = 0.5,
-				      .clip_norm = 0.25};
+	struct fedrun_optim_cfg oc = {
+	    .kind = FEDRUN_OPTIM_SGD, .lr = 1.0, .momentum = 0.5, .clip_norm = 0.25};
 	float *params = fedrun_arena_alloc(j->n), *state = fedrun_arena_alloc(j->n);
 	void *w = NULL;
 	if (!params || !state || (j->rc = j->ops->worker_create(j->model, &w)) < 0) {
@@ -137,9 +138,15 @@ static void *train_thread(void *p)
 	}
 	memcpy(params, j->init, j->n * sizeof(float));
 	uint64_t step = 0;
-	struct fedrun_train_args a = {.size = sizeof a, .round = 1, .client = j->client, .seed = 1,
-				      .steps = 2, .batch = j->batch, .optim = &oc,
-				      .optim_state = state, .optim_step = &step};
+	struct fedrun_train_args a = {.size = sizeof a,
+				      .round = 1,
+				      .client = j->client,
+				      .seed = 1,
+				      .steps = 2,
+				      .batch = j->batch,
+				      .optim = &oc,
+				      .optim_state = state,
+				      .optim_step = &step};
 	struct fedrun_train_stats st;
 	/* Warm-up: buffers allocated, pages touched, caches filled. */
 	if ((j->rc = j->ops->train(j->model, w, &a, params, &st)) < 0)
@@ -207,28 +214,55 @@ static double flops_per_token(const struct cfg *c)
 
 int main(int argc, char **argv)
 {
-	struct cfg c = {.workers = 1, .windows = 40, .vocab = 10000, .hidden = 300, .layers = 1,
-			.batch = 20, .bptt = 35, .dropout = 0.2};
-	static const struct option opts[] = {
-		{"workers", required_argument, NULL, 'w'}, {"windows", required_argument, NULL, 'n'},
-		{"vocab", required_argument, NULL, 'v'},   {"hidden", required_argument, NULL, 'H'},
-		{"layers", required_argument, NULL, 'l'},  {"batch", required_argument, NULL, 'b'},
-		{"bptt", required_argument, NULL, 't'},	   {"dropout", required_argument, NULL, 'd'},
-		{NULL, 0, NULL, 0}};
+	struct cfg c = {.workers = 1,
+			.windows = 40,
+			.vocab = 10000,
+			.hidden = 300,
+			.layers = 1,
+			.batch = 20,
+			.bptt = 35,
+			.dropout = 0.2};
+	static const struct option opts[] = {{"workers", required_argument, NULL, 'w'},
+					     {"windows", required_argument, NULL, 'n'},
+					     {"vocab", required_argument, NULL, 'v'},
+					     {"hidden", required_argument, NULL, 'H'},
+					     {"layers", required_argument, NULL, 'l'},
+					     {"batch", required_argument, NULL, 'b'},
+					     {"bptt", required_argument, NULL, 't'},
+					     {"dropout", required_argument, NULL, 'd'},
+					     {NULL, 0, NULL, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "w:n:v:H:l:b:t:d:", opts, NULL)) != -1) {
 		switch (o) {
-		case 'w': c.workers = (uint32_t)atoi(optarg); break;
-		case 'n': c.windows = (uint32_t)atoi(optarg); break;
-		case 'v': c.vocab = (uint32_t)atoi(optarg); break;
-		case 'H': c.hidden = (uint32_t)atoi(optarg); break;
-		case 'l': c.layers = (uint32_t)atoi(optarg); break;
-		case 'b': c.batch = (uint32_t)atoi(optarg); break;
-		case 't': c.bptt = (uint32_t)atoi(optarg); break;
-		case 'd': c.dropout = atof(optarg); break;
+		case 'w':
+			c.workers = (uint32_t)atoi(optarg);
+			break;
+		case 'n':
+			c.windows = (uint32_t)atoi(optarg);
+			break;
+		case 'v':
+			c.vocab = (uint32_t)atoi(optarg);
+			break;
+		case 'H':
+			c.hidden = (uint32_t)atoi(optarg);
+			break;
+		case 'l':
+			c.layers = (uint32_t)atoi(optarg);
+			break;
+		case 'b':
+			c.batch = (uint32_t)atoi(optarg);
+			break;
+		case 't':
+			c.bptt = (uint32_t)atoi(optarg);
+			break;
+		case 'd':
+			c.dropout = atof(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [--workers N] [--windows N] [--vocab V] [--hidden H] "
-					"[--layers L] [--batch B] [--bptt T] [--dropout P]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--workers N] [--windows N] [--vocab V] [--hidden H] "
+				"[--layers L] [--batch B] [--bptt T] [--dropout P]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -254,8 +288,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const struct fedrun_model_ops *ops = p->ops;
-	struct fedrun_host host = {.size = sizeof host, .log = no_log, .metric = no_metric,
-				   .threads = one, .seed = seed};
+	struct fedrun_host host = {
+	    .size = sizeof host, .log = no_log, .metric = no_metric, .threads = one, .seed = seed};
 	json_t *mc = json_pack("{s:i, s:i, s:i, s:b, s:f, s:i, s:b}", "embed", (int)c.hidden,
 			       "hidden", (int)c.hidden, "layers", (int)c.layers, "tied", 1,
 			       "dropout", c.dropout, "bptt", (int)c.bptt, "speed_metric", 0);
@@ -273,9 +307,13 @@ int main(int argc, char **argv)
 	struct train_job jobs[64];
 	pthread_t tids[64];
 	for (uint32_t i = 0; i < c.workers; i++) {
-		jobs[i] = (struct train_job){.ops = ops, .model = model, .client = i,
-					     .windows = c.windows, .batch = c.batch,
-					     .n = l->total, .init = init};
+		jobs[i] = (struct train_job){.ops = ops,
+					     .model = model,
+					     .client = i,
+					     .windows = c.windows,
+					     .batch = c.batch,
+					     .n = l->total,
+					     .init = init};
 		pthread_create(&tids[i], NULL, train_thread, &jobs[i]);
 	}
 	double tps = 0;
@@ -290,8 +328,7 @@ int main(int argc, char **argv)
 	double peak = sgemm_gflops(c.workers), fpt = flops_per_token(&c);
 	printf("gru-lm training: vocab %u, embed = hidden %u, %u layer(s), tied, batch %u, "
 	       "bptt %u, dropout %g, %u worker(s), %u windows each\n",
-	       c.vocab, c.hidden, c.layers, c.batch, c.bptt,
-	       c.dropout, c.workers, c.windows);
+	       c.vocab, c.hidden, c.layers, c.batch, c.bptt, c.dropout, c.workers, c.windows);
 	printf("tokens_per_s %.1f\n", tps);
 	printf("mflop_per_token %.3f\n", fpt / 1e6);
 	printf("train_gflops %.2f\n", tps * fpt / 1e9);

@@ -172,7 +172,8 @@ static double ref_loss(const struct ref_model *r, double *states, bool record)
 			memcpy(h[l], y[l] + (size_t)(T - 1) * bh, bh * sizeof(double));
 			x = y[l];
 		}
-		nn_ref_linear_forward(T * B, r->H, r->V, x, dec_w, tensor(r, "decoder.bias"), logits);
+		nn_ref_linear_forward(T * B, r->H, r->V, x, dec_w, tensor(r, "decoder.bias"),
+				      logits);
 		uint64_t cnt;
 		double lw = nn_ref_softmax_xent(T * B, r->V, logits, tgt, &cnt, NULL);
 		sum += lw * (double)cnt;
@@ -214,8 +215,8 @@ static void check_gradient(bool tied)
 
 	/* The same data as the plugin sees: the data section read again. */
 	struct ref_model r = {.l = l, .D = 5, .H = tied ? 5 : 6, .L = 2, .batch = 3, .bptt = 4};
-	json_t *dc = json_pack("{s:s+, s:{s:i}}", "train", dir, "/train.txt", "partition",
-			       "clients", 1);
+	json_t *dc =
+	    json_pack("{s:s+, s:{s:i}}", "train", dir, "/train.txt", "partition", "clients", 1);
 	struct fedrun_textdata *td;
 	ck_assert_int_eq(fedrun_textdata_from_json(dc, "data", 3, &td), 0);
 	r.V = fedrun_vocab_size(fedrun_textdata_vocab(td));
@@ -302,8 +303,14 @@ START_TEST(train_step_is_loss_grad_step)
 
 	struct fedrun_optim_cfg oc = sgd(0.5, 0);
 	uint64_t step = 0;
-	struct fedrun_train_args a = {.size = sizeof a, .round = 1, .client = 0, .seed = 1,
-				      .steps = 1, .batch = 2, .optim = &oc, .optim_step = &step};
+	struct fedrun_train_args a = {.size = sizeof a,
+				      .round = 1,
+				      .client = 0,
+				      .seed = 1,
+				      .steps = 1,
+				      .batch = 2,
+				      .optim = &oc,
+				      .optim_step = &step};
 	struct fedrun_train_stats st;
 	void *w;
 	ck_assert_int_eq(ops()->worker_create(m, &w), 0);
@@ -345,9 +352,9 @@ START_TEST(dropout_is_seeded)
 	write_random_corpus("train.txt", 60, 8, 2);
 	struct fakehost fh;
 	fakehost_init(&fh, 5);
-	void *m = create(&fh,
-			 "{\"embed\": 8, \"hidden\": 8, \"layers\": 2, \"dropout\": 0.3, \"bptt\": 5}",
-			 false, 2, NULL);
+	void *m = create(
+	    &fh, "{\"embed\": 8, \"hidden\": 8, \"layers\": 2, \"dropout\": 0.3, \"bptt\": 5}",
+	    false, 2, NULL);
 	uint64_t n = ops()->layout(m)->total;
 	float *p = fedrun_arena_alloc(n), *q[3];
 	ops()->init_params(m, 1, p);
@@ -358,9 +365,14 @@ START_TEST(dropout_is_seeded)
 		memcpy(q[k], p, n * sizeof(float));
 		memset(state, 0, n * sizeof(float));
 		uint64_t step = 0;
-		struct fedrun_train_args a = {.size = sizeof a, .round = k == 2 ? 2 : 1,
-					      .client = 1, .seed = 4, .epochs = 2, .batch = 3,
-					      .optim = &oc, .optim_state = state,
+		struct fedrun_train_args a = {.size = sizeof a,
+					      .round = k == 2 ? 2 : 1,
+					      .client = 1,
+					      .seed = 4,
+					      .epochs = 2,
+					      .batch = 3,
+					      .optim = &oc,
+					      .optim_state = state,
 					      .optim_step = &step};
 		struct fedrun_train_stats st;
 		ck_assert_int_eq(ops()->train(m, NULL, &a, q[k], &st), 0);
@@ -468,7 +480,8 @@ START_TEST(learns_markov_chain)
 	float *p = fedrun_arena_alloc(n), *state = fedrun_arena_alloc(n);
 	ops()->init_params(m, 1, p);
 	struct fedrun_eval ev;
-	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_VALID, FEDRUN_ALL_CLIENTS, &ev), 0);
+	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_VALID, FEDRUN_ALL_CLIENTS, &ev),
+			 0);
 	ck_assert_str_eq(ev.m[0].name, "loss");
 	ck_assert_str_eq(ev.m[1].name, "ppl");
 	double ppl0 = ev.m[1].value;
@@ -477,8 +490,14 @@ START_TEST(learns_markov_chain)
 	struct fedrun_optim_cfg oc = sgd(1.0, 0.5);
 	oc.clip_norm = 1.0;
 	uint64_t step = 0;
-	struct fedrun_train_args a = {.size = sizeof a, .round = 1, .client = 0, .seed = 1,
-				      .epochs = 10, .batch = 20, .optim = &oc, .optim_state = state,
+	struct fedrun_train_args a = {.size = sizeof a,
+				      .round = 1,
+				      .client = 0,
+				      .seed = 1,
+				      .epochs = 10,
+				      .batch = 20,
+				      .optim = &oc,
+				      .optim_state = state,
 				      .optim_step = &step};
 	struct fedrun_train_stats st;
 	void *w;
@@ -503,6 +522,45 @@ START_TEST(learns_markov_chain)
 }
 END_TEST
 
+static uint32_t two_threads(void *ctx)
+{
+	return 2;
+}
+
+/* The server's evaluation runs its row groups on the run's threads: the
+ * same bits with 1 or 2 threads, and per client (always one thread). */
+START_TEST(evaluation_groups)
+{
+	make_dir();
+	write_random_corpus("train.txt", 300, 20, 5);
+	struct fakehost fh;
+	fakehost_init(&fh, 1);
+	void *m = create(&fh, "{\"embed\": 12, \"hidden\": 12, \"eval_groups\": 3, \"eval_batch\": 7}",
+			 false, 1, NULL);
+	uint64_t n = ops()->layout(m)->total;
+	float *p = fedrun_arena_alloc(n);
+	ops()->init_params(m, 2, p);
+	struct fedrun_eval one, two, client;
+	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_TRAIN, FEDRUN_ALL_CLIENTS, &one), 0);
+	fh.host.threads = two_threads;
+	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_TRAIN, FEDRUN_ALL_CLIENTS, &two), 0);
+	ck_assert_int_eq(ops()->evaluate(m, NULL, p, FEDRUN_SPLIT_TRAIN, 0, &client), 0);
+	ck_assert_uint_eq(one.n, 3);
+	for (uint32_t i = 0; i < one.n; i++) {
+		ck_assert_str_eq(one.m[i].name, two.m[i].name);
+		ck_assert_mem_eq(&one.m[i].value, &two.m[i].value, sizeof(double));
+		ck_assert_mem_eq(&one.m[i].value, &client.m[i].value, sizeof(double));
+	}
+	/* loss_grad's loss is the same mean over the same groups. */
+	double loss;
+	ck_assert_int_eq(ops()->loss_grad(m, NULL, p, FEDRUN_SPLIT_TRAIN, 0, NULL, &loss), 0);
+	ck_assert_double_eq_tol(loss, one.m[0].value, 1e-12);
+	fedrun_arena_free(p);
+	ops()->destroy(m);
+	remove_dir();
+}
+END_TEST
+
 /* ---- configuration -------------------------------------------------------- */
 
 START_TEST(layout_names_and_presets)
@@ -512,11 +570,11 @@ START_TEST(layout_names_and_presets)
 	struct fakehost fh;
 	fakehost_init(&fh, 1);
 	json_t *mc;
-	void *m = create(&fh, "{\"embed\": 4, \"hidden\": 6, \"layers\": 2, \"tied\": false}", false,
-			 2, &mc);
+	void *m = create(&fh, "{\"embed\": 4, \"hidden\": 6, \"layers\": 2, \"tied\": false}",
+			 false, 2, &mc);
 	const struct fedrun_layout *l = ops()->layout(m);
-	const char *want[] = {"embedding.weight", "gru.0.w_ih", "gru.0.w_hh", "gru.0.b_ih",
-			      "gru.0.b_hh",	  "gru.1.w_ih", "gru.1.w_hh", "gru.1.b_ih",
+	const char *want[] = {"embedding.weight", "gru.0.w_ih",	    "gru.0.w_hh",  "gru.0.b_ih",
+			      "gru.0.b_hh",	  "gru.1.w_ih",	    "gru.1.w_hh",  "gru.1.b_ih",
 			      "gru.1.b_hh",	  "decoder.weight", "decoder.bias"};
 	ck_assert_uint_eq(l->n, sizeof want / sizeof want[0]);
 	for (uint32_t i = 0; i < l->n; i++)
@@ -552,7 +610,8 @@ static int try_create(const char *model_json, const char *data_json, const char 
 {
 	struct fakehost fh;
 	fakehost_init(&fh, 1);
-	json_t *mc = json_loads(model_json, 0, NULL), *dc = data_json ? json_loads(data_json, 0, NULL) : NULL;
+	json_t *mc = json_loads(model_json, 0, NULL),
+	       *dc = data_json ? json_loads(data_json, 0, NULL) : NULL;
 	void *m = NULL;
 	int rc = ops()->create(&fh.host, mc, dc, &m);
 	if (rc == 0)
@@ -570,17 +629,19 @@ START_TEST(refusals)
 	make_dir();
 	write_random_corpus("train.txt", 20, 6, 3);
 	char data[256];
-	snprintf(data, sizeof data, "{\"train\": \"%s/train.txt\", \"partition\": {\"clients\": 2}}",
-		 dir);
+	snprintf(data, sizeof data,
+		 "{\"train\": \"%s/train.txt\", \"partition\": {\"clients\": 2}}", dir);
 	ck_assert_int_eq(try_create("{\"embed\": 4, \"hidden\": 6}", data, "must equal hidden"),
 			 FEDRUN_ECONFIG);
 	ck_assert_int_eq(try_create("{\"embed\": 4, \"hiden\": 6}", data, "hiden"), FEDRUN_ECONFIG);
 	ck_assert_int_eq(try_create("{\"dropout\": 1}", data, "model.dropout"), FEDRUN_ECONFIG);
-	ck_assert_int_eq(try_create("{\"preset\": \"huge\"}", data, "model.preset"), FEDRUN_ECONFIG);
+	ck_assert_int_eq(try_create("{\"preset\": \"huge\"}", data, "model.preset"),
+			 FEDRUN_ECONFIG);
 	ck_assert_int_eq(try_create("{\"layers\": 9}", data, "model.layers"), FEDRUN_ECONFIG);
 	ck_assert_int_eq(try_create("{}", NULL, "data"), FEDRUN_ECONFIG);
-	ck_assert_int_lt(try_create("{}", "{\"train\": \"/nonexistent/x.txt\", \"partition\": "
-					  "{\"clients\": 1}}",
+	ck_assert_int_lt(try_create("{}",
+				    "{\"train\": \"/nonexistent/x.txt\", \"partition\": "
+				    "{\"clients\": 1}}",
 				    "/nonexistent/x.txt"),
 			 0);
 	ck_assert_int_eq(try_create("{\"embed\": 4, \"hidden\": 4}", data, ""), 0);
@@ -599,6 +660,7 @@ static Suite *gru_lm_suite(void)
 	tcase_add_test(tc, train_step_is_loss_grad_step);
 	tcase_add_test(tc, dropout_is_seeded);
 	tcase_add_test(tc, learns_markov_chain);
+	tcase_add_test(tc, evaluation_groups);
 	tcase_add_test(tc, layout_names_and_presets);
 	tcase_add_test(tc, refusals);
 	suite_add_tcase(s, tc);

@@ -10,6 +10,7 @@
 #include <fedrun/fedrun.h>
 
 #define GRU_LM_MAX_LAYERS 8
+#define GRU_LM_MAX_GROUPS 64 /* of evaluation rows */
 
 /* The model: sizes, data and where each tensor lives in the arena. */
 struct gru_lm {
@@ -17,7 +18,7 @@ struct gru_lm {
 	const struct fedrun_backend_ops *be;
 	struct fedrun_textdata *td;
 	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */
-	uint32_t bptt, eval_batch;
+	uint32_t bptt, eval_batch, eval_groups;
 	float dropout;
 	bool tied;
 	bool speed_metric;
@@ -33,21 +34,21 @@ struct gru_lm {
  * window, grown on demand to the largest window seen. */
 struct gru_lm_worker {
 	void *ctx;
-	uint64_t cap_tb; /* T * B the buffers hold */
-	uint32_t cap_b;	 /* B the state buffers hold */
-	uint32_t *in_u, *tgt_u;		     /* (T,B) ids from fedrun_bptt_window */
-	int32_t *in, *tgt;		     /* (T,B) the same as int32 */
-	float *emb;			     /* (T,B,D) embedded (and dropped) input */
-	uint8_t *mask_emb;		     /* (T,B,D) */
-	float *y[GRU_LM_MAX_LAYERS];	     /* (T,B,H) each layer's output */
-	float *yd[GRU_LM_MAX_LAYERS];	     /* (T,B,H) after dropout */
-	uint8_t *mask[GRU_LM_MAX_LAYERS];    /* (T,B,H) */
-	float *cache[GRU_LM_MAX_LAYERS];     /* the backend's GRU cache */
-	uint64_t cache_floats;		     /* per layer */
-	float *h0[GRU_LM_MAX_LAYERS];	     /* (B,H) state entering the window */
-	float *logits;			     /* (T*B,V), then its gradient */
-	float *da, *db;			     /* (T,B,max(D,H)) gradient ping-pong */
-	float *grad;			     /* the gradient arena (layout.total) */
+	uint64_t cap_tb;		  /* T * B the buffers hold */
+	uint32_t cap_b;			  /* B the state buffers hold */
+	uint32_t *in_u, *tgt_u;		  /* (T,B) ids from fedrun_bptt_window */
+	int32_t *in, *tgt;		  /* (T,B) the same as int32 */
+	float *emb;			  /* (T,B,D) embedded (and dropped) input */
+	uint8_t *mask_emb;		  /* (T,B,D) */
+	float *y[GRU_LM_MAX_LAYERS];	  /* (T,B,H) each layer's output */
+	float *yd[GRU_LM_MAX_LAYERS];	  /* (T,B,H) after dropout */
+	uint8_t *mask[GRU_LM_MAX_LAYERS]; /* (T,B,H) */
+	float *cache[GRU_LM_MAX_LAYERS];  /* the backend's GRU cache */
+	uint64_t cache_floats;		  /* per layer */
+	float *h0[GRU_LM_MAX_LAYERS];	  /* (B,H) state entering the window */
+	float *logits;			  /* (T*B,V), then its gradient */
+	float *da, *db;			  /* (T,B,max(D,H)) gradient ping-pong */
+	float *grad;			  /* the gradient arena (layout.total) */
 };
 
 /* What a pass over one window does. */

@@ -21,31 +21,33 @@ static const struct {
 
 struct model_cfg {
 	int preset;
-	int64_t embed, hidden, layers, bptt, eval_batch;
+	int64_t embed, hidden, layers, bptt, eval_batch, eval_groups;
 	double dropout, init_range;
 	bool tied, speed_metric;
 };
 
 static const struct fedrun_opt model_spec[] = {
-	{"preset", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, preset), 0, 0, 0, 0, "small",
-	 "small|medium|large"},
-	{"embed", FEDRUN_OPT_INT, offsetof(struct model_cfg, embed), FEDRUN_OPT_OPTIONAL, 1, 16384, 0,
-	 NULL, NULL},
-	{"hidden", FEDRUN_OPT_INT, offsetof(struct model_cfg, hidden), FEDRUN_OPT_OPTIONAL, 1, 16384, 0,
-	 NULL, NULL},
-	{"layers", FEDRUN_OPT_INT, offsetof(struct model_cfg, layers), 0, 1, GRU_LM_MAX_LAYERS, 1, NULL,
-	 NULL},
-	{"dropout", FEDRUN_OPT_NUMBER, offsetof(struct model_cfg, dropout),
-	 FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MAX_OPEN, 0, 1, 0, NULL, NULL},
-	{"tied", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, tied), 0, 0, 0, 1, NULL, NULL},
-	{"bptt", FEDRUN_OPT_INT, offsetof(struct model_cfg, bptt), 0, 1, 10000, 35, NULL, NULL},
-	{"eval_batch", FEDRUN_OPT_INT, offsetof(struct model_cfg, eval_batch), 0, 1, 100000, 10, NULL,
-	 NULL},
-	{"init_range", FEDRUN_OPT_NUMBER, offsetof(struct model_cfg, init_range), FEDRUN_OPT_MIN_OPEN,
-	 0, 10, 0.1, NULL, NULL},
-	{"speed_metric", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, speed_metric), 0, 0, 0, 1, NULL,
-	 NULL},
-	FEDRUN_OPT_END_,
+    {"preset", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, preset), 0, 0, 0, 0, "small",
+     "small|medium|large"},
+    {"embed", FEDRUN_OPT_INT, offsetof(struct model_cfg, embed), FEDRUN_OPT_OPTIONAL, 1, 16384, 0,
+     NULL, NULL},
+    {"hidden", FEDRUN_OPT_INT, offsetof(struct model_cfg, hidden), FEDRUN_OPT_OPTIONAL, 1, 16384, 0,
+     NULL, NULL},
+    {"layers", FEDRUN_OPT_INT, offsetof(struct model_cfg, layers), 0, 1, GRU_LM_MAX_LAYERS, 1, NULL,
+     NULL},
+    {"dropout", FEDRUN_OPT_NUMBER, offsetof(struct model_cfg, dropout),
+     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MAX_OPEN, 0, 1, 0, NULL, NULL},
+    {"tied", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, tied), 0, 0, 0, 1, NULL, NULL},
+    {"bptt", FEDRUN_OPT_INT, offsetof(struct model_cfg, bptt), 0, 1, 10000, 35, NULL, NULL},
+    {"eval_batch", FEDRUN_OPT_INT, offsetof(struct model_cfg, eval_batch), 0, 1, 100000, 10, NULL,
+     NULL},
+    {"eval_groups", FEDRUN_OPT_INT, offsetof(struct model_cfg, eval_groups), 0, 1,
+     GRU_LM_MAX_GROUPS, 2, NULL, NULL},
+    {"init_range", FEDRUN_OPT_NUMBER, offsetof(struct model_cfg, init_range), FEDRUN_OPT_MIN_OPEN,
+     0, 10, 0.1, NULL, NULL},
+    {"speed_metric", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, speed_metric), 0, 0, 0, 1, NULL,
+     NULL},
+    FEDRUN_OPT_END_,
 };
 
 /* Fills the options the pipeline left out from the preset and writes them
@@ -151,6 +153,7 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	m->L = (uint32_t)c.layers;
 	m->bptt = (uint32_t)c.bptt;
 	m->eval_batch = (uint32_t)c.eval_batch;
+	m->eval_groups = (uint32_t)c.eval_groups;
 	m->dropout = (float)c.dropout;
 	m->tied = c.tied;
 	m->init_range = c.init_range;
@@ -236,24 +239,23 @@ static uint64_t gru_lm_client_size(void *model, uint32_t client)
 }
 
 static const struct fedrun_model_ops gru_lm_ops = {
-	.size = sizeof(struct fedrun_model_ops),
-	.create = gru_lm_create,
-	.destroy = gru_lm_destroy,
-	.layout = gru_lm_layout,
-	.init_params = gru_lm_init,
-	.num_clients = gru_lm_num_clients,
-	.client_size = gru_lm_client_size,
-	.worker_create = gru_lm_worker_create,
-	.worker_destroy = gru_lm_worker_destroy,
-	.train = gru_lm_train,
-	.evaluate = gru_lm_evaluate,
-	.loss_grad = gru_lm_loss_grad,
+    .size = sizeof(struct fedrun_model_ops),
+    .create = gru_lm_create,
+    .destroy = gru_lm_destroy,
+    .layout = gru_lm_layout,
+    .init_params = gru_lm_init,
+    .num_clients = gru_lm_num_clients,
+    .client_size = gru_lm_client_size,
+    .worker_create = gru_lm_worker_create,
+    .worker_destroy = gru_lm_worker_destroy,
+    .train = gru_lm_train,
+    .evaluate = gru_lm_evaluate,
+    .loss_grad = gru_lm_loss_grad,
 };
 
-static const struct fedrun_plugin gru_lm_plugin =
-	FEDRUN_PLUGIN_INIT(FEDRUN_KIND_MODEL, "gru-lm", "1.0.0",
-			   "word-level GRU language model (FedAtt) trained by truncated BPTT",
-			   &gru_lm_ops);
+static const struct fedrun_plugin gru_lm_plugin = FEDRUN_PLUGIN_INIT(
+    FEDRUN_KIND_MODEL, "gru-lm", "1.0.0",
+    "word-level GRU language model (FedAtt) trained by truncated BPTT", &gru_lm_ops);
 
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index);
 const struct fedrun_plugin *fedrun_plugin_entry(uint32_t index)

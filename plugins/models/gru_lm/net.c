@@ -18,7 +18,8 @@
 static void free_buffers(const struct gru_lm *m, struct gru_lm_worker *w)
 {
 	const struct fedrun_backend_ops *be = m->be;
-	void *bufs[] = {w->in_u, w->tgt_u, w->in, w->tgt, w->emb, w->mask_emb, w->logits, w->da, w->db};
+	void *bufs[] = {w->in_u,     w->tgt_u,	w->in, w->tgt, w->emb,
+			w->mask_emb, w->logits, w->da, w->db};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
 			be->free_mem(w->ctx, bufs[i]);
@@ -84,8 +85,8 @@ int gru_lm_worker_reserve(const struct gru_lm *m, struct gru_lm_worker *w, uint6
 	free_buffers(m, w);
 	const struct fedrun_backend_ops *be = m->be;
 	const uint64_t D = m->D, H = m->H, V = m->V, wide = D > H ? D : H;
-	struct fedrun_gru_dims dims = {.steps = (uint32_t)(tb / b), .batch = b, .input = (uint32_t)wide,
-				       .hidden = m->H};
+	struct fedrun_gru_dims dims = {
+	    .steps = (uint32_t)(tb / b), .batch = b, .input = (uint32_t)wide, .hidden = m->H};
 	/* The cache is a function of T*B and H (I does not enter it): ask for
 	 * the worst split of tb into steps and batch. */
 	uint64_t c1 = be->gru_cache_floats(w->ctx, &dims);
@@ -148,8 +149,8 @@ static int stack_forward(const struct gru_lm *m, struct gru_lm_worker *w, const 
 		CHECK(be->gru_forward(w->ctx, &d, &gw, x, p->fresh ? NULL : w->h0[l], w->y[l],
 				      w->cache[l]));
 		if (p->dropout > 0) {
-			CHECK(be->dropout_forward(w->ctx, tbh, p->dropout, p->rng, w->y[l], w->yd[l],
-						  w->mask[l]));
+			CHECK(be->dropout_forward(w->ctx, tbh, p->dropout, p->rng, w->y[l],
+						  w->yd[l], w->mask[l]));
 			x = w->yd[l];
 		} else {
 			x = w->y[l];
@@ -188,7 +189,8 @@ static int stack_backward(const struct gru_lm *m, struct gru_lm_worker *w, const
 }
 
 /* The state for the next window: each layer's output at the last step. */
-static void carry_state(const struct gru_lm *m, struct gru_lm_worker *w, const struct gru_lm_pass *p)
+static void carry_state(const struct gru_lm *m, struct gru_lm_worker *w,
+			const struct gru_lm_pass *p)
 {
 	const uint64_t bh = (uint64_t)p->B * m->H;
 	for (uint32_t l = 0; l < m->L; l++)
@@ -231,8 +233,8 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 	float *demb;
 	CHECK(stack_backward(m, w, params, grad, p, w->da, &demb));
 	if (p->dropout > 0)
-		CHECK(be->dropout_backward(w->ctx, (uint64_t)N * m->D, p->dropout, w->mask_emb, demb,
-					   demb));
+		CHECK(be->dropout_backward(w->ctx, (uint64_t)N * m->D, p->dropout, w->mask_emb,
+					   demb, demb));
 	CHECK(be->embedding_backward(w->ctx, N, m->V, m->D, w->in, demb, grad + m->off_emb));
 	carry_state(m, w, p);
 	return 0;

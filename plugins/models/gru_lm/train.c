@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include "gru_lm.h"
@@ -114,12 +115,46 @@ out:
 	return rc;
 }
 
+/* Rows [r0, r1) of the layout `it` as a sequence of windows of their own,
+ * state carried: adds their summed loss and target count, and with
+ * with_grad their share of the gradient of the split's mean loss (each
+ * window's mean-loss gradient times its share of the `total` targets). */
+static int group_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		      const struct fedrun_bptt *it, uint32_t r0, uint32_t r1, bool with_grad,
+		      double total, double *sum, uint64_t *cnt)
+{
+	const uint32_t B = it->batch, g = r1 - r0;
+	int rc = gru_lm_worker_reserve(m, w, (uint64_t)m->bptt * B, B);
+	for (uint64_t win = 0; rc == 0 && win < it->windows; win++) {
+		struct gru_lm_pass p = {.fresh = win == 0, .train = with_grad, .dropout = 0};
+		p.T = fedrun_bptt_window(it, win, w->in_u, w->tgt_u); /* (T,B) */
+		p.B = g;
+		/* Keep rows r0 .. r1 - 1, (T,g): each entry moves to a lower
+		 * index than any still to be read. */
+		for (uint32_t t = 0; t < p.T; t++)
+			for (uint32_t b = 0; b < g; b++) {
+				w->in_u[t * g + b] = w->in_u[(uint64_t)t * B + r0 + b];
+				w->tgt_u[t * g + b] = w->tgt_u[(uint64_t)t * B + r0 + b];
+			}
+		p.grad_scale = (float)((double)p.T * g / total);
+		double l;
+		uint64_t c;
+		rc = gru_lm_window(m, w, params, &p, &l, &c);
+		*sum += l * (double)c;
+		*cnt += c;
+	}
+	return rc;
+}
+
 /* Mean NLL per predicted token of a split (forward only, no dropout), and
- * with grad its gradient: each window's mean-loss gradient weighted by its
- * share of the targets, so that they add up to the gradient of the mean. */
+ * with with_grad its gradient in w->grad. The eval_batch rows are split
+ * into eval_groups fixed groups computed independently (their losses added
+ * in group order), so that with `parallel` the groups run on the run's
+ * threads and give the same bits as one after the other: the grouping,
+ * never the thread count, decides the result. */
 static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *params,
-		      enum fedrun_split split, int64_t client, bool with_grad, double *loss,
-		      uint64_t *tokens)
+		      enum fedrun_split split, int64_t client, bool with_grad, bool parallel,
+		      double *loss, uint64_t *tokens)
 {
 	struct fedrun_stream s;
 	int rc = fedrun_textdata_stream(m->td, split, client, &s);
@@ -127,35 +162,59 @@ static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *pa
 		return rc;
 	uint32_t B = rows_for(s.n_tokens, m->eval_batch);
 	if (B == 0)
-		return fedrun_error(FEDRUN_ENOENT, "gru-lm: %s data of %s has %llu tokens, too few "
-						   "to predict one",
-				    split == FEDRUN_SPLIT_TRAIN ? "training" :
-				    split == FEDRUN_SPLIT_VALID ? "validation" : "test",
-				    client == FEDRUN_ALL_CLIENTS ? "all clients" :
-				    fedrun_textdata_client_name(m->td, (uint32_t)client),
+		return fedrun_error(FEDRUN_ENOENT,
+				    "gru-lm: %s data of %s has %llu tokens, too few "
+				    "to predict one",
+				    split == FEDRUN_SPLIT_TRAIN	  ? "training"
+				    : split == FEDRUN_SPLIT_VALID ? "validation"
+								  : "test",
+				    client == FEDRUN_ALL_CLIENTS
+					? "all clients"
+					: fedrun_textdata_client_name(m->td, (uint32_t)client),
 				    (unsigned long long)s.n_tokens);
 	struct fedrun_bptt it;
 	if ((rc = fedrun_bptt_init(&it, &s, B, m->bptt)) < 0)
 		return rc;
-	if ((rc = gru_lm_worker_reserve(m, w, (uint64_t)m->bptt * B, B)) < 0)
-		return rc;
 	const double total = (double)fedrun_bptt_targets(&it);
-	if (with_grad)
+	const uint32_t G = m->eval_groups < B ? m->eval_groups : B;
+	double sums[GRU_LM_MAX_GROUPS] = {0};
+	uint64_t cnts[GRU_LM_MAX_GROUPS] = {0};
+	int rcs[GRU_LM_MAX_GROUPS] = {0};
+	char *msgs[GRU_LM_MAX_GROUPS] = {NULL};
+	if (with_grad) {
+		if ((rc = gru_lm_worker_reserve(m, w, (uint64_t)m->bptt * B, B)) < 0)
+			return rc;
 		memset(w->grad, 0, m->layout.total * sizeof(float));
+	}
+	uint32_t nt = parallel && !with_grad ? m->host->threads(m->host->ctx) : 1;
+	nt = nt < 1 ? 1 : nt > G ? G : nt;
+	(void)nt;
+#pragma omp parallel for schedule(static, 1) num_threads(nt) if (nt > 1)
+	for (uint32_t k = 0; k < G; k++) {
+		/* Group 0 uses the caller's worker, the others their own. */
+		struct gru_lm_worker *gw = w;
+		int r = k == 0 || nt == 1 ? 0 : gru_lm_worker_create(m, (void **)&gw);
+		if (r == 0)
+			r = group_loss(m, gw, params, &it, k * B / G, (k + 1) * B / G, with_grad,
+				       total, &sums[k], &cnts[k]);
+		if (gw != w)
+			gru_lm_worker_destroy(m, gw);
+		if (r < 0) {
+			rcs[k] = r;
+			msgs[k] = strdup(fedrun_error_message());
+		}
+	}
 	double sum = 0;
 	uint64_t cnt = 0;
-	for (uint64_t win = 0; win < it.windows; win++) {
-		struct gru_lm_pass p = {.fresh = win == 0, .train = with_grad, .dropout = 0};
-		p.T = fedrun_bptt_window(&it, win, w->in_u, w->tgt_u);
-		p.B = B;
-		p.grad_scale = (float)((double)p.T * B / total);
-		double l;
-		uint64_t c;
-		if ((rc = gru_lm_window(m, w, params, &p, &l, &c)) < 0)
-			return rc;
-		sum += l * (double)c;
-		cnt += c;
+	for (uint32_t k = 0; k < G; k++) {
+		if (rcs[k] < 0 && rc == 0)
+			rc = fedrun_error(rcs[k], "%s", msgs[k] ? msgs[k] : "gru-lm: evaluation");
+		free(msgs[k]);
+		sum += sums[k];
+		cnt += cnts[k];
 	}
+	if (rc < 0)
+		return rc;
 	*loss = cnt ? sum / (double)cnt : 0;
 	*tokens = cnt;
 	return 0;
@@ -180,7 +239,10 @@ int gru_lm_evaluate(void *model, void *worker, const float *params, enum fedrun_
 		return rc;
 	double loss;
 	uint64_t tokens;
-	rc = split_loss(m, w, params, split, client, false, &loss, &tokens);
+	/* Only the server's evaluation of the union runs its groups in
+	 * parallel: clients are evaluated in parallel already. */
+	rc = split_loss(m, w, params, split, client, false, client == FEDRUN_ALL_CLIENTS, &loss,
+			&tokens);
 	if (rc == 0) {
 		out->n = 0;
 		put(out, "loss", loss);
@@ -202,7 +264,7 @@ int gru_lm_loss_grad(void *model, void *worker, const float *params, enum fedrun
 	if (rc < 0)
 		return rc;
 	uint64_t tokens;
-	rc = split_loss(m, w, params, split, client, grad != NULL, loss, &tokens);
+	rc = split_loss(m, w, params, split, client, grad != NULL, false, loss, &tokens);
 	if (rc == 0 && grad)
 		memcpy(grad, w->grad, m->layout.total * sizeof(float));
 	if (temp)
