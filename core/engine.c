@@ -159,7 +159,6 @@ struct round_ctx {
 	size_t *push_own_len;
 	void **pull;
 	size_t *pull_len;
-	double *loss;
 };
 
 static int first_bad_tensor(const struct fedrun_layout *l, const float *arena, const char **name)
@@ -235,7 +234,6 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 		return fedrun_error(FEDRUN_ENUMERIC,
 				    "round %u, client %u: training produced non-finite values in tensor '%s' "
 				    "(try a smaller clients.optimizer.lr)", rc_->info.round, c, bad);
-	rc_->loss[i] = stats.loss;
 	if (run_push(r)) {
 		if (!cs->params && !(cs->params = fedrun_arena_alloc(l->total)))
 			return fedrun_error(FEDRUN_ENOMEM, "out of memory for client %u's parameters", c);
@@ -401,10 +399,9 @@ static int run_round(struct run *r, uint32_t round)
 	ctx.push_own_len = calloc(m, sizeof *ctx.push_own_len);
 	ctx.pull = calloc(m, sizeof *ctx.pull);
 	ctx.pull_len = calloc(m, sizeof *ctx.pull_len);
-	ctx.loss = calloc(m, sizeof *ctx.loss);
 	ups = calloc(m, sizeof *ups);
 	views = calloc((size_t)m * l->n, sizeof *views);
-	if (!ctx.pull || !ctx.pull_len || !ctx.loss || !ups || !views || !ctx.push_own ||
+	if (!ctx.pull || !ctx.pull_len || !ups || !views || !ctx.push_own ||
 	    !ctx.push_own_len) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
@@ -505,7 +502,6 @@ out:
 	free(ctx.push_own_len);
 	free(ctx.pull);
 	free(ctx.pull_len);
-	free(ctx.loss);
 	free(push);
 	free(ups);
 	free(views);
@@ -750,7 +746,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		memcpy(r.theta_init, r.theta, r.layout->total * sizeof(float));
 		memcpy(r.theta_last, r.theta, r.layout->total * sizeof(float));
 	}
-	if ((rc = metrics_open(&r, opts->resume)) < 0)
+	if ((rc = metrics_open(&r)) < 0)
 		goto out;
 	/* OpenBLAS gives other bits with other thread counts for some shapes:
 	 * matrix products run on one thread each, and parallelism comes from

@@ -132,7 +132,7 @@ int checkpoint_load(struct run *r, const char *path);
 int final_write(struct run *r);
 int init_load(struct run *r, const char *path);
 
-int metrics_open(struct run *r, bool resume);
+int metrics_open(struct run *r);
 void metrics_close(struct run *r);
 int metrics_flush_round(struct run *r, uint32_t round);
 int metrics_truncate(const char *dir, uint32_t round);

@@ -59,9 +59,8 @@ static FILE *open_append(const char *dir, const char *name, const char *header)
 	return fp;
 }
 
-int metrics_open(struct run *r, bool resume)
+int metrics_open(struct run *r)
 {
-	(void)resume;
 	r->metrics = open_append(r->cfg.dir, "metrics.jsonl", NULL);
 	r->csv = open_append(r->cfg.dir, "metrics.csv", CSV_HEADER);
 	r->log = open_append(r->cfg.dir, "log.txt", NULL);

@@ -157,8 +157,11 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 		json_object_set(dir, "direction", json_object_get(sec, "direction"));
 	json_object_del(sec, "direction");
 	rc = fedrun_opts_parse(dir_spec, dir, "selector", &r->cfg);
-	if (rc == 0)
-		rc = r->sel_ops->create(&r->host, sec, r->layout, &r->selector.state);
+	if (rc < 0) { /* a message about the engine's key: not the plugin's */
+		json_decref(dir);
+		return rc;
+	}
+	rc = r->sel_ops->create(&r->host, sec, r->layout, &r->selector.state);
 	/* With "both", push gets an instance of its own, so that stateful
 	 * selectors keep the two sides apart. */
 	r->push_selector = r->selector.state;
@@ -167,9 +170,7 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 	json_object_set(sec, "direction", json_object_get(dir, "direction"));
 	json_decref(dir);
 	if (rc < 0)
-		return rc == FEDRUN_ECONFIG && strstr(fedrun_error_message(), "selector.direction")
-			       ? rc
-			       : fedrun_error_wrap(rc, "selector '%s': ", r->selector.desc->name);
+		return fedrun_error_wrap(rc, "selector '%s': ", r->selector.desc->name);
 
 	if (json_is_object(json_object_get(root, "privacy"))) {
 		rc = find_plugin(reg, root, "privacy", FEDRUN_KIND_PRIVACY, &r->privacy, &sec);
