@@ -50,9 +50,10 @@ run_ok --threads 1 --resume "$p" --set output.dir=early
 cmp ref/final.safetensors early/final.safetensors || die "stop after round 4 + resume differs"
 
 # SIGTERM: the run checkpoints at the end of the round and exits 130. It
-# was started with 400 rounds; the reference for it is run afterwards with
-# as many rounds as it did plus 5, so no timing matters.
-"$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=400 >/dev/null 2>term.err &
+# was started with far more rounds than it can finish before the signal (400
+# could: a round takes well under a millisecond); the reference for it is run
+# afterwards with as many rounds as it did plus 5, so no timing matters.
+"$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=1000000 >/dev/null 2>term.err &
 pid=$!
 i=0
 while [ ! -e term/checkpoints/round-000003.safetensors ] && [ $i -lt 1200 ]; do
@@ -64,7 +65,7 @@ wait $pid
 st=$?
 [ "$st" -eq 130 ] || { cat term.err; die "SIGTERM: exit $st, expected 130"; }
 done_round=$(ls term/checkpoints | tail -n 1 | sed 's/round-0*\([0-9]*\).*/\1/')
-[ "$done_round" -lt 400 ] || die "the run ended before the signal"
+[ "$done_round" -lt 1000000 ] || die "the run ended before the signal"
 n=$((done_round + 5))
 run_ok --threads 1 --resume "$p" --set output.dir=term --set rounds=$n
 run_ok --threads 2 "$p" --set output.dir=ref2 --set rounds=$n
