@@ -44,10 +44,10 @@ struct toy {
 	int32_t bos, eos;
 	uint64_t seed;
 	int kind;
-	double eos_bias;      /* added to eos's logit */
-	int eos_never;	      /* eos has log-probability -inf */
-	uint32_t fail_at;     /* return FEDRUN_EIO at this step (UINT32_MAX: never) */
-	uint32_t nan_at;      /* write a NaN at this step (UINT32_MAX: never) */
+	double eos_bias;  /* added to eos's logit */
+	int eos_never;	  /* eos has log-probability -inf */
+	uint32_t fail_at; /* return FEDRUN_EIO at this step (UINT32_MAX: never) */
+	uint32_t nan_at;  /* write a NaN at this step (UINT32_MAX: never) */
 	uint32_t calls;
 	/* hist (max_t, rows, max_t + 1): the prefix (bos first) of each row at
 	 * each step, as the toy reconstructs it through the parents. */
@@ -58,9 +58,17 @@ struct toy {
 static void toy_init(struct toy *m, uint32_t B, uint32_t beam, uint32_t V, uint32_t max_t,
 		     uint64_t seed)
 {
-	*m = (struct toy){.B = B, .beam = beam, .rows = B * beam, .V = V, .max_t = max_t,
-			  .bos = 1, .eos = 2, .seed = seed, .fail_at = UINT32_MAX,
+	*m = (struct toy){.B = B,
+			  .beam = beam,
+			  .rows = B * beam,
+			  .V = V,
+			  .max_t = max_t,
+			  .bos = 1,
+			  .eos = 2,
+			  .seed = seed,
+			  .fail_at = UINT32_MAX,
 			  .nan_at = UINT32_MAX};
+	ck_assert_uint_le(V, 64);
 	m->hist = calloc((size_t)max_t * m->rows * (max_t + 1), sizeof *m->hist);
 	m->tok_log = calloc((size_t)max_t * m->rows, sizeof *m->tok_log);
 	m->par_log = calloc((size_t)max_t * m->rows, sizeof *m->par_log);
@@ -80,8 +88,7 @@ static int32_t *hist_at(const struct toy *m, uint32_t t, uint32_t r)
 }
 
 /* log P(. | prefix) of sentence b; prefix[0] is bos, n >= 1 tokens. */
-static void toy_dist(const struct toy *m, uint32_t b, const int32_t *prefix, uint32_t n,
-		     float *out)
+static void toy_dist(const struct toy *m, uint32_t b, const int32_t *prefix, uint32_t n, float *out)
 {
 	if (m->kind == TOY_UNIFORM) {
 		for (uint32_t v = 0; v < m->V; v++)
@@ -92,7 +99,6 @@ static void toy_dist(const struct toy *m, uint32_t b, const int32_t *prefix, uin
 	for (uint32_t i = 0; i < n; i++)
 		h = mix64(h ^ (uint64_t)(uint32_t)prefix[i] ^ ((uint64_t)i << 32));
 	double x[64], mx = -INFINITY, sum = 0.0;
-	ck_assert_uint_le(m->V, 64);
 	for (uint32_t v = 0; v < m->V; v++) {
 		x[v] = 4.0 * ((double)(mix64(h + v) >> 11) / 9007199254740992.0) - 2.0;
 		if ((int32_t)v == m->eos)
@@ -123,38 +129,59 @@ static double toy_logprob(const struct toy *m, uint32_t b, const int32_t *tokens
 	return L;
 }
 
+/* Checks the arguments of step t: tokens in range, bos and no parent at
+ * t = 0, then parents within each row's sentence. Returns an error message
+ * or NULL (one ck_assert per call: check's assertions are slow in loops). */
+static const char *toy_check(const struct toy *m, uint32_t t, const int32_t *tokens,
+			     const int32_t *parent)
+{
+	if (t >= m->max_t)
+		return "step called past the longest max_len";
+	if ((t == 0) != (parent == NULL))
+		return "parent must be NULL at step 0 and only then";
+	for (uint32_t r = 0; r < m->rows; r++) {
+		if (tokens[r] < 0 || tokens[r] >= (int32_t)m->V)
+			return "token out of range";
+		if (t == 0 && tokens[r] != m->bos)
+			return "a token of step 0 is not bos";
+		if (t > 0 && (parent[r] < 0 || parent[r] >= (int32_t)m->rows))
+			return "parent out of range";
+		if (t > 0 && (uint32_t)parent[r] / m->beam != r / m->beam)
+			return "a row continues a row of another sentence";
+		if (t > 0 && tokens[r] == m->eos && parent[r] != (int32_t)r)
+			return "a row that carries nothing (eos) does not continue itself";
+	}
+	return NULL;
+}
+
 static int toy_step(void *ud, uint32_t t, const int32_t *tokens, const int32_t *parent,
 		    float *logprobs)
 {
 	struct toy *m = ud;
-	ck_assert_uint_eq(t, m->calls);
-	ck_assert_msg(t < m->max_t, "step %u called past the longest max_len %u", t, m->max_t);
+	const char *bad = t == m->calls ? toy_check(m, t, tokens, parent) : "steps out of order";
+	ck_assert_msg(bad == NULL, "step %u: %s", t, bad);
 	m->calls++;
 	for (uint32_t r = 0; r < m->rows; r++) {
 		int32_t *p = hist_at(m, t, r);
 		m->tok_log[(size_t)t * m->rows + r] = tokens[r];
-		ck_assert_int_ge(tokens[r], 0);
-		ck_assert_int_lt(tokens[r], (int32_t)m->V);
 		if (t == 0) {
-			ck_assert_ptr_null(parent);
-			ck_assert_int_eq(tokens[r], m->bos);
 			p[0] = m->bos;
 			continue;
 		}
-		ck_assert_ptr_nonnull(parent);
 		m->par_log[(size_t)t * m->rows + r] = parent[r];
-		ck_assert_int_ge(parent[r], 0);
-		ck_assert_int_lt(parent[r], (int32_t)m->rows);
-		ck_assert_msg((uint32_t)parent[r] / m->beam == r / m->beam,
-			      "step %u: row %u continues row %d of another sentence", t, r,
-			      parent[r]);
 		memcpy(p, hist_at(m, t - 1, (uint32_t)parent[r]), t * sizeof *p);
 		p[t] = tokens[r];
 	}
 	if (t == m->fail_at)
 		return fedrun_error(FEDRUN_EIO, "toy failure");
+	/* Rows that carry nothing get NaN: the search must not read them. */
 	for (uint32_t r = 0; r < m->rows; r++)
-		toy_dist(m, r / m->beam, hist_at(m, t, r), t + 1, logprobs + (size_t)r * m->V);
+		if (t > 0 && tokens[r] == m->eos)
+			for (uint32_t v = 0; v < m->V; v++)
+				logprobs[(size_t)r * m->V + v] = NAN;
+		else
+			toy_dist(m, r / m->beam, hist_at(m, t, r), t + 1,
+				 logprobs + (size_t)r * m->V);
 	if (t == m->nan_at)
 		for (uint32_t r = 0; r < m->rows; r++)
 			logprobs[(size_t)r * m->V + 0] = NAN;
@@ -266,60 +293,66 @@ static void exh_walk(struct exh *e, uint32_t d, double L)
 	}
 }
 
-/* (2) A beam that holds every hypothesis is exhaustive search. The early
- * stop must leave the result unchanged; with len_penalty 0 it must also
- * have happened at least once (fewer steps than max_len). */
+/* One case of (2): sentences of max_len M and M - 1 over V tokens, a beam of
+ * V^(M-1), which holds every candidate of every step. Returns whether the
+ * search stopped before step M - 1. */
+static int exhaustive_case(uint32_t V, uint32_t M, double alpha, double eos_bias, uint32_t seed)
+{
+	uint32_t beam = 1;
+	for (uint32_t i = 0; i + 1 < M; i++)
+		beam *= V;
+	const uint32_t B = 2, max_len[2] = {M, M - 1};
+	struct toy m;
+	toy_init(&m, B, beam, V, M, 1000 * V + 100 * M + seed);
+	m.eos = (int32_t)(seed % V);
+	m.bos = (int32_t)((seed + 1) % V);
+	m.eos_bias = eos_bias;
+	struct tfm_search_opts o = {.beam = beam, .len_penalty = alpha};
+	struct tfm_hyp h[2];
+	ck_assert_int_eq(tfm_beam_search(&o, B, max_len, V, m.bos, m.eos, toy_step, &m, h), 0);
+	for (uint32_t b = 0; b < B; b++) {
+		struct exh e = {.m = &m,
+				.b = b,
+				.max_len = max_len[b],
+				.alpha = alpha,
+				.best_score = -INFINITY};
+		exh_walk(&e, 0, 0.0);
+		check_hyp(&m, b, &h[b], max_len[b], alpha);
+		ck_assert_msg(h[b].len == e.best_len &&
+				  memcmp(h[b].tokens, e.best, e.best_len * sizeof(int32_t)) == 0,
+			      "V %u max_len %u alpha %g eos_bias %g seed %u sentence %u: beam "
+			      "found a hypothesis of length %u score %.17g, exhaustive search one "
+			      "of length %u score %.17g",
+			      V, max_len[b], alpha, eos_bias, seed, b, h[b].len, h[b].score,
+			      e.best_len, e.best_score);
+		ck_assert(fabs(h[b].score - e.best_score) <= 1e-12 * (1 + fabs(e.best_score)));
+	}
+	int early = m.calls < M;
+	tfm_hyp_free(h, B);
+	toy_fini(&m);
+	return early;
+}
+
+/* (2) A beam that holds every hypothesis is exhaustive search, for several
+ * length penalties (negative too) and eos probabilities. The early stop must
+ * leave the result unchanged; with len_penalty 0 it must also have happened
+ * (fewer steps than max_len) at least once. */
 START_TEST(test_wide_beam_is_exhaustive)
 {
-	const double alphas[] = {0.0, 1.0, 0.6};
+	const double alphas[] = {0.0, 1.0, 0.6, -0.5};
+	const double biases[] = {-2.5, -1.0, 0.0, 1.5};
 	uint32_t early = 0, cases = 0;
 	for (uint32_t V = 3; V <= 4; V++)
 		for (uint32_t M = 4; M <= 5; M++)
-			for (uint32_t ai = 0; ai < 3; ai++)
-				for (uint32_t seed = 0; seed < 25; seed++) {
-					uint32_t beam = 1;
-					for (uint32_t i = 0; i + 1 < M; i++)
-						beam *= V;
-					const uint32_t B = 2, max_len[2] = {M, M - 1};
-					struct toy m;
-					toy_init(&m, B, beam, V, M, 1000 * V + 100 * M + seed);
-					m.eos = (int32_t)(seed % V);
-					m.bos = (int32_t)((seed + 1) % V);
-					m.eos_bias = (double)(seed % 4) - 1.5;
-					struct tfm_search_opts o = {.beam = beam,
-								    .len_penalty = alphas[ai]};
-					struct tfm_hyp h[2];
-					ck_assert_int_eq(tfm_beam_search(&o, B, max_len, V, m.bos,
-									 m.eos, toy_step, &m, h),
-							 0);
-					for (uint32_t b = 0; b < B; b++) {
-						struct exh e = {.m = &m, .b = b,
-								.max_len = max_len[b],
-								.alpha = alphas[ai],
-								.best_score = -INFINITY};
-						exh_walk(&e, 0, 0.0);
-						check_hyp(&m, b, &h[b], max_len[b], alphas[ai]);
-						ck_assert_msg(h[b].len == e.best_len &&
-								      memcmp(h[b].tokens, e.best,
-									     e.best_len *
-										     sizeof(int32_t)) ==
-									      0,
-							      "V %u max_len %u alpha %g seed %u "
-							      "sentence %u: beam found a hypothesis of "
-							      "length %u score %.17g, exhaustive one "
-							      "of length %u score %.17g",
-							      V, max_len[b], alphas[ai], seed, b,
-							      h[b].len, h[b].score, e.best_len,
-							      e.best_score);
-						ck_assert(fabs(h[b].score - e.best_score) <=
-							  1e-12 * (1 + fabs(e.best_score)));
+			for (uint32_t ai = 0; ai < 4; ai++)
+				for (uint32_t bi = 0; bi < 4; bi++)
+					for (uint32_t seed = 0; seed < 25; seed++) {
+						int e = exhaustive_case(V, M, alphas[ai],
+									biases[bi], seed);
+						early += alphas[ai] == 0.0 && e;
+						cases++;
 					}
-					cases++;
-					early += alphas[ai] == 0.0 && m.calls < M;
-					tfm_hyp_free(h, B);
-					toy_fini(&m);
-				}
-	ck_assert_uint_eq(cases, 2 * 2 * 3 * 25);
+	ck_assert_uint_eq(cases, 2 * 2 * 4 * 4 * 25);
 	ck_assert_uint_gt(early, 0);
 }
 END_TEST
@@ -367,8 +400,7 @@ START_TEST(test_eos_forced_at_max_len)
 		} else {
 			struct tfm_search_opts o = {.beam = beam, .len_penalty = 0.0};
 			ck_assert_int_eq(
-				tfm_beam_search(&o, B, max_len, 6, m.bos, m.eos, toy_step, &m, h),
-				0);
+			    tfm_beam_search(&o, B, max_len, 6, m.bos, m.eos, toy_step, &m, h), 0);
 		}
 		ck_assert_uint_eq(m.calls, 9);
 		for (uint32_t b = 0; b < B; b++) {
@@ -444,20 +476,20 @@ START_TEST(test_bad_arguments)
 		int rc;
 		const char *what;
 	} cases[] = {
-		{tfm_beam_search(&o0, 2, ml, 5, 1, 2, toy_step, &m, h), "beam size is 0"},
-		{tfm_beam_search(&o, 2, ml, 0, 1, 2, toy_step, &m, h), "vocabulary size is 0"},
-		{tfm_beam_search(&o, 2, ml0, 5, 1, 2, toy_step, &m, h), "sentence 1 is 0"},
-		{tfm_beam_search(&onan, 2, ml, 5, 1, 2, toy_step, &m, h), "not finite"},
-		{tfm_beam_search(NULL, 2, ml, 5, 1, 2, toy_step, &m, h), "options are NULL"},
-		{tfm_beam_search(&o, 2, NULL, 5, 1, 2, toy_step, &m, h), "must not be NULL"},
-		{tfm_beam_search(&o, 2, ml, 5, 1, 2, NULL, &m, h), "must not be NULL"},
-		{tfm_beam_search(&o, 2, ml, 5, 1, 2, toy_step, &m, NULL), "must not be NULL"},
-		{tfm_beam_search(&o, 2, ml, 5, 5, 2, toy_step, &m, h), "bos 5"},
-		{tfm_beam_search(&o, 2, ml, 5, 1, -1, toy_step, &m, h), "eos -1"},
-		{tfm_greedy(2, ml, 0, 1, 2, toy_step, &m, h), "vocabulary size is 0"},
-		{tfm_greedy(2, ml0, 5, 1, 2, toy_step, &m, h), "sentence 1 is 0"},
-		{tfm_greedy(2, ml, 5, 1, 7, toy_step, &m, h), "eos 7"},
-		{tfm_greedy(2, ml, 5, 1, 2, NULL, &m, h), "must not be NULL"},
+	    {tfm_beam_search(&o0, 2, ml, 5, 1, 2, toy_step, &m, h), "beam size is 0"},
+	    {tfm_beam_search(&o, 2, ml, 0, 1, 2, toy_step, &m, h), "vocabulary size is 0"},
+	    {tfm_beam_search(&o, 2, ml0, 5, 1, 2, toy_step, &m, h), "sentence 1 is 0"},
+	    {tfm_beam_search(&onan, 2, ml, 5, 1, 2, toy_step, &m, h), "not finite"},
+	    {tfm_beam_search(NULL, 2, ml, 5, 1, 2, toy_step, &m, h), "options are NULL"},
+	    {tfm_beam_search(&o, 2, NULL, 5, 1, 2, toy_step, &m, h), "must not be NULL"},
+	    {tfm_beam_search(&o, 2, ml, 5, 1, 2, NULL, &m, h), "must not be NULL"},
+	    {tfm_beam_search(&o, 2, ml, 5, 1, 2, toy_step, &m, NULL), "must not be NULL"},
+	    {tfm_beam_search(&o, 2, ml, 5, 5, 2, toy_step, &m, h), "bos 5"},
+	    {tfm_beam_search(&o, 2, ml, 5, 1, -1, toy_step, &m, h), "eos -1"},
+	    {tfm_greedy(2, ml, 0, 1, 2, toy_step, &m, h), "vocabulary size is 0"},
+	    {tfm_greedy(2, ml0, 5, 1, 2, toy_step, &m, h), "sentence 1 is 0"},
+	    {tfm_greedy(2, ml, 5, 1, 7, toy_step, &m, h), "eos 7"},
+	    {tfm_greedy(2, ml, 5, 1, 2, NULL, &m, h), "must not be NULL"},
 	};
 	/* The message of the last call only; each case is re-run for its own. */
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -500,9 +532,9 @@ START_TEST(test_callback_errors)
 				m.eos_never = 1;
 			struct tfm_search_opts o = {.beam = 3, .len_penalty = 1.0};
 			struct tfm_hyp h[2] = {{0}};
-			int rc = greedy ? tfm_greedy(2, ml, 5, m.bos, m.eos, toy_step, &m, h)
-					: tfm_beam_search(&o, 2, ml, 5, m.bos, m.eos, toy_step, &m,
-							  h);
+			int rc = greedy
+				     ? tfm_greedy(2, ml, 5, m.bos, m.eos, toy_step, &m, h)
+				     : tfm_beam_search(&o, 2, ml, 5, m.bos, m.eos, toy_step, &m, h);
 			const char *msg = fedrun_error_message();
 			if (what == 0) {
 				ck_assert_int_eq(rc, FEDRUN_EIO);

@@ -18,8 +18,8 @@ void tfm_hyp_free(struct tfm_hyp *h, uint32_t n)
 	}
 }
 
-static int check_args(const char *who, uint32_t B, const uint32_t *max_len, uint32_t V,
-		      int32_t bos, int32_t eos, tfm_step_fn step, const struct tfm_hyp *best)
+static int check_args(const char *who, uint32_t B, const uint32_t *max_len, uint32_t V, int32_t bos,
+		      int32_t eos, tfm_step_fn step, const struct tfm_hyp *best)
 {
 	if (B == 0)
 		return 0;
@@ -49,15 +49,16 @@ static int alloc_logprobs(const char *who, uint32_t rows, uint32_t V, float **ou
 				    V);
 	*out = malloc((size_t)rows * V * sizeof(float));
 	if (!*out)
-		return fedrun_error(FEDRUN_ENOMEM,
-				    "%s: no memory for %u x %u log-probabilities", who, rows, V);
+		return fedrun_error(FEDRUN_ENOMEM, "%s: no memory for %u x %u log-probabilities",
+				    who, rows, V);
 	return 0;
 }
 
 static int nan_error(const char *who, uint32_t t, uint32_t row, uint32_t v)
 {
-	return fedrun_error(FEDRUN_ENUMERIC, "%s: step %u: log-probability of token %u in row %u "
-					     "is NaN",
+	return fedrun_error(FEDRUN_ENUMERIC,
+			    "%s: step %u: log-probability of token %u in row %u "
+			    "is NaN",
 			    who, t, v, row);
 }
 
@@ -116,11 +117,11 @@ struct beam_state {
 	 * step t+1 are row t, i.e. what step t selected. */
 	int32_t *hist_tok, *hist_par;
 	uint32_t cap_steps;
-	float *lp;	       /* (rows, V) */
-	struct cand *top;      /* (beam) */
-	unsigned char *done;   /* (B) */
+	float *lp;		/* (rows, V) */
+	struct cand *top;	/* (beam) */
+	unsigned char *done;	/* (B) */
 	unsigned char *nobound; /* (B) a logprob > 0 was seen: no early stop */
-	unsigned char *have;   /* (B) best[b] holds a finished hypothesis */
+	unsigned char *have;	/* (B) best[b] holds a finished hypothesis */
 };
 
 static void beam_state_free(struct beam_state *st)
@@ -250,7 +251,8 @@ static int beam_select(struct beam_state *st, uint32_t b, uint32_t t, uint32_t m
 			topk_push(st->top, &n, beam, &c);
 		}
 	}
-	int32_t *tok = st->hist_tok + (size_t)t * st->rows, *par = st->hist_par + (size_t)t * st->rows;
+	int32_t *tok = st->hist_tok + (size_t)t * st->rows,
+		*par = st->hist_par + (size_t)t * st->rows;
 	uint32_t slot = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct cand *c = &st->top[i];
@@ -344,8 +346,12 @@ int tfm_beam_search(const struct tfm_search_opts *o, uint32_t B, const uint32_t 
 		return fedrun_error(FEDRUN_EINVAL, "beam search: %u sentences x beam %u overflow",
 				    B, o->beam);
 	struct beam_state st = {
-		.B = B, .beam = o->beam, .rows = B * o->beam, .V = V, .eos = eos,
-		.alpha = o->len_penalty,
+	    .B = B,
+	    .beam = o->beam,
+	    .rows = B * o->beam,
+	    .V = V,
+	    .eos = eos,
+	    .alpha = o->len_penalty,
 	};
 	st.live = malloc((size_t)st.rows * sizeof *st.live);
 	st.next_live = malloc((size_t)st.rows * sizeof *st.next_live);
@@ -354,7 +360,8 @@ int tfm_beam_search(const struct tfm_search_opts *o, uint32_t B, const uint32_t 
 	st.nobound = calloc(B, 1);
 	st.have = calloc(B, 1);
 	rc = alloc_logprobs("beam search", st.rows, V, &st.lp);
-	if (rc == 0 && (!st.live || !st.next_live || !st.top || !st.done || !st.nobound || !st.have))
+	if (rc == 0 &&
+	    (!st.live || !st.next_live || !st.top || !st.done || !st.nobound || !st.have))
 		rc = fedrun_error(FEDRUN_ENOMEM, "beam search: no memory for %u rows", st.rows);
 	if (rc == 0)
 		rc = beam_run(&st, max_len, bos, step, ud, best);
@@ -423,8 +430,9 @@ int tfm_greedy(uint32_t B, const uint32_t *max_len, uint32_t V, int32_t bos, int
 					c = max_len[b];
 				int32_t *p = realloc(h->tokens, (size_t)c * sizeof *p);
 				if (!p) {
-					rc = fedrun_error(FEDRUN_ENOMEM,
-							  "greedy search: no memory for a hypothesis");
+					rc = fedrun_error(
+					    FEDRUN_ENOMEM,
+					    "greedy search: no memory for a hypothesis");
 					break;
 				}
 				h->tokens = p;

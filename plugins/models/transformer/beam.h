@@ -21,7 +21,9 @@
  *     search returns after prefixing "step T: " to the message.
  * The batch shape never changes: rows that carry nothing (a sentence that
  * has finished, a beam slot with no hypothesis) are still passed, with
- * token eos and parent[r] = r; the search ignores what is written for them.
+ * token eos and parent[r] = r. Conversely, at t >= 1 a row whose token is
+ * eos always carries nothing (live prefixes never contain eos): the search
+ * never reads its logprobs, so the callback may skip computing that row.
  * The search stops calling step as soon as every sentence has finished, so
  * the number of calls is at most max(max_len[b]).
  *
