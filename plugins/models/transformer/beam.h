@@ -63,11 +63,12 @@
  *      max(L / (l+1)^alpha, L / max_len[b]^alpha) (L / n^alpha is monotonic
  *      in n). With len_penalty 0 this is "the best finished beats the best
  *      live prefix"; with len_penalty > 0 the bound is L / max_len^alpha, so
- *      sentences usually run close to max_len. If a callback ever returns a
- *      logprob > 0 for a sentence, the bound does not hold and that sentence
- *      runs until its beam empties (at the latest at step max_len[b] - 1).
- *      The rule is exact: the result is the best hypothesis this process
- *      would find if every sentence ran to max_len[b].
+ *      sentences usually run close to max_len. Given log-probabilities
+ *      <= 0, as the contract requires, the rule is exact: the result is the
+ *      best hypothesis this process would find if every sentence ran to
+ *      max_len[b]. (As a safeguard, once a logprob > 0 has been seen in a
+ *      live row of a sentence, that sentence no longer stops early and runs
+ *      until its beam empties, at the latest at step max_len[b] - 1.)
  * The beam, once as wide as the number of candidates of every step (e.g.
  * V^(max_len-1)), keeps every prefix, and the search is then exhaustive.
  *
