@@ -559,6 +559,24 @@ START_TEST(test_callback_errors)
 }
 END_TEST
 
+/* The max_len rule: fairseq's int(a * (src_len + 1) + b) tokens, + eos. */
+START_TEST(test_max_len)
+{
+	ck_assert_uint_eq(tfm_max_len(1.2, 10.0, 0, 0), 12); /* int(11.2) + 1 */
+	ck_assert_uint_eq(tfm_max_len(1.2, 10.0, 4, 0), 17); /* int(16) + 1 */
+	ck_assert_uint_eq(tfm_max_len(0.0, 200.0, 9, 0), 201);
+	ck_assert_uint_eq(tfm_max_len(2.0, 0.0, 3, 0), 9);
+	ck_assert_uint_eq(tfm_max_len(0.0, 0.0, 5, 0), 1);  /* eos only */
+	ck_assert_uint_eq(tfm_max_len(-1.0, 0.5, 5, 0), 1); /* negative: 0 tokens */
+	ck_assert_uint_eq(tfm_max_len(NAN, 1.0, 5, 0), 1);
+	ck_assert_uint_eq(tfm_max_len(1.2, 10.0, 100, 50), 50);
+	ck_assert_uint_eq(tfm_max_len(1.0, 0.0, 48, 50), 50); /* int(49) + 1 = cap */
+	ck_assert_uint_eq(tfm_max_len(1.0, 0.0, 47, 50), 49);
+	ck_assert_uint_eq(tfm_max_len(1e300, 0.0, 7, 0), UINT32_MAX);
+	ck_assert_uint_eq(tfm_max_len(INFINITY, 0.0, 7, 9), 9);
+}
+END_TEST
+
 static Suite *beam_suite(void)
 {
 	Suite *s = suite_create("beam");
@@ -570,6 +588,7 @@ static Suite *beam_suite(void)
 	tcase_add_test(tc, test_ties);
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_callback_errors);
+	tcase_add_test(tc, test_max_len);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -18,6 +18,18 @@ void tfm_hyp_free(struct tfm_hyp *h, uint32_t n)
 	}
 }
 
+uint32_t tfm_max_len(double max_len_a, double max_len_b, uint32_t src_len, uint32_t cap)
+{
+	uint32_t hi = cap ? cap : UINT32_MAX;
+	double x = max_len_a * ((double)src_len + 1.0) + max_len_b;
+	if (!(x >= 0.0))
+		return 1;
+	/* N = floor(x) + 1 <= hi, tested in double before any conversion. */
+	if (x >= (double)hi - 1.0)
+		return hi;
+	return (uint32_t)x + 1;
+}
+
 static int check_args(const char *who, uint32_t B, const uint32_t *max_len, uint32_t V, int32_t bos,
 		      int32_t eos, tfm_step_fn step, const struct tfm_hyp *best)
 {

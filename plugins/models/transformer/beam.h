@@ -117,6 +117,15 @@ int tfm_beam_search(const struct tfm_search_opts *o, uint32_t B, const uint32_t 
 int tfm_greedy(uint32_t B, const uint32_t *max_len, uint32_t V, int32_t bos, int32_t eos,
 	       tfm_step_fn step, void *ud, struct tfm_hyp *best);
 
+/* max_len of a sentence whose source has src_len tokens (eos not counted):
+ * N = int(max_len_a * (src_len + 1) + max_len_b) + 1, i.e. at most
+ * int(a * (src_len + 1) + b) tokens before eos, as fairseq's --max-len-a
+ * and --max-len-b (fairseq/sequence_generator.py: its src_lengths count the
+ * source's eos, and eos is forced at step max_len, after max_len tokens).
+ * A negative or NaN a * (src_len + 1) + b counts as 0, so N >= 1; cap > 0
+ * bounds N (e.g. the decoder's position limit), cap 0 does not. */
+uint32_t tfm_max_len(double max_len_a, double max_len_b, uint32_t src_len, uint32_t cap);
+
 /* Frees h[0..n-1].tokens and zeroes the structs; h may be NULL when n = 0. */
 void tfm_hyp_free(struct tfm_hyp *h, uint32_t n);
 
