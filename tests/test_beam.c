@@ -184,7 +184,7 @@ static int toy_step(void *ud, uint32_t t, const int32_t *tokens, const int32_t *
 				 logprobs + (size_t)r * m->V);
 	if (t == m->nan_at)
 		for (uint32_t r = 0; r < m->rows; r++)
-			logprobs[(size_t)r * m->V + 0] = NAN;
+			logprobs[(size_t)r * m->V + m->V / 2 + 1] = NAN;
 	return 0;
 }
 
@@ -231,7 +231,7 @@ START_TEST(test_beam1_is_greedy)
 			if (max_len[b] > max_t)
 				max_t = max_len[b];
 		}
-		const uint32_t V = 3 + seed % 8;
+		const uint32_t V = 3 + (seed * 7) % 50; /* V >= 16 uses the lanes */
 		struct toy g, m;
 		toy_init(&g, B, 1, V, max_t, seed);
 		toy_init(&m, B, 1, V, max_t, seed);
@@ -363,7 +363,7 @@ START_TEST(test_hyps_follow_parents)
 {
 	const double alphas[] = {0.0, 0.6, 1.0, 2.0};
 	for (uint32_t seed = 0; seed < 80; seed++) {
-		const uint32_t B = 1 + seed % 4, beam = 2 + seed % 5, V = 4 + seed % 9;
+		const uint32_t B = 1 + seed % 4, beam = 2 + seed % 5, V = 4 + (seed * 5) % 45;
 		uint32_t max_len[4] = {3 + seed % 11, 12, 1, 7}, max_t = 0;
 		for (uint32_t b = 0; b < B; b++)
 			if (max_len[b] > max_t)
@@ -377,6 +377,118 @@ START_TEST(test_hyps_follow_parents)
 				 0);
 		for (uint32_t b = 0; b < B; b++)
 			check_hyp(&m, b, &h[b], max_len[b], o.len_penalty);
+		tfm_hyp_free(h, B);
+		toy_fini(&m);
+	}
+}
+END_TEST
+
+/* A plain reference of beam.h's beam search for one sentence: every
+ * candidate scored from its prefix, all of them sorted, no early stop (the
+ * search's stop is exact, so running to max_len must not change the
+ * result), prefixes kept as token arrays rather than rows and parents. */
+struct ref_cand {
+	double s;
+	int32_t tok;
+	uint32_t slot;
+};
+
+static int ref_cmp(const void *pa, const void *pb)
+{
+	const struct ref_cand *a = pa, *b = pb;
+	if (a->s != b->s)
+		return a->s > b->s ? -1 : 1;
+	if (a->tok != b->tok)
+		return a->tok < b->tok ? -1 : 1;
+	return a->slot < b->slot ? -1 : a->slot > b->slot;
+}
+
+static void ref_beam(const struct toy *m, uint32_t b, uint32_t beam, uint32_t max_len, double alpha,
+		     struct tfm_hyp *out)
+{
+	enum { MAXB = 8, MAXT = 16 };
+	int32_t live[MAXB][MAXT + 1], next[MAXB][MAXT + 1];
+	double L[MAXB], nL[MAXB];
+	struct ref_cand c[MAXB * 64];
+	float lp[64];
+	uint32_t n_live = 1;
+	ck_assert(beam <= MAXB && max_len <= MAXT);
+	live[0][0] = m->bos;
+	L[0] = 0.0;
+	*out = (struct tfm_hyp){.score = -INFINITY};
+	for (uint32_t t = 0; t < max_len && n_live > 0; t++) {
+		uint32_t nc = 0;
+		for (uint32_t j = 0; j < n_live; j++) {
+			toy_dist(m, b, live[j], t + 1, lp);
+			for (uint32_t v = 0; v < m->V; v++)
+				if (t + 1 < max_len || (int32_t)v == m->eos)
+					c[nc++] =
+					    (struct ref_cand){L[j] + (double)lp[v], (int32_t)v, j};
+		}
+		qsort(c, nc, sizeof c[0], ref_cmp);
+		uint32_t kept = 0;
+		for (uint32_t i = 0; i < nc && i < beam; i++) {
+			if (c[i].tok == m->eos) {
+				double sc = c[i].s / pow((double)(t + 1), alpha);
+				if (out->tokens == NULL || sc > out->score) {
+					free(out->tokens);
+					out->tokens = malloc((t + 1) * sizeof(int32_t));
+					ck_assert_ptr_nonnull(out->tokens);
+					memcpy(out->tokens, live[c[i].slot] + 1,
+					       t * sizeof(int32_t));
+					out->tokens[t] = m->eos;
+					*out = (struct tfm_hyp){out->tokens, t + 1, sc, c[i].s};
+				}
+				continue;
+			}
+			memcpy(next[kept], live[c[i].slot], (t + 1) * sizeof(int32_t));
+			next[kept][t + 1] = c[i].tok;
+			nL[kept++] = c[i].s;
+		}
+		memcpy(live, next, sizeof live);
+		memcpy(L, nL, sizeof L);
+		n_live = kept;
+	}
+}
+
+/* The search equals the reference for narrow beams and vocabularies of up
+ * to 64 tokens (which use every path of the row scans). */
+START_TEST(test_matches_reference)
+{
+	const double alphas[] = {0.0, 0.6, 1.0, -0.5};
+	for (uint32_t seed = 0; seed < 200; seed++) {
+		const uint32_t B = 1 + seed % 3, beam = 1 + (seed * 3) % 8;
+		const uint32_t V = 3 + (seed * 13) % 62;
+		uint32_t max_len[3], max_t = 0;
+		for (uint32_t b = 0; b < B; b++) {
+			max_len[b] = 1 + (seed * 7 + b * 5) % 15;
+			if (max_len[b] > max_t)
+				max_t = max_len[b];
+		}
+		const double alpha = alphas[seed % 4];
+		struct toy m;
+		toy_init(&m, B, beam, V, max_t, 5000 + seed);
+		m.eos = (int32_t)(seed % V);
+		m.bos = (int32_t)((seed + 2) % V);
+		m.eos_bias = 0.5 * (double)(seed % 7) - 1.5;
+		struct tfm_search_opts o = {.beam = beam, .len_penalty = alpha};
+		struct tfm_hyp h[3];
+		ck_assert_int_eq(tfm_beam_search(&o, B, max_len, V, m.bos, m.eos, toy_step, &m, h),
+				 0);
+		for (uint32_t b = 0; b < B; b++) {
+			struct tfm_hyp r;
+			ref_beam(&m, b, beam, max_len[b], alpha, &r);
+			ck_assert_msg(h[b].len == r.len &&
+					  memcmp(h[b].tokens, r.tokens, r.len * sizeof(int32_t)) ==
+					      0 &&
+					  h[b].logprob == r.logprob,
+				      "seed %u (V %u beam %u max_len %u alpha %g) sentence %u: "
+				      "search length %u logprob %.17g, reference length %u "
+				      "logprob %.17g",
+				      seed, V, beam, max_len[b], alpha, b, h[b].len, h[b].logprob,
+				      r.len, r.logprob);
+			tfm_hyp_free(&r, 1);
+		}
 		tfm_hyp_free(h, B);
 		toy_fini(&m);
 	}
@@ -522,7 +634,7 @@ START_TEST(test_callback_errors)
 	for (uint32_t greedy = 0; greedy <= 1; greedy++) {
 		for (uint32_t what = 0; what < 3; what++) {
 			struct toy m;
-			toy_init(&m, 2, greedy ? 1 : 3, 5, 6, 9);
+			toy_init(&m, 2, greedy ? 1 : 3, 37, 6, 9);
 			m.eos_bias = -40.0; /* no sentence ends before step 2 */
 			if (what == 0)
 				m.fail_at = 2;
@@ -532,9 +644,9 @@ START_TEST(test_callback_errors)
 				m.eos_never = 1;
 			struct tfm_search_opts o = {.beam = 3, .len_penalty = 1.0};
 			struct tfm_hyp h[2] = {{0}};
-			int rc = greedy
-				     ? tfm_greedy(2, ml, 5, m.bos, m.eos, toy_step, &m, h)
-				     : tfm_beam_search(&o, 2, ml, 5, m.bos, m.eos, toy_step, &m, h);
+			int rc =
+			    greedy ? tfm_greedy(2, ml, m.V, m.bos, m.eos, toy_step, &m, h)
+				   : tfm_beam_search(&o, 2, ml, m.V, m.bos, m.eos, toy_step, &m, h);
 			const char *msg = fedrun_error_message();
 			if (what == 0) {
 				ck_assert_int_eq(rc, FEDRUN_EIO);
@@ -543,7 +655,7 @@ START_TEST(test_callback_errors)
 				ck_assert_uint_eq(m.calls, 3);
 			} else if (what == 1) {
 				ck_assert_int_eq(rc, FEDRUN_ENUMERIC);
-				ck_assert_ptr_nonnull(strstr(msg, "NaN"));
+				ck_assert_ptr_nonnull(strstr(msg, "token 19 in row 0 is NaN"));
 				ck_assert_uint_eq(m.calls, 3);
 			} else {
 				ck_assert_int_eq(rc, FEDRUN_ENUMERIC);
@@ -589,6 +701,7 @@ static Suite *beam_suite(void)
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_callback_errors);
 	tcase_add_test(tc, test_max_len);
+	tcase_add_test(tc, test_matches_reference);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -82,6 +82,61 @@ static int no_hyp_error(const char *who, uint32_t b, uint32_t t)
 			    who, b, t);
 }
 
+/* Row scans in 16 lanes with `omp simd` (as core/nn/lanes.h does): at -O2
+ * the compiler vectorises no reduction by itself, and these passes over
+ * (rows, V) are most of the search's time. MAX keeps m when x is NaN. */
+#define LANES 16
+#define MAX(m, x) ((x) > (m) ? (x) : (m))
+
+/* Largest x[i] (NaN ignored; -inf if none); *nan set if some x[i] is NaN. */
+static float row_max(const float *x, uint32_t n, int *nan)
+{
+	const uint32_t nm = n - n % LANES;
+	float m[LANES];
+	int bad[LANES];
+	for (uint32_t q = 0; q < LANES; q++) {
+		m[q] = -INFINITY;
+		bad[q] = 0;
+	}
+	for (uint32_t i = 0; i < nm; i += LANES) {
+#pragma omp simd
+		for (uint32_t q = 0; q < LANES; q++) {
+			bad[q] |= x[i + q] != x[i + q];
+			m[q] = MAX(m[q], x[i + q]);
+		}
+	}
+	for (uint32_t i = nm; i < n; i++) {
+		bad[0] |= x[i] != x[i];
+		m[0] = MAX(m[0], x[i]);
+	}
+	int any = 0;
+	float r = -INFINITY;
+	for (uint32_t q = 0; q < LANES; q++) {
+		any |= bad[q];
+		r = MAX(r, m[q]);
+	}
+	*nan = any;
+	return r;
+}
+
+/* Whether some x[i] >= thr. */
+static int row_any_ge(const float *x, uint32_t n, float thr)
+{
+	const uint32_t nm = n - n % LANES;
+	int f[LANES] = {0};
+	for (uint32_t i = 0; i < nm; i += LANES) {
+#pragma omp simd
+		for (uint32_t q = 0; q < LANES; q++)
+			f[q] |= x[i + q] >= thr;
+	}
+	int any = 0;
+	for (uint32_t i = nm; i < n; i++)
+		any |= x[i] >= thr;
+	for (uint32_t q = 0; q < LANES; q++)
+		any |= f[q];
+	return any;
+}
+
 /* ---- beam search ---- */
 
 /* A continuation of live row `row` by token `tok`, cumulative logprob s. */
@@ -235,6 +290,36 @@ static void beam_park(struct beam_state *st, uint32_t b, uint32_t t)
 	}
 }
 
+/* NaN in a row the search reads is an error; a positive value turns the
+ * early stop of sentence b off (beam.h, step 5). */
+static int scan_row(struct beam_state *st, uint32_t b, uint32_t t, uint32_t r, const float *lp)
+{
+	int nan;
+	float mx = row_max(lp, st->V, &nan);
+	if (mx > 0.0f)
+		st->nobound[b] = 1;
+	for (uint32_t v = 0; nan && v < st->V; v++)
+		if (isnan(lp[v]))
+			return nan_error("beam search", t, r, v);
+	return 0;
+}
+
+/* A float that every token's logprob must reach for the candidate (row of
+ * cumulative logprob L) to enter a full top list: below top's worst score
+ * minus L, with a margin for the rounding of L + logprob in double; the
+ * exact test is made in double afterwards. -inf while the list has room. */
+static float entry_threshold(const struct cand *top, uint32_t n, uint32_t k, double L)
+{
+	if (n < k)
+		return -INFINITY;
+	double d = top[k - 1].s - L;
+	d -= 1e-9 * (1.0 + fabs(d) + fabs(L));
+	float f = (float)d;
+	if ((double)f > d)
+		f = nextafterf(f, -INFINITY);
+	return f;
+}
+
 /* Selection of step t for sentence b from st->lp: finished hypotheses go to
  * best, live ones to next_live and the history row t. */
 static int beam_select(struct beam_state *st, uint32_t b, uint32_t t, uint32_t max_len,
@@ -249,18 +334,25 @@ static int beam_select(struct beam_state *st, uint32_t b, uint32_t t, uint32_t m
 		if (L == -INFINITY)
 			continue;
 		const float *lp = st->lp + (size_t)r * V;
-		for (uint32_t v = 0; v < V; v++) {
-			if (isnan(lp[v]))
-				return nan_error("beam search", t, r, v);
-			if (lp[v] > 0.0f)
-				st->nobound[b] = 1;
-		}
+		int rc = scan_row(st, b, t, r, lp);
+		if (rc < 0)
+			return rc;
 		uint32_t v0 = forced ? (uint32_t)st->eos : 0, v1 = forced ? v0 + 1 : V;
-		for (uint32_t v = v0; v < v1; v++) {
-			struct cand c = {.s = L + (double)lp[v], .tok = (int32_t)v, .row = r};
-			if (c.s == -INFINITY || (n == beam && c.s < st->top[beam - 1].s))
-				continue;
-			topk_push(st->top, &n, beam, &c);
+		float thr = entry_threshold(st->top, n, beam, L);
+		for (uint32_t blk = v0; blk < v1; blk += 64) {
+			uint32_t end = v1 - blk < 64 ? v1 : blk + 64;
+			/* Almost no block has a token that can enter the list. */
+			int any = row_any_ge(lp + blk, end - blk, thr);
+			for (uint32_t v = blk; any && v < end; v++) {
+				if (!(lp[v] >= thr))
+					continue;
+				struct cand c = {
+				    .s = L + (double)lp[v], .tok = (int32_t)v, .row = r};
+				if (c.s == -INFINITY || (n == beam && c.s < st->top[beam - 1].s))
+					continue;
+				topk_push(st->top, &n, beam, &c);
+				thr = entry_threshold(st->top, n, beam, L);
+			}
 		}
 	}
 	int32_t *tok = st->hist_tok + (size_t)t * st->rows,
@@ -418,15 +510,21 @@ int tfm_greedy(uint32_t B, const uint32_t *max_len, uint32_t V, int32_t bos, int
 				continue;
 			}
 			const float *row = lp + (size_t)b * V;
+			/* The maximum, then its first position: the lowest id among
+			 * ties. A row of -inf leaves arg at -1. */
+			int nan;
+			float mx = row_max(row, V, &nan);
 			int32_t arg = -1;
-			for (uint32_t v = 0; v < V; v++) {
+			for (uint32_t v = 0; mx > -INFINITY && v < V; v++)
+				if (row[v] == mx) {
+					arg = (int32_t)v;
+					break;
+				}
+			for (uint32_t v = 0; nan && v < V; v++)
 				if (isnan(row[v])) {
 					rc = nan_error("greedy search", t, b, v);
 					break;
 				}
-				if (row[v] > -INFINITY && (arg < 0 || row[v] > row[arg]))
-					arg = (int32_t)v;
-			}
 			if (rc < 0)
 				break;
 			if (t + 1 >= max_len[b])
