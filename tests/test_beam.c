@@ -12,12 +12,16 @@
  *   - beam 1 equals greedy (tokens, length, logprob, number of steps) for
  *     many seeds, vocabularies, max lengths and length penalties;
  *   - a beam as wide as every hypothesis equals exhaustive enumeration of all
- *     sequences (best tokens and score), for len_penalty 0, 0.6 and 1;
+ *     sequences (best tokens and score), for len_penalty 0, 0.6, 1 and -0.5;
+ *   - narrow beams over vocabularies of up to 64 tokens equal a plain
+ *     reference beam search (all candidates sorted, no early stop);
  *   - every reported hypothesis was a prefix the model saw in a row of its
  *     sentence, and its logprob/score are the toy's own;
  *   - eos is forced at max_len, finished sentences' rows are parked;
  *   - ties go to the lower token, then the lower row;
- *   - bad arguments, callback errors and NaN are errors, not crashes. */
+ *   - rows that carry nothing get NaN from the toy, so reading them fails;
+ *   - bad arguments, callback errors and NaN are errors, not crashes;
+ *   - tfm_max_len follows fairseq's max-len-a/b rule. */
 #include "config.h"
 #include <check.h>
 #include <math.h>
