@@ -145,6 +145,7 @@ struct tfm_work {
 	float *dq, *dkv;      /* (Nt,D), (Ns,2D) */
 	float *dn;	      /* (maxN,D) pre-norm sublayer-input gradient */
 	double *colsum;	      /* (max(3D,F)) */
+	float *colsum_f;      /* (max(3D,F)) */
 	int drop, adrop, hdrop; /* dropouts active in this pass */
 	struct fedrun_rng *rng;
 
@@ -627,6 +628,7 @@ void tfm_work_destroy(struct tfm_work *w)
 	free(w->enc);
 	free(w->dec);
 	free(w->colsum);
+	free(w->colsum_f);
 	off_free(&w->off);
 	fedrun_layout_fini(&w->layout);
 	free(w);
@@ -660,7 +662,8 @@ int tfm_work_create_cfg(const struct tfm_cfg *c, const struct fedrun_layout *l,
 		w->dec = calloc(c->dec_layers, sizeof *w->dec);
 		uint64_t cs = 3 * (uint64_t)c->dim > c->ffn ? 3 * (uint64_t)c->dim : c->ffn;
 		w->colsum = malloc(cs * sizeof *w->colsum);
-		if (!w->enc || !w->dec || !w->colsum)
+		w->colsum_f = malloc(cs * sizeof *w->colsum_f);
+		if (!w->enc || !w->dec || !w->colsum || !w->colsum_f)
 			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
 	if (rc == 0)
@@ -681,6 +684,8 @@ int tfm_work_create(const struct tfm_cfg *c, const struct fedrun_layout *l,
 }
 
 /* ---- building blocks --------------------------------------------------------- */
+
+#define COLSUM_RUN 32 /* rows summed in float before joining the double sums */
 
 static int mm(struct tfm_work *w, bool ta, bool tb, uint64_t m, uint64_t n, uint64_t k, float alpha,
 	      const float *a, uint64_t lda, const float *b, uint64_t ldb, float beta, float *c,
@@ -735,13 +740,22 @@ static int proj_bwd(struct tfm_work *w, uint64_t N, uint64_t in, uint32_t P, uin
 		for (uint32_t p = 0; p < P; p++)
 			CHECK(mm(w, true, false, D, in, N, 1.0f, dy + p * D, ld, x, in, 1.0f, dW[p],
 				 in));
-	/* bias gradients: column sums in double, rows in order */
+	/* bias gradients: column sums, rows in order, in float over runs of
+	 * COLSUM_RUN rows (vectorised) joined in double */
 	double *s = w->colsum;
+	float *f = w->colsum_f;
 	memset(s, 0, ld * sizeof *s);
-	for (uint64_t i = 0; i < N; i++) {
-		const float *row = dy + i * ld;
+	for (uint64_t i0 = 0; i0 < N; i0 += COLSUM_RUN) {
+		const uint64_t i1 = N - i0 < COLSUM_RUN ? N : i0 + COLSUM_RUN;
+		memcpy(f, dy + i0 * ld, ld * sizeof *f);
+		for (uint64_t i = i0 + 1; i < i1; i++) {
+			const float *row = dy + i * ld;
+#pragma omp simd
+			for (uint64_t j = 0; j < ld; j++)
+				f[j] += row[j];
+		}
 		for (uint64_t j = 0; j < ld; j++)
-			s[j] += row[j];
+			s[j] += f[j];
 	}
 	for (uint32_t p = 0; p < P; p++)
 		for (uint64_t j = 0; j < D; j++)
