@@ -8,7 +8,7 @@
  * Usage: bench/transformer_net [--vocab V] [--dim D] [--layers L] [--heads H]
  *            [--ffn F] [--batch B] [--len T] [--steps N] [--warmup N]
  *            [--threads N] [--dropout P] [--pre-norm] [--tie all|decoder|none]
- *            [--ew-threads N] [--no-tune]
+ *            [--ew-threads N] [--no-tune] [--decode K]
  * Defaults: the "small" preset of the issue (vocabulary 8000, dim 256, 3+3
  * layers, 4 heads, ffn 1024, batches of 64 pairs of 20 source and 20
  * target tokens, dropout 0.1, label smoothing 0.1, tie all), BLAS and
@@ -16,6 +16,13 @@
  * kernels' threads apart).
  * Prints one line "transformer_net: X target tokens/s ..." (the median of
  * the per-step rates, and the mean).
+ *
+ * --decode K measures decoding instead: tfm_encode of --batch sentences of
+ * --len tokens, then --len steps of tfm_decode_step on batch x K rows
+ * (argmax token per row; with K > 1 every step also reorders the cache,
+ * each row taking the next row of its sentence as parent, as a beam
+ * search would), and prints the sentences per second (median over
+ * --steps repetitions). No early stop: every sentence runs --len steps.
  *
  * Two process-wide settings matter as much as the code, and both are read
  * when the libraries load, so the program sets them and re-executes
@@ -60,7 +67,61 @@ static void usage(void)
 	fprintf(stderr, "usage: bench/transformer_net [--vocab V] [--dim D] [--layers L] "
 			"[--heads H] [--ffn F] [--batch B] [--len T] [--steps N] [--warmup N] "
 			"[--threads N] [--dropout P] [--pre-norm] [--tie all|decoder|none] "
-			"[--ew-threads N] [--no-tune]\n");
+			"[--ew-threads N] [--no-tune] [--decode K]\n");
+}
+
+/* Decoding speed (see --decode at the top). */
+static int bench_decode(struct tfm_work *w, const float *p, const struct tfm_cfg *c, unsigned B,
+			unsigned T, const int32_t *src, const int32_t *sl, unsigned beam,
+			unsigned reps, unsigned warmup, unsigned threads)
+{
+	const unsigned R = B * beam;
+	float *lp = malloc(sizeof(float) * R * c->vocab);
+	int32_t *tok = malloc(sizeof(int32_t) * R), *par = malloc(sizeof(int32_t) * R);
+	double *rate = malloc(sizeof(double) * reps);
+	if (!lp || !tok || !par || !rate)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (unsigned r = 0; r < R; r++)
+		par[r] = (int32_t)(r / beam * beam + (r + 1) % beam);
+	int rc = 0;
+	for (unsigned s = 0; s < warmup + reps && rc == 0; s++) {
+		double t0 = now();
+		rc = tfm_encode(w, p, B, T, src, sl, beam, T);
+		for (unsigned r = 0; r < R; r++)
+			tok[r] = c->bos_id;
+		for (unsigned t = 0; t < T && rc == 0; t++) {
+			rc = tfm_decode_step(w, p, t, tok, t && beam > 1 ? par : NULL, lp);
+			for (unsigned r = 0; r < R && rc == 0; r++) {
+				const float *l = lp + (uint64_t)r * c->vocab;
+				float m = l[0];
+#pragma omp simd reduction(max : m)
+				for (uint32_t j = 1; j < c->vocab; j++)
+					m = l[j] > m ? l[j] : m;
+				uint32_t best = 0;
+				while (best + 1 < c->vocab && l[best] != m)
+					best++;
+				tok[r] = (int32_t)best;
+			}
+		}
+		if (s >= warmup)
+			rate[s - warmup] = B / (now() - t0);
+	}
+	if (rc == 0) {
+		qsort(rate, reps, sizeof *rate, cmp_double);
+		printf("transformer_net: %.1f sentences/s decoding (median of %u runs; beam %u, "
+		       "%u sentences x %u source tokens, %u steps each; vocab %u, dim %u, layers "
+		       "%u+%u, heads %u, ffn %u, threads %u, OMP_WAIT_POLICY=%s, "
+		       "OPENBLAS_CORETYPE=%s)\n",
+		       rate[reps / 2], reps, beam, B, T, T, c->vocab, c->dim, c->enc_layers,
+		       c->dec_layers, c->heads, c->ffn, threads,
+		       getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)",
+		       getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
+	}
+	free(lp);
+	free(tok);
+	free(par);
+	free(rate);
+	return rc;
 }
 
 static int has_avx512(void)
@@ -102,13 +163,13 @@ int main(int argc, char **argv)
 			    .heads = 4, .ffn = 1024, .dropout = 0.1f, .label_smoothing = 0.1f,
 			    .tie = TFM_TIE_ALL, .pre_norm = 0, .pad_id = 0, .bos_id = 2,
 			    .eos_id = 3};
-	unsigned B = 64, T = 20, steps = 10, warmup = 2, threads = 2, ew_threads = 0;
+	unsigned B = 64, T = 20, steps = 10, warmup = 2, threads = 2, ew_threads = 0, beam = 0;
 	static const struct option opts[] = {
 	    {"vocab", 1, 0, 'v'},  {"dim", 1, 0, 'd'},	   {"layers", 1, 0, 'l'},
 	    {"heads", 1, 0, 'h'},  {"ffn", 1, 0, 'f'},	   {"batch", 1, 0, 'b'},
 	    {"len", 1, 0, 't'},	   {"steps", 1, 0, 's'},   {"warmup", 1, 0, 'w'},
 	    {"threads", 1, 0, 'j'}, {"dropout", 1, 0, 'p'}, {"pre-norm", 0, 0, 'n'},
-	    {"tie", 1, 0, 'y'},	   {"no-tune", 0, 0, 'u'}, {"ew-threads", 1, 0, 'e'},
+	    {"tie", 1, 0, 'y'},	   {"no-tune", 0, 0, 'u'}, {"ew-threads", 1, 0, 'e'}, {"decode", 1, 0, 'k'},
 	    {0, 0, 0, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -126,6 +187,7 @@ int main(int argc, char **argv)
 		case 'p': c.dropout = strtof(optarg, NULL); break;
 		case 'n': c.pre_norm = 1; break;
 		case 'u': break;
+		case 'k': beam = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'e': ew_threads = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'y':
 			c.tie = !strcmp(optarg, "none")	     ? TFM_TIE_NONE
@@ -175,6 +237,12 @@ int main(int argc, char **argv)
 						  : c.eos_id;
 			ti[b * T + t] = t ? to[b * T + t - 1] : c.bos_id;
 		}
+	}
+	if (beam) {
+		rc = bench_decode(w, p, &c, B, T, src, sl, beam, steps, warmup, threads);
+		if (rc < 0)
+			fprintf(stderr, "bench/transformer_net: %s\n", fedrun_error_message());
+		return rc < 0;
 	}
 	struct tfm_batch batch = {.B = B, .Ts = T, .Tt = T, .src = src, .src_len = sl,
 				  .tgt_in = ti, .tgt_out = to, .tgt_len = tl};

@@ -327,9 +327,18 @@ static double decode_error(int pre, int tie, int reorder)
 	}
 	struct tfm_batch b = {.B = R, .Ts = TS, .Tt = T, .src = rsrc, .src_len = rsl,
 			      .tgt_in = ti, .tgt_out = NULL, .tgt_len = tl};
-	float *logits = malloc(sizeof(float) * R * T * V), *lp = malloc(sizeof(float) * R * V);
+	float *logits = malloc(sizeof(float) * R * T * V);
+	float *lp = malloc(sizeof(float) * (R + S) * V);
 	double *ref = malloc(sizeof(double) * V);
 	ck_assert_int_eq(tfm_forward_logits(n.w, n.p, &b, logits), 0);
+	/* a larger decoding first, abandoned after two steps: the state of
+	 * the next one reuses its memory and must not depend on it */
+	int32_t big[R + S];
+	for (int k = 0; k < R + S; k++)
+		big[k] = 5 + k % 4;
+	ck_assert_int_eq(tfm_encode(n.w, n.p, S, TS, src, sl, BEAM + 1, T + 3), 0);
+	ck_assert_int_eq(tfm_decode_step(n.w, n.p, 0, big, NULL, lp), 0);
+	ck_assert_int_eq(tfm_decode_step(n.w, n.p, 1, big, NULL, lp), 0);
 	ck_assert_int_eq(tfm_encode(n.w, n.p, S, TS, src, sl, BEAM, T), 0);
 	int32_t which[R], tok[R], parent[R], nw[R];
 	for (int k = 0; k < R; k++)

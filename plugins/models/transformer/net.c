@@ -113,7 +113,8 @@ struct dec_state {
 	float *spare;	  /* (rows, steps, 2D) for reordering */
 	float *x, *qkv, *a, *ac, *q, *c, *cc, *h, *hpre, *tmp, *fin, *finln;
 	struct blk sa, ca, ff;
-	float *mem; /* the arena all of the above live in */
+	float *mem;   /* the arena all of the above live in, kept between */
+	uint64_t cap; /* encodes while it is large enough (floats) */
 };
 
 struct tfm_work {
@@ -1308,30 +1309,37 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 				    B, Ts, beam, max_steps);
 	CHECK(check_ids("src", src, (uint64_t)B * Ts, w->V, 0));
 	CHECK(check_lens("src_len", src_len, B, Ts));
-	dec_state_free(w);
-	CHECK(reserve_train(w, B, Ts, 1));
 	struct dec_state *s = &w->ds;
-	s->B = B, s->Ts = Ts, s->beam = beam, s->rows = B * beam, s->steps = max_steps;
-	s->ckv = calloc(w->c.dec_layers, sizeof *s->ckv);
-	s->kv = calloc(w->c.dec_layers, sizeof *s->kv);
-	if (!s->ckv || !s->kv) {
-		dec_state_free(w);
+	s->ready = 0;
+	CHECK(reserve_train(w, B, Ts, 1));
+	if (!s->ckv)
+		s->ckv = calloc(w->c.dec_layers, sizeof *s->ckv);
+	if (!s->kv)
+		s->kv = calloc(w->c.dec_layers, sizeof *s->kv);
+	if (!s->ckv || !s->kv)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	}
+	s->B = B, s->Ts = Ts, s->beam = beam, s->rows = B * beam, s->steps = max_steps;
+	s->next_t = 0;
 	struct carve k = {NULL, 0};
 	carve_dec(w, &k);
-	int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&s->mem);
-	if (rc < 0) {
-		dec_state_free(w);
-		return fedrun_error_wrap(rc, "tfm_encode: decoding state for %u rows x %u steps: ",
-					 B * beam, max_steps);
+	if (k.n > s->cap) {
+		if (s->mem)
+			w->be->free_mem(w->ctx, s->mem);
+		s->mem = NULL;
+		s->cap = 0;
+		int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&s->mem);
+		if (rc < 0)
+			return fedrun_error_wrap(rc,
+						 "tfm_encode: decoding state for %u rows x %u steps: ",
+						 B * beam, max_steps);
+		s->cap = k.n;
 	}
 	k.base = s->mem;
 	k.n = 0;
 	carve_dec(w, &k);
 	memcpy(s->src_len, src_len, B * sizeof *src_len);
 	set_drop(w, NULL);
-	rc = encoder_fwd(w, params, B, Ts, src, src_len);
+	int rc = encoder_fwd(w, params, B, Ts, src, src_len);
 	/* each decoder layer's cross-attention keys and values, once */
 	for (uint32_t l = 0; l < w->c.dec_layers && rc == 0; l++) {
 		const struct attn_off *o = &w->off.dec[l].ca;
@@ -1339,10 +1347,8 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 		const float *b[2] = {params + o->b[1], params + o->b[2]};
 		rc = proj_fwd(w, (uint64_t)B * Ts, w->D, 2, w->D, w->enc_out, W, b, s->ckv[l]);
 	}
-	if (rc < 0) {
-		dec_state_free(w);
+	if (rc < 0)
 		return rc;
-	}
 	s->params = params;
 	s->ready = 1;
 	return 0;
@@ -1377,18 +1383,21 @@ static int reorder(struct tfm_work *w, uint32_t t, const int32_t *parent)
 	return 0;
 }
 
-/* In-place log softmax of each row of x (R,V). */
+/* In-place log softmax of each row of x (R,V): l - (m + log sum e^(l-m)),
+ * the sum in double over float exponentials. */
 static void log_softmax_rows(uint64_t R, uint64_t V, float *x)
 {
 	for (uint64_t r = 0; r < R; r++) {
 		float *l = x + r * V;
 		float m = l[0];
+#pragma omp simd reduction(max : m)
 		for (uint64_t j = 1; j < V; j++)
 			m = l[j] > m ? l[j] : m;
 		double s = 0.0;
 		for (uint64_t j = 0; j < V; j++)
-			s += exp((double)(l[j] - m));
+			s += (double)expf(l[j] - m);
 		const float lz = m + (float)log(s);
+#pragma omp simd
 		for (uint64_t j = 0; j < V; j++)
 			l[j] -= lz;
 	}
