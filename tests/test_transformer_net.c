@@ -259,6 +259,56 @@ START_TEST(test_accumulates)
 }
 END_TEST
 
+/* The loss sums against the logits: row loss (1 - eps) nll + eps mean_j
+ * (-log p_j) over the target positions (Szegedy et al. 2016, sec. 7);
+ * padding rows count for nothing, and a batch with no target at all gives
+ * zeros and no gradient. */
+START_TEST(test_loss_from_logits)
+{
+	struct tfm_cfg c = tiny(8, 2, 1, TFM_TIE_DECODER);
+	struct net n;
+	net_make(&n, &c, 3);
+	struct pairs q;
+	pairs_make(&q, c.vocab, 2);
+	const uint32_t V = c.vocab, N = q.b.B * q.b.Tt;
+	float *logits = malloc(sizeof(float) * N * V);
+	double ls, nl, want_ls = 0.0, want_nl = 0.0;
+	uint64_t nt, want_nt = 0;
+	ck_assert_int_eq(tfm_forward_logits(n.w, n.p, &q.b, logits), 0);
+	ck_assert_int_eq(tfm_forward_backward(n.w, n.p, &q.b, NULL, NULL, &ls, &nl, &nt), 0);
+	for (uint32_t i = 0; i < N; i++) {
+		if (q.to[i] < 0)
+			continue;
+		const float *l = logits + (uint64_t)i * V;
+		double m = l[0], z = 0.0, mean = 0.0;
+		for (uint32_t j = 1; j < V; j++)
+			m = fmax(m, l[j]);
+		for (uint32_t j = 0; j < V; j++)
+			z += exp(l[j] - m);
+		z = m + log(z);
+		for (uint32_t j = 0; j < V; j++)
+			mean += (z - l[j]) / V;
+		double nll = z - l[q.to[i]];
+		want_nl += nll;
+		want_ls += (1.0 - c.label_smoothing) * nll + c.label_smoothing * mean;
+		want_nt++;
+	}
+	ck_assert_uint_eq(nt, want_nt);
+	TU_ASSERT_ERR(fabs(ls - want_ls) / want_ls, 1e-5, "loss sum");
+	TU_ASSERT_ERR(fabs(nl - want_nl) / want_nl, 1e-5, "nll sum");
+	/* no target at all */
+	for (uint32_t i = 0; i < N; i++)
+		q.to[i] = -1;
+	memset(n.g, 0, n.l->total * sizeof *n.g);
+	ck_assert_int_eq(tfm_forward_backward(n.w, n.p, &q.b, NULL, n.g, &ls, &nl, &nt), 0);
+	ck_assert(ls == 0.0 && nl == 0.0 && nt == 0);
+	for (uint64_t j = 0; j < n.l->total; j++)
+		ck_assert(n.g[j] == 0.0f);
+	free(logits);
+	net_free(&n);
+}
+END_TEST
+
 /* Dropout draws from the stream: the same state gives the same loss, a
  * different one another; NULL switches it off. */
 START_TEST(test_dropout_stream)
@@ -533,6 +583,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_accumulates);
 	tcase_add_test(tc, test_dropout_stream);
+	tcase_add_test(tc, test_loss_from_logits);
 	tcase_add_loop_test(tc, test_decode_matches_forward, 0, 3);
 	tcase_add_loop_test(tc, test_fd_whole_model, 0,
 			    (int)(sizeof grad_cases / sizeof grad_cases[0]));
