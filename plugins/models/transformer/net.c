@@ -488,6 +488,11 @@ int tfm_init(const struct tfm_cfg *c, const struct fedrun_layout *l, uint64_t se
 
 /* ---- work objects ------------------------------------------------------------ */
 
+/* Rows of the output layer per chunk (see tfm_forward_backward). */
+#ifndef OUT_CHUNK
+#define OUT_CHUNK 512
+#endif
+
 /* Carves aligned arrays out of one allocation: a first pass with base NULL
  * counts, a second assigns. */
 struct carve {
@@ -571,7 +576,7 @@ static void carve_train(struct tfm_work *w, struct carve *k)
 		w->dec_fln = take(k, 2 * Nt);
 	}
 	w->hc = take(k, Nt * D);
-	w->logits = take(k, Nt * V);
+	w->logits = take(k, (Nt < OUT_CHUNK ? Nt : OUT_CHUNK) * V);
 	w->gs = take(k, Ns * D);
 	w->gt = take(k, Nt * D);
 	w->tmp = take(k, N * D);
@@ -1223,25 +1228,40 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 		h = w->hc;
 		tg = w->tc;
 	}
-	/* logits (nc,V) = h E_out^T (sec. 3.4: the pre-softmax linear map) */
+	/* The output layer, chunk by chunk of OUT_CHUNK rows, so that a
+	 * chunk's logits stay in the cache between the four passes over them:
+	 * logits (n,V) = h E_out^T (sec. 3.4: the pre-softmax linear map),
+	 * the loss, which writes its gradient over them, dh (n,D) = dlogits
+	 * E_out and dE_out += dlogits^T h. The loss op scales the gradient by
+	 * 1 / (the chunk's count); the sgemms' alpha rescales it to 1 / nc. */
 	const float *Wout = P + w->off.out;
-	CHECK(mm(w, false, true, nc, V, D, 1.0f, h, D, Wout, D, 0.0f, w->logits, V));
-	double loss = 0.0, nll = 0.0;
-	uint64_t cnt = 0;
-	CHECK(w->be->label_smoothed_xent(w->ctx, (uint32_t)nc, w->V, w->c.label_smoothing,
-					 w->logits, tg, &loss, &nll, &cnt,
-					 grad ? w->logits : NULL));
+	float *G = grad;
+	float *dh = nc < Nt ? w->tmp : w->gt;
+	double lsum = 0.0, nsum = 0.0;
+	for (uint64_t r0 = 0; r0 < nc; r0 += OUT_CHUNK) {
+		const uint64_t n = nc - r0 < OUT_CHUNK ? nc - r0 : OUT_CHUNK;
+		CHECK(mm(w, false, true, n, V, D, 1.0f, h + r0 * D, D, Wout, D, 0.0f, w->logits,
+			 V));
+		double loss = 0.0, nll = 0.0;
+		uint64_t cnt = 0;
+		CHECK(w->be->label_smoothed_xent(w->ctx, (uint32_t)n, w->V, w->c.label_smoothing,
+						 w->logits, tg + r0, &loss, &nll, &cnt,
+						 grad ? w->logits : NULL));
+		lsum += loss * (double)cnt;
+		nsum += nll * (double)cnt;
+		if (!grad)
+			continue;
+		const float k = (float)((double)cnt / (double)nc);
+		CHECK(mm(w, false, false, n, D, V, k, w->logits, V, Wout, D, 0.0f, dh + r0 * D, D));
+		CHECK(mm(w, true, false, V, D, n, k, w->logits, V, h + r0 * D, D, 1.0f,
+			 G + w->off.out, D));
+	}
 	if (loss_sum)
-		*loss_sum = loss * (double)cnt;
+		*loss_sum = lsum;
 	if (nll_sum)
-		*nll_sum = nll * (double)cnt;
+		*nll_sum = nsum;
 	if (!grad)
 		return 0;
-	float *G = grad;
-	/* dh (nc,D) = dlogits E_out; dE_out += dlogits^T h */
-	float *dh = nc < Nt ? w->tmp : w->gt;
-	CHECK(mm(w, false, false, nc, D, V, 1.0f, w->logits, V, Wout, D, 0.0f, dh, D));
-	CHECK(mm(w, true, false, V, D, nc, 1.0f, w->logits, V, h, D, 1.0f, G + w->off.out, D));
 	if (nc < Nt) {
 		memset(w->gt, 0, Nt * D * sizeof *w->gt);
 		for (uint64_t i = 0; i < nc; i++)
