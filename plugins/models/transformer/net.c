@@ -18,11 +18,20 @@
  * pre-norm, writes it into a scratch that the block's layer norm
  * backpropagates before it is added to g.
  *
- * The largest arrays are the logits (target tokens x vocab): computed by
- * one sgemm over the target positions that have a target (padding rows are
- * gathered out first), turned into their own gradient in place by
- * label_smoothed_xent, then consumed by the two sgemms of the output
- * projection's backward pass; they exist once. */
+ * The largest arrays are the logits (target tokens x vocab). Only the
+ * target positions that have a target go through the output layer
+ * (padding rows are gathered out first), in chunks of OUT_CHUNK rows: a
+ * chunk's logits are computed by one sgemm, turned into their own gradient
+ * in place by label_smoothed_xent and consumed by the two sgemms of the
+ * output projection's backward pass while they are still in the cache;
+ * one chunk's worth exists.
+ *
+ * Almost all the time of a training pass is spent in sgemm (measured: 88%
+ * on the "small" preset, one thread); the rest is kept to single passes:
+ * one fused (N,3D) projection for self-attention and (N,2D) for the
+ * cross-attention keys and values, biases broadcast into the output that
+ * the sgemm then accumulates into (beta = 1), residual sums written once,
+ * activation gradients added by the sgemm that produces them. */
 #include "config.h"
 #include <math.h>
 #include <stdio.h>

@@ -66,6 +66,14 @@
  * cross-attention one fused (N,2D) projection for k, v. Other dims work
  * too, with one product per part.
  *
+ * Work memory, kept for the largest batch seen: per source token and
+ * encoder layer about (8 + F/D) D floats, per target token and decoder
+ * layer (12 + F/D) D (+ 2D per source token), the attention weights
+ * (B H Tq Tk per attention), a few scratch arrays of tokens x max(3D, F)
+ * and min(target tokens, 512) x vocab floats of logits; for decoding,
+ * rows x max_steps x 2D floats of key/value cache per decoder layer, plus
+ * one more for reordering.
+ *
  * Memory: every array (params, grad, token ids, lengths, logprobs) is
  * host memory; the network calls the backend for the heavy work but also
  * touches activations directly (bias rows, residual sums), so the
