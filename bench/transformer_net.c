@@ -159,42 +159,92 @@ int main(int argc, char **argv)
 		no_tune |= !strcmp(argv[i], "--no-tune");
 	if (!no_tune)
 		tune(argv);
-	struct tfm_cfg c = {.vocab = 8000, .enc_layers = 3, .dec_layers = 3, .dim = 256,
-			    .heads = 4, .ffn = 1024, .dropout = 0.1f, .label_smoothing = 0.1f,
-			    .tie = TFM_TIE_ALL, .pre_norm = 0, .pad_id = 0, .bos_id = 2,
+	struct tfm_cfg c = {.vocab = 8000,
+			    .enc_layers = 3,
+			    .dec_layers = 3,
+			    .dim = 256,
+			    .heads = 4,
+			    .ffn = 1024,
+			    .dropout = 0.1f,
+			    .label_smoothing = 0.1f,
+			    .tie = TFM_TIE_ALL,
+			    .pre_norm = 0,
+			    .pad_id = 0,
+			    .bos_id = 2,
 			    .eos_id = 3};
 	unsigned B = 64, T = 20, steps = 10, warmup = 2, threads = 2, ew_threads = 0, beam = 0;
-	static const struct option opts[] = {
-	    {"vocab", 1, 0, 'v'},  {"dim", 1, 0, 'd'},	   {"layers", 1, 0, 'l'},
-	    {"heads", 1, 0, 'h'},  {"ffn", 1, 0, 'f'},	   {"batch", 1, 0, 'b'},
-	    {"len", 1, 0, 't'},	   {"steps", 1, 0, 's'},   {"warmup", 1, 0, 'w'},
-	    {"threads", 1, 0, 'j'}, {"dropout", 1, 0, 'p'}, {"pre-norm", 0, 0, 'n'},
-	    {"tie", 1, 0, 'y'},	   {"no-tune", 0, 0, 'u'}, {"ew-threads", 1, 0, 'e'}, {"decode", 1, 0, 'k'},
-	    {0, 0, 0, 0}};
+	static const struct option opts[] = {{"vocab", 1, 0, 'v'},
+					     {"dim", 1, 0, 'd'},
+					     {"layers", 1, 0, 'l'},
+					     {"heads", 1, 0, 'h'},
+					     {"ffn", 1, 0, 'f'},
+					     {"batch", 1, 0, 'b'},
+					     {"len", 1, 0, 't'},
+					     {"steps", 1, 0, 's'},
+					     {"warmup", 1, 0, 'w'},
+					     {"threads", 1, 0, 'j'},
+					     {"dropout", 1, 0, 'p'},
+					     {"pre-norm", 0, 0, 'n'},
+					     {"tie", 1, 0, 'y'},
+					     {"no-tune", 0, 0, 'u'},
+					     {"ew-threads", 1, 0, 'e'},
+					     {"decode", 1, 0, 'k'},
+					     {0, 0, 0, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
-		case 'v': c.vocab = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'd': c.dim = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'l': c.enc_layers = c.dec_layers = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'h': c.heads = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'f': c.ffn = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'b': B = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 't': T = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 's': steps = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'w': warmup = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'j': threads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'p': c.dropout = strtof(optarg, NULL); break;
-		case 'n': c.pre_norm = 1; break;
-		case 'u': break;
-		case 'k': beam = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'e': ew_threads = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'v':
+			c.vocab = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'd':
+			c.dim = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'l':
+			c.enc_layers = c.dec_layers = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'h':
+			c.heads = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'f':
+			c.ffn = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'b':
+			B = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			T = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 's':
+			steps = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			warmup = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'j':
+			threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'p':
+			c.dropout = strtof(optarg, NULL);
+			break;
+		case 'n':
+			c.pre_norm = 1;
+			break;
+		case 'u':
+			break;
+		case 'k':
+			beam = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'e':
+			ew_threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
 		case 'y':
 			c.tie = !strcmp(optarg, "none")	     ? TFM_TIE_NONE
 				: !strcmp(optarg, "decoder") ? TFM_TIE_DECODER
 							     : TFM_TIE_ALL;
 			break;
-		default: usage(); return 2;
+		default:
+			usage();
+			return 2;
 		}
 	}
 	if (!B || T < 2 || !steps || !threads || c.vocab < 5) {
@@ -233,8 +283,8 @@ int main(int argc, char **argv)
 		sl[b] = tl[b] = (int32_t)T;
 		for (unsigned t = 0; t < T; t++) {
 			src[b * T + t] = 4 + (int32_t)fedrun_rng_below(&r, c.vocab - 4);
-			to[b * T + t] = t + 1 < T ? 4 + (int32_t)fedrun_rng_below(&r, c.vocab - 4)
-						  : c.eos_id;
+			to[b * T + t] =
+			    t + 1 < T ? 4 + (int32_t)fedrun_rng_below(&r, c.vocab - 4) : c.eos_id;
 			ti[b * T + t] = t ? to[b * T + t - 1] : c.bos_id;
 		}
 	}
@@ -242,15 +292,21 @@ int main(int argc, char **argv)
 		rc = bench_decode(w, p, &c, B, T, src, sl, beam, steps, warmup, threads);
 		if (rc < 0)
 			fprintf(stderr, "bench/transformer_net: %s\n", fedrun_error_message());
-		return rc < 0;
+		steps = 0;
 	}
-	struct tfm_batch batch = {.B = B, .Ts = T, .Tt = T, .src = src, .src_len = sl,
-				  .tgt_in = ti, .tgt_out = to, .tgt_len = tl};
-	double *rate = malloc(sizeof(double) * steps), total = 0.0, loss = 0.0;
+	struct tfm_batch batch = {.B = B,
+				  .Ts = T,
+				  .Tt = T,
+				  .src = src,
+				  .src_len = sl,
+				  .tgt_in = ti,
+				  .tgt_out = to,
+				  .tgt_len = tl};
+	double *rate = malloc(sizeof(double) * (steps ? steps : 1)), total = 0.0, loss = 0.0;
 	uint64_t ntok = 0;
 	struct fedrun_rng drop;
 	fedrun_rng_init(&drop, 1, FEDRUN_RNG_DROPOUT, 0, 0);
-	for (unsigned s = 0; s < warmup + steps && rc == 0; s++) {
+	for (unsigned s = 0; steps && s < warmup + steps && rc == 0; s++) {
 		double t0 = now();
 		memset(g, 0, l->total * sizeof *g);
 		rc = tfm_forward_backward(w, p, &batch, &drop, g, &loss, NULL, &ntok);
@@ -260,21 +316,21 @@ int main(int argc, char **argv)
 			total += dt;
 		}
 	}
-	if (rc < 0) {
+	if (rc < 0 && !beam)
 		fprintf(stderr, "bench/transformer_net: %s\n", fedrun_error_message());
-		return 1;
+	if (rc == 0 && steps) {
+		qsort(rate, steps, sizeof *rate, cmp_double);
+		printf("transformer_net: %.0f target tokens/s (median of %u steps; mean %.0f; "
+		       "vocab %u, dim %u, layers %u+%u, heads %u, ffn %u, batch %u x %u+%u, "
+		       "%s-norm, dropout %g, threads %u, OMP_WAIT_POLICY=%s, OPENBLAS_CORETYPE=%s; "
+		       "last loss %.3f)\n",
+		       rate[steps / 2], steps, (double)ntok * steps / total, c.vocab, c.dim,
+		       c.enc_layers, c.dec_layers, c.heads, c.ffn, B, T, T,
+		       c.pre_norm ? "pre" : "post", (double)c.dropout, threads,
+		       getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)",
+		       getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)",
+		       loss / (double)ntok);
 	}
-	qsort(rate, steps, sizeof *rate, cmp_double);
-	printf("transformer_net: %.0f target tokens/s (median of %u steps; mean %.0f; "
-	       "vocab %u, dim %u, layers %u+%u, heads %u, ffn %u, batch %u x %u+%u, "
-	       "%s-norm, dropout %g, threads %u, OMP_WAIT_POLICY=%s, OPENBLAS_CORETYPE=%s; "
-	       "last loss %.3f)\n",
-	       rate[steps / 2], steps, (double)ntok * steps / total, c.vocab, c.dim,
-	       c.enc_layers, c.dec_layers, c.heads, c.ffn, B, T, T, c.pre_norm ? "pre" : "post",
-	       (double)c.dropout, threads,
-	       getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)",
-	       getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)",
-	       loss / (double)ntok);
 	free(rate);
 	free(src);
 	free(ti);
@@ -285,5 +341,5 @@ int main(int argc, char **argv)
 	fedrun_arena_free(p);
 	fedrun_arena_free(g);
 	tfm_layout_free(l);
-	return 0;
+	return rc < 0;
 }

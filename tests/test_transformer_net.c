@@ -78,7 +78,8 @@ static void pairs_make(struct pairs *q, uint32_t V, uint64_t seed)
 		q->sl[b] = sl[b];
 		q->tl[b] = tl[b];
 		for (int t = 0; t < 5; t++)
-			q->src[b * 5 + t] = t < sl[b] ? 4 + (int32_t)fedrun_rng_below(&r, V - 4) : 0;
+			q->src[b * 5 + t] =
+			    t < sl[b] ? 4 + (int32_t)fedrun_rng_below(&r, V - 4) : 0;
 		/* y1 .. yn eos: n = tl - 1 */
 		int32_t y[6];
 		for (int t = 0; t < 6; t++)
@@ -88,8 +89,14 @@ static void pairs_make(struct pairs *q, uint32_t V, uint64_t seed)
 			q->to[b * 6 + t] = t < tl[b] ? y[t] : -1;
 		}
 	}
-	q->b = (struct tfm_batch){.B = 3, .Ts = 5, .Tt = 6, .src = q->src, .src_len = q->sl,
-				  .tgt_in = q->ti, .tgt_out = q->to, .tgt_len = q->tl};
+	q->b = (struct tfm_batch){.B = 3,
+				  .Ts = 5,
+				  .Tt = 6,
+				  .src = q->src,
+				  .src_len = q->sl,
+				  .tgt_in = q->ti,
+				  .tgt_out = q->to,
+				  .tgt_len = q->tl};
 }
 
 /* Mean loss per target token, in double; rng (copied, so that every call
@@ -173,8 +180,8 @@ static const struct {
 
 START_TEST(test_fd_whole_model)
 {
-	struct tfm_cfg c = tiny(grad_cases[_i].D, grad_cases[_i].H, grad_cases[_i].pre,
-				grad_cases[_i].tie);
+	struct tfm_cfg c =
+	    tiny(grad_cases[_i].D, grad_cases[_i].H, grad_cases[_i].pre, grad_cases[_i].tie);
 	c.activation = grad_cases[_i].relu ? FEDRUN_ACT_RELU : FEDRUN_ACT_GELU;
 	if (grad_cases[_i].dropout) {
 		c.dropout = 0.2f;
@@ -375,8 +382,14 @@ static double decode_error(int pre, int tie, int reorder)
 		for (int t = 0; t < T; t++)
 			ti[k * T + t] = t ? 3 + (int32_t)fedrun_rng_below(&r, V - 3) : c.bos_id;
 	}
-	struct tfm_batch b = {.B = R, .Ts = TS, .Tt = T, .src = rsrc, .src_len = rsl,
-			      .tgt_in = ti, .tgt_out = NULL, .tgt_len = tl};
+	struct tfm_batch b = {.B = R,
+			      .Ts = TS,
+			      .Tt = T,
+			      .src = rsrc,
+			      .src_len = rsl,
+			      .tgt_in = ti,
+			      .tgt_out = NULL,
+			      .tgt_len = tl};
 	float *logits = malloc(sizeof(float) * R * T * V);
 	float *lp = malloc(sizeof(float) * (R + S) * V);
 	double *ref = malloc(sizeof(double) * V);
@@ -441,8 +454,8 @@ START_TEST(test_layout)
 			struct fedrun_layout *l;
 			ck_assert_int_eq(tfm_layout(&c, &l), 0);
 			/* 16 tensors per encoder layer, 26 per decoder layer */
-			uint32_t want = 2 * 16 + 2 * 26 + 1 + (pre ? 4 : 0) + (ties[k] == TFM_TIE_NONE) +
-					(ties[k] != TFM_TIE_ALL);
+			uint32_t want = 2 * 16 + 2 * 26 + 1 + (pre ? 4 : 0) +
+					(ties[k] == TFM_TIE_NONE) + (ties[k] != TFM_TIE_ALL);
 			ck_assert_uint_eq(l->n, want);
 			for (uint32_t i = 0; i < l->n; i++)
 				ck_assert_msg(strncmp(l->t[i].name, "encoder.", 8) == 0 ||
@@ -460,7 +473,8 @@ START_TEST(test_layout)
 				char a[128], b2[128];
 				snprintf(a, sizeof a, "%sq_proj.weight", blocks[j]);
 				snprintf(b2, sizeof b2, "%sv_proj.weight", blocks[j]);
-				int64_t qi = fedrun_layout_find(l, a), vi = fedrun_layout_find(l, b2);
+				int64_t qi = fedrun_layout_find(l, a),
+					vi = fedrun_layout_find(l, b2);
 				ck_assert(qi >= 0 && vi >= 0);
 				ck_assert_uint_eq(l->t[vi].offset, l->t[qi].offset + 2 * 16 * 16);
 				snprintf(a, sizeof a, "%sq_proj.bias", blocks[j]);

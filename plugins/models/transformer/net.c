@@ -138,24 +138,24 @@ struct tfm_work {
 	/* training activations, for up to capB x capTs / capTt */
 	uint32_t capB, capTs, capTt;
 	float *mem;
-	int32_t *tc;	      /* (Nt) compacted targets */
-	int32_t *rowidx;      /* (Nt) rows that have a target */
-	float *xs, *xt;	      /* (Ns,D), (Nt,D) embedded inputs */
-	uint8_t *ms, *mt;     /* their dropout masks */
-	struct enc_act *enc;  /* per encoder layer */
-	struct dec_act *dec;  /* per decoder layer */
+	int32_t *tc;				      /* (Nt) compacted targets */
+	int32_t *rowidx;			      /* (Nt) rows that have a target */
+	float *xs, *xt;				      /* (Ns,D), (Nt,D) embedded inputs */
+	uint8_t *ms, *mt;			      /* their dropout masks */
+	struct enc_act *enc;			      /* per encoder layer */
+	struct dec_act *dec;			      /* per decoder layer */
 	float *enc_fin, *enc_fln, *dec_fin, *dec_fln; /* pre-norm final norms */
 	const float *enc_out, *dec_out;
-	float *hc;	      /* (Nt,D) gathered decoder outputs */
-	float *logits;	      /* (Nt,V) */
-	float *gs, *gt;	      /* (Ns,D), (Nt,D) gradient carried down each stack */
-	float *tmp;	      /* (maxN,D) dropout outputs / gradients */
-	float *dz;	      /* (maxN,max(D,F)) */
-	float *dqkv;	      /* (maxN,3D) */
-	float *dq, *dkv;      /* (Nt,D), (Ns,2D) */
-	float *dn;	      /* (maxN,D) pre-norm sublayer-input gradient */
-	double *colsum;	      /* (max(3D,F)) */
-	float *colsum_f;      /* (max(3D,F)) */
+	float *hc;		/* (Nt,D) gathered decoder outputs */
+	float *logits;		/* (Nt,V) */
+	float *gs, *gt;		/* (Ns,D), (Nt,D) gradient carried down each stack */
+	float *tmp;		/* (maxN,D) dropout outputs / gradients */
+	float *dz;		/* (maxN,max(D,F)) */
+	float *dqkv;		/* (maxN,3D) */
+	float *dq, *dkv;	/* (Nt,D), (Ns,2D) */
+	float *dn;		/* (maxN,D) pre-norm sublayer-input gradient */
+	double *colsum;		/* (max(3D,F)) */
+	float *colsum_f;	/* (max(3D,F)) */
 	int drop, adrop, hdrop; /* dropouts active in this pass */
 	struct fedrun_rng *rng;
 
@@ -220,8 +220,8 @@ static int addp(struct fedrun_layout *l, const char *prefix, const char *suffix,
 	char name[FEDRUN_NAME_MAX];
 	int n = snprintf(name, sizeof name, "%s%s", prefix, suffix);
 	if (n < 0 || (size_t)n >= sizeof name)
-		return fedrun_error(FEDRUN_EINVAL, "transformer: tensor name %s%s too long",
-				    prefix, suffix);
+		return fedrun_error(FEDRUN_EINVAL, "transformer: tensor name %s%s too long", prefix,
+				    suffix);
 	return add2(l, name, rows, cols);
 }
 
@@ -349,8 +349,7 @@ static int find(const struct fedrun_layout *l, const char *prefix, const char *s
 	if (l->t[i].numel != numel)
 		return fedrun_error(FEDRUN_EINVAL,
 				    "transformer: tensor %s has %llu floats, expected %llu", name,
-				    (unsigned long long)l->t[i].numel,
-				    (unsigned long long)numel);
+				    (unsigned long long)l->t[i].numel, (unsigned long long)numel);
 	*off = l->t[i].offset;
 	return 0;
 }
@@ -490,7 +489,7 @@ int tfm_init(const struct tfm_cfg *c, const struct fedrun_layout *l, uint64_t se
 		} else if (ends_with(t->name, "norm.weight")) {
 			for (uint64_t j = 0; j < t->numel; j++)
 				p[j] = 1.0f; /* layer-norm gain */
-		} /* biases stay 0 */
+		}			     /* biases stay 0 */
 	}
 	return 0;
 }
@@ -521,11 +520,10 @@ static uint8_t *take_bytes(struct carve *k, uint64_t bytes)
 	return (uint8_t *)take(k, (bytes + 3) / 4);
 }
 
-static uint64_t attn_floats(const struct tfm_work *w, uint32_t B, uint32_t tq, uint32_t tk,
-			    float p)
+static uint64_t attn_floats(const struct tfm_work *w, uint32_t B, uint32_t tq, uint32_t tk, float p)
 {
-	struct fedrun_attn_dims d = {.batch = B, .heads = w->H, .tq = tq, .tk = tk, .dh = w->dh,
-				     .dropout = p};
+	struct fedrun_attn_dims d = {
+	    .batch = B, .heads = w->H, .tq = tq, .tk = tk, .dh = w->dh, .dropout = p};
 	return w->be->attn_cache_floats(w->ctx, &d);
 }
 
@@ -706,8 +704,8 @@ static int mm(struct tfm_work *w, bool ta, bool tb, uint64_t m, uint64_t n, uint
 	      const float *a, uint64_t lda, const float *b, uint64_t ldb, float beta, float *c,
 	      uint64_t ldc)
 {
-	return w->be->sgemm(w->ctx, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b,
-			    (int)ldb, beta, c, (int)ldc);
+	return w->be->sgemm(w->ctx, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb,
+			    beta, c, (int)ldc);
 }
 
 /* y (N, P D) = [b_0 | b_1 | ...] on every row, then y += x . [W_0; W_1;
@@ -924,8 +922,8 @@ static int self_attn_bwd(struct tfm_work *w, const float *P, float *G, const str
 	CHECK(blk_end_bwd(w, k, N, D, a, o->wo, o->bo, &o->ln, P, G, g, w->dz));
 	struct fedrun_attn_dims d = adims(w, B, T, T, 3 * w->D, 3 * w->D, causal, w->adrop);
 	float *dqkv = w->dqkv;
-	CHECK(w->be->attn_backward(w->ctx, &d, qkv, qkv + D, qkv + 2 * D, key_len, ac, w->dz,
-				   dqkv, dqkv + D, dqkv + 2 * D));
+	CHECK(w->be->attn_backward(w->ctx, &d, qkv, qkv + D, qkv + 2 * D, key_len, ac, w->dz, dqkv,
+				   dqkv + D, dqkv + 2 * D));
 	const float *W[3], *b[3];
 	float *dW[3], *db[3], beta;
 	qkv_ptrs(P, o, 0, 3, W, b);
@@ -949,8 +947,8 @@ static int ffn_fwd(struct tfm_work *w, const float *P, const struct ffn_off *o, 
 	CHECK(proj_fwd(w, N, D, 1, F, k->sub, &W, &b, pre));
 	CHECK(w->be->act_forward(w->ctx, (enum fedrun_act)w->c.activation, N * F, pre, h));
 	if (w->hdrop)
-		CHECK(w->be->dropout_forward(w->ctx, N * F, w->c.relu_dropout, w->rng, h, h,
-					     hmask));
+		CHECK(
+		    w->be->dropout_forward(w->ctx, N * F, w->c.relu_dropout, w->rng, h, h, hmask));
 	return blk_end(w, k, N, F, h, o->w2, o->b2, &o->ln, P, out);
 }
 
@@ -990,8 +988,8 @@ static int cross_attn_fwd(struct tfm_work *w, const float *P, const struct attn_
 	CHECK(proj_fwd(w, Nt, D, 1, D, k->sub, W, b, e->q));
 	CHECK(proj_fwd(w, Ns, D, 2, D, enc, W + 1, b + 1, e->kv));
 	struct fedrun_attn_dims d = adims(w, B, Tt, Ts, 0, 2 * w->D, 0, w->adrop);
-	CHECK(w->be->attn_forward(w->ctx, &d, e->q, e->kv, e->kv + D, src_len, w->rng, e->c,
-				  e->cc));
+	CHECK(
+	    w->be->attn_forward(w->ctx, &d, e->q, e->kv, e->kv + D, src_len, w->rng, e->c, e->cc));
 	return blk_end(w, k, Nt, D, e->c, o->wo, o->bo, &o->ln, P, out);
 }
 
@@ -1004,8 +1002,8 @@ static int cross_attn_bwd(struct tfm_work *w, const float *P, float *G, const st
 	struct blk *k = &e->ca;
 	CHECK(blk_end_bwd(w, k, Nt, D, e->c, o->wo, o->bo, &o->ln, P, G, g, w->dz));
 	struct fedrun_attn_dims d = adims(w, B, Tt, Ts, 0, 2 * w->D, 0, w->adrop);
-	CHECK(w->be->attn_backward(w->ctx, &d, e->q, e->kv, e->kv + D, src_len, e->cc, w->dz,
-				   w->dq, w->dkv, w->dkv + D));
+	CHECK(w->be->attn_backward(w->ctx, &d, e->q, e->kv, e->kv + D, src_len, e->cc, w->dz, w->dq,
+				   w->dkv, w->dkv + D));
 	const float *W[3], *b[3];
 	float *dW[3], *db[3], beta;
 	qkv_ptrs(P, o, 0, 3, W, b);
@@ -1018,8 +1016,8 @@ static int cross_attn_bwd(struct tfm_work *w, const float *P, float *G, const st
 }
 
 /* x (B,T,D) = sqrt(D) E[ids] + PE (sec. 3.4, 3.5), then dropout. */
-static int embed_fwd(struct tfm_work *w, uint32_t B, uint32_t T, const int32_t *ids,
-		     const float *E, float *x, uint8_t *mask)
+static int embed_fwd(struct tfm_work *w, uint32_t B, uint32_t T, const int32_t *ids, const float *E,
+		     float *x, uint8_t *mask)
 {
 	const uint64_t N = (uint64_t)B * T;
 	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)N, w->V, w->D, ids, E, x));
@@ -1249,8 +1247,8 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	double lsum = 0.0, nsum = 0.0;
 	for (uint64_t r0 = 0; r0 < nc; r0 += OUT_CHUNK) {
 		const uint64_t n = nc - r0 < OUT_CHUNK ? nc - r0 : OUT_CHUNK;
-		CHECK(mm(w, false, true, n, V, D, 1.0f, h + r0 * D, D, Wout, D, 0.0f, w->logits,
-			 V));
+		CHECK(
+		    mm(w, false, true, n, V, D, 1.0f, h + r0 * D, D, Wout, D, 0.0f, w->logits, V));
 		double loss = 0.0, nll = 0.0;
 		uint64_t cnt = 0;
 		CHECK(w->be->label_smoothed_xent(w->ctx, (uint32_t)n, w->V, w->c.label_smoothing,
@@ -1325,8 +1323,8 @@ static void carve_dec(struct tfm_work *w, struct carve *k)
 	carve_blk(k, &s->ff, R, D, 0);
 }
 
-int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
-	       const int32_t *src, const int32_t *src_len, uint32_t beam, uint32_t max_steps)
+int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts, const int32_t *src,
+	       const int32_t *src_len, uint32_t beam, uint32_t max_steps)
 {
 	if (!w || !params)
 		return fedrun_error(FEDRUN_EINVAL, "tfm_encode: NULL work or params");
@@ -1358,9 +1356,9 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 		s->cap = 0;
 		int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&s->mem);
 		if (rc < 0)
-			return fedrun_error_wrap(rc,
-						 "tfm_encode: decoding state for %u rows x %u steps: ",
-						 B * beam, max_steps);
+			return fedrun_error_wrap(
+			    rc, "tfm_encode: decoding state for %u rows x %u steps: ", B * beam,
+			    max_steps);
 		s->cap = k.n;
 	}
 	k.base = s->mem;
@@ -1457,8 +1455,8 @@ int tfm_decode_step(struct tfm_work *w, const float *params, uint32_t t, const i
 	for (uint64_t r = 0; r < R; r++)
 		s->klen[r] = (int32_t)t + 1;
 	/* the token at position t, scaled, plus PE(t) (sec. 3.4, 3.5) */
-	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)R, w->V, w->D, tokens,
-				       P + w->off.emb_tgt, s->x));
+	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)R, w->V, w->D, tokens, P + w->off.emb_tgt,
+				       s->x));
 	CHECK(w->be->posenc_forward(w->ctx, (uint32_t)R, 1, w->D, t, w->emb_scale, s->x, s->x));
 	const float *x = s->x;
 	float *tmp_save = w->tmp;
@@ -1478,10 +1476,10 @@ int tfm_decode_step(struct tfm_work *w, const float *params, uint32_t t, const i
 		for (uint64_t r = 0; r < R; r++)
 			memcpy(kv + (r * M + t) * 2 * D, s->qkv + r * 3 * D + D,
 			       2 * D * sizeof *kv);
-		struct fedrun_attn_dims d = adims(w, (uint32_t)R, 1, (uint32_t)M, 3 * w->D,
-						  2 * w->D, 0, 0);
-		rc = w->be->attn_forward(w->ctx, &d, s->qkv, kv, kv + D, s->klen, NULL, s->a,
-					 s->ac);
+		struct fedrun_attn_dims d =
+		    adims(w, (uint32_t)R, 1, (uint32_t)M, 3 * w->D, 2 * w->D, 0, 0);
+		rc =
+		    w->be->attn_forward(w->ctx, &d, s->qkv, kv, kv + D, s->klen, NULL, s->a, s->ac);
 		if (rc == 0)
 			rc = blk_end(w, &s->sa, R, D, s->a, o->sa.wo, o->sa.bo, &o->sa.ln, P, &x);
 		/* cross-attention: the beam rows of sentence i are its queries */

@@ -137,19 +137,18 @@ void tfm_layout_free(struct fedrun_layout *l);
  *     Embedding), the pad_id row of each embedding 0.
  *   - biases 0, layer-norm gains 1 and biases 0.
  * The layout must come from tfm_layout with the same cfg. */
-int tfm_init(const struct tfm_cfg *c, const struct fedrun_layout *l, uint64_t seed,
-	     float *params);
+int tfm_init(const struct tfm_cfg *c, const struct fedrun_layout *l, uint64_t seed, float *params);
 
 /* One batch of sentence pairs; every array host memory, borrowed for the
  * call. Rows are right-padded (padding at the end). */
 struct tfm_batch {
-	uint32_t B, Ts, Tt;	 /* pairs, source and target row lengths, >= 1 */
-	const int32_t *src;	 /* (B,Ts): tokens in [0, vocab), pad_id after src_len */
-	const int32_t *src_len;	 /* (B): in [0, Ts] */
-	const int32_t *tgt_in;	 /* (B,Tt): bos y1 .. yn, then pad_id; in [0, vocab) */
-	const int32_t *tgt_out;	 /* (B,Tt): y1 .. yn eos, then -1 (any negative
-				    value: ignored); others in [0, vocab) */
-	const int32_t *tgt_len;	 /* (B) = n + 1, in [0, Tt] */
+	uint32_t B, Ts, Tt;	/* pairs, source and target row lengths, >= 1 */
+	const int32_t *src;	/* (B,Ts): tokens in [0, vocab), pad_id after src_len */
+	const int32_t *src_len; /* (B): in [0, Ts] */
+	const int32_t *tgt_in;	/* (B,Tt): bos y1 .. yn, then pad_id; in [0, vocab) */
+	const int32_t *tgt_out; /* (B,Tt): y1 .. yn eos, then -1 (any negative
+				   value: ignored); others in [0, vocab) */
+	const int32_t *tgt_len; /* (B) = n + 1, in [0, Tt] */
 };
 
 /* Per-thread scratch: the backend context, the activations kept for the
@@ -197,10 +196,11 @@ int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm
  * (B,Ts) with lengths src_len (B) (as in struct tfm_batch), computes each
  * decoder layer's cross-attention keys and values once, and sets up
  * rows = B * beam decoding rows with room for max_steps steps; row r
- * belongs to sentence r / beam. src and src_len are copied. It ends any
+ * belongs to sentence r / beam. src and src_len are borrowed for the call
+ * only (the lengths are copied). It ends any
  * previous decoding of w. */
-int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
-	       const int32_t *src, const int32_t *src_len, uint32_t beam, uint32_t max_steps);
+int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts, const int32_t *src,
+	       const int32_t *src_len, uint32_t beam, uint32_t max_steps);
 /* Step t (0-based, t = 0, 1, 2, ... in order, t < max_steps): tokens
  * (rows) are the tokens at position t (bos at t = 0), in [0, vocab).
  * parent (rows; NULL at t = 0, NULL = identity) says which row of step
