@@ -511,7 +511,6 @@ START_TEST(test_init)
 		}
 		double mean = s / t->numel, sd = sqrt(s2 / t->numel - mean * mean);
 		const char *nm = t->name;
-		size_t len = strlen(nm);
 		if (strstr(nm, "norm.weight"))
 			ck_assert(mean == 1.0 && sd == 0.0);
 		else if (t->ndim == 1)
@@ -531,7 +530,6 @@ START_TEST(test_init)
 			ck_assert_msg(fabs(sd - bound / sqrt(3.0)) < 0.05 * bound, "%s: sd %g", nm,
 				      sd);
 		}
-		(void)len;
 	}
 	fedrun_arena_free(a);
 	fedrun_arena_free(b);
