@@ -316,6 +316,42 @@ START_TEST(test_loss_from_logits)
 }
 END_TEST
 
+/* Padding is invisible: other tokens in the padded positions of source
+ * and target leave the loss and the gradient unchanged (the masks hide
+ * padded keys exactly), while a change in a real token does not. */
+START_TEST(test_padding_invisible)
+{
+	struct tfm_cfg c = tiny(8, 2, _i, TFM_TIE_ALL);
+	struct net n;
+	net_make(&n, &c, 9);
+	struct pairs q;
+	pairs_make(&q, c.vocab, 4);
+	float *g0 = tu_zeros(n.l->total);
+	double l0 = mean_loss(&n, &q.b, NULL, g0);
+	for (int b = 0; b < 3; b++) {
+		for (int t = q.sl[b]; t < 5; t++)
+			q.src[b * 5 + t] = 5 + t;
+		for (int t = q.tl[b]; t < 6; t++)
+			q.ti[b * 6 + t] = 4 + t;
+	}
+	memset(n.g, 0, n.l->total * sizeof *n.g);
+	double l1 = mean_loss(&n, &q.b, NULL, n.g);
+	ck_assert_msg(l0 == l1, "loss %.17g became %.17g", l0, l1);
+	double e = 0.0, m = 0.0;
+	for (uint64_t j = 0; j < n.l->total; j++) {
+		e = fmax(e, fabs((double)n.g[j] - g0[j]));
+		m = fmax(m, fabs((double)g0[j]));
+	}
+	/* the embedding rows of the pad tokens get no gradient either way;
+	 * the rest may differ by the rounding of other summation orders */
+	ck_assert_msg(e <= 1e-6 * m, "gradient changed by %g (max %g)", e, m);
+	q.src[1 * 5 + 2] = 4 + (q.src[1 * 5 + 2] - 3) % 7; /* a real token */
+	ck_assert(mean_loss(&n, &q.b, NULL, NULL) != l0);
+	free(g0);
+	net_free(&n);
+}
+END_TEST
+
 /* Dropout draws from the stream: the same state gives the same loss, a
  * different one another; NULL switches it off. */
 START_TEST(test_dropout_stream)
@@ -596,6 +632,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_accumulates);
 	tcase_add_test(tc, test_dropout_stream);
 	tcase_add_test(tc, test_loss_from_logits);
+	tcase_add_loop_test(tc, test_padding_invisible, 0, 2);
 	tcase_add_loop_test(tc, test_decode_matches_forward, 0, 3);
 	tcase_add_loop_test(tc, test_fd_whole_model, 0,
 			    (int)(sizeof grad_cases / sizeof grad_cases[0]));
