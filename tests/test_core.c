@@ -317,7 +317,8 @@ START_TEST(test_optim_clip_fused)
 	float *p1 = malloc(n * sizeof *p1), *p2 = malloc(n * sizeof *p2);
 	float *g = malloc(n * sizeof *g), *g2 = malloc(n * sizeof *g2);
 	float *s1 = calloc(2 * n, sizeof *s1), *s2 = calloc(2 * n, sizeof *s2);
-	ck_assert(p1 && p2 && g && g2 && s1 && s2);
+	float *p3 = malloc(n * sizeof *p3), *s3 = calloc(n, sizeof *s3);
+	ck_assert(p1 && p2 && g && g2 && s1 && s2 && p3 && s3);
 	for (int k = 0; k < 3; k++) {
 		struct fedrun_optim_cfg cfg = {.kind = kinds[k], .lr = 0.05, .momentum = 0.5,
 					       .nesterov = k == 1, .beta1 = 0.9, .beta2 = 0.999,
@@ -326,7 +327,7 @@ START_TEST(test_optim_clip_fused)
 		plain.clip_norm = 0;
 		uint64_t st1 = 0, st2 = 0;
 		for (uint64_t i = 0; i < n; i++)
-			p1[i] = p2[i] = (float)sin(0.37 * (double)i);
+			p1[i] = p2[i] = p3[i] = (float)sin(0.37 * (double)i);
 		memset(s1, 0, 2 * n * sizeof *s1);
 		memset(s2, 0, 2 * n * sizeof *s2);
 		for (int step = 0; step < 3; step++) {
@@ -346,6 +347,13 @@ START_TEST(test_optim_clip_fused)
 			fedrun_optim_step(&plain, plain.lr, n, p2, g2, s2, &st2);
 			ck_assert_int_eq(memcmp(p1, p2, n * sizeof *p1), 0);
 			ck_assert_int_eq(memcmp(s1, s2, 2 * n * sizeof *s1), 0);
+			if (k == 0) /* SGD's rule, element by element, in float */
+				for (uint64_t i = 0; i < n; i++) {
+					float gi = g2[i] + (float)cfg.weight_decay * p3[i];
+					s3[i] = step ? (float)cfg.momentum * s3[i] + gi : gi;
+					p3[i] -= (float)cfg.lr * s3[i];
+					ck_assert(p3[i] == p1[i] && s3[i] == s1[i]);
+				}
 		}
 	}
 	free(p1);
@@ -354,6 +362,8 @@ START_TEST(test_optim_clip_fused)
 	free(g2);
 	free(s1);
 	free(s2);
+	free(p3);
+	free(s3);
 }
 END_TEST
 
