@@ -1,6 +1,7 @@
 /* Local optimizers (see fedrun/optim.h). */
 #include "config.h"
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include "fedrun/optim.h"
@@ -90,8 +91,10 @@ double fedrun_clip_grad_norm(uint64_t n, float *grad, double max_norm)
 	return norm;
 }
 
-void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
-		       float *params, float *grad, float *state, uint64_t *step)
+/* fedrun_optim_step, and with zero every gradient element set to 0 in the
+ * same loop, right after it is read. */
+static void optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
+		       float *params, float *grad, float *state, uint64_t *step, bool zero)
 {
 	/* Clipping is folded into the update: each gradient element is
 	 * multiplied by the factor as it is read (the same float product that
@@ -111,18 +114,29 @@ void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
 		if (mu > 0 && !nesterov && t > 1) {
 			/* The usual case on its own, branch-free so that it
 			 * vectorizes: the same float operations as below. */
-#pragma omp parallel for simd schedule(static) if (n >= 65536)
-			for (uint64_t i = 0; i < n; i++) {
-				float g = grad[i] * c + wd * params[i];
-				float v = mu * state[i] + g;
-				state[i] = v;
-				params[i] -= flr * v;
+#define SGD_MOMENTUM(ZERO)                                                                         \
+	_Pragma("omp parallel for simd schedule(static) if (n >= 65536)")                          \
+	for (uint64_t i = 0; i < n; i++) {                                                         \
+		float g = grad[i] * c + wd * params[i];                                            \
+		ZERO;                                                                              \
+		float v = mu * state[i] + g;                                                       \
+		state[i] = v;                                                                      \
+		params[i] -= flr * v;                                                              \
+	}
+			/* (a conditional store would keep it scalar) */
+			if (zero) {
+				SGD_MOMENTUM(grad[i] = 0.0f)
+			} else {
+				SGD_MOMENTUM((void)0)
 			}
+#undef SGD_MOMENTUM
 			break;
 		}
 #pragma omp parallel for schedule(static) if (n >= 65536)
 		for (uint64_t i = 0; i < n; i++) {
 			float g = grad[i] * c + wd * params[i];
+			if (zero)
+				grad[i] = 0.0f;
 			if (mu > 0) {
 				float v = (t == 1) ? g : mu * state[i] + g;
 				state[i] = v;
@@ -144,6 +158,8 @@ void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
 #pragma omp parallel for schedule(static) if (n >= 65536)
 		for (uint64_t i = 0; i < n; i++) {
 			float g = grad[i] * c;
+			if (zero)
+				grad[i] = 0.0f;
 			if (decoupled)
 				params[i] -= flr * wd * params[i];
 			else
@@ -156,6 +172,18 @@ void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
 		break;
 	}
 	}
+}
+
+void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
+		       float *params, float *grad, float *state, uint64_t *step)
+{
+	optim_step(cfg, lr, n, params, grad, state, step, false);
+}
+
+void fedrun_optim_step_zero(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
+			    float *params, float *grad, float *state, uint64_t *step)
+{
+	optim_step(cfg, lr, n, params, grad, state, step, true);
 }
 
 void fedrun_prox_grad(const struct fedrun_train_args *args, uint64_t n, const float *params,

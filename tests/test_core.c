@@ -305,10 +305,11 @@ START_TEST(test_optim_adam)
 }
 END_TEST
 
-/* Clipping inside fedrun_optim_step (folded into the update) moves the
+/* Clipping inside fedrun_optim_step (folded into the update) and
+ * fedrun_optim_step_zero move the
  * parameters exactly as clipping the gradient first with
  * fedrun_clip_grad_norm and stepping without clipping, for SGD with and
- * without Nesterov momentum and for Adam, over several blocks of the
+ * without Nesterov momentum and for Adam(W), over several blocks of the
  * norm's partial sums and a ragged tail; and the norm is the L2 norm. */
 START_TEST(test_optim_clip_fused)
 {
@@ -339,7 +340,15 @@ START_TEST(test_optim_clip_fused)
 				want += (double)g[i] * g[i];
 			}
 			memcpy(g2, g, n * sizeof *g);
-			fedrun_optim_step(&cfg, cfg.lr, n, p1, g, s1, &st1);
+			/* fedrun_optim_step_zero on steps 0 and 2: the same
+			 * update, and the gradient left all zeros */
+			if (step == 1) {
+				fedrun_optim_step(&cfg, cfg.lr, n, p1, g, s1, &st1);
+			} else {
+				fedrun_optim_step_zero(&cfg, cfg.lr, n, p1, g, s1, &st1);
+				for (uint64_t i = 0; i < n; i++)
+					ck_assert(g[i] == 0.0f && !signbit(g[i]));
+			}
 			double norm = fedrun_clip_grad_norm(n, g2, cfg.clip_norm);
 			ck_assert_double_eq_tol(norm, sqrt(want), 1e-12 * sqrt(want));
 			if (step < 2)
