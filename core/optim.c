@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include "fedrun/optim.h"
 #include "fedrun/vec.h"
+/* NN_SIMD_CLONES, with contraction off so that every clone rounds alike */
+#include "nn/fastmath.h"
 
 uint64_t fedrun_optim_state_floats(const struct fedrun_optim_cfg *cfg, uint64_t n)
 {
@@ -27,6 +29,7 @@ uint64_t fedrun_optim_state_floats(const struct fedrun_optim_cfg *cfg, uint64_t 
 #define NORM_LANES 16
 #define NORM_PAR_MIN (1u << 16)
 
+NN_SIMD_CLONES
 static double block_sumsq(uint64_t len, const float *x)
 {
 	double lane[NORM_LANES] = {0};
