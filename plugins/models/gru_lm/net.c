@@ -65,6 +65,7 @@ int gru_lm_worker_create(void *model, void **worker)
 	int rc = m->be->ctx_create(&cfg, &w->ctx);
 	if (rc == 0)
 		rc = m->be->alloc(w->ctx, m->layout.total * sizeof(float), (void **)&w->grad);
+	w->grad_zero = true; /* alloc zero-fills */
 	if (rc < 0) {
 		gru_lm_worker_destroy(m, w);
 		return rc;
@@ -218,6 +219,8 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 	 * then replaces them */
 	CHECK(be->linear_forward(w->ctx, N, m->H, m->V, top, dec_w, dec_b, w->logits));
 	float *grad = w->grad, *dlogits = w->logits;
+	if (p->train)
+		w->grad_zero = false;
 	/* Training: the loss's gradient (times grad_scale) and d dec_b += its
 	 * column sums in the same pass over the logits, where the backend
 	 * has the fused op; otherwise scaled and summed in passes of their
