@@ -96,16 +96,16 @@ double fedrun_clip_grad_norm(uint64_t n, float *grad, double max_norm)
 
 /* fedrun_optim_step, and with zero every gradient element set to 0 in the
  * same loop, right after it is read. */
-static void optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
-		       float *params, float *grad, float *state, uint64_t *step, bool zero)
+static void optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n, float *params,
+		       float *grad, float *state, uint64_t *step, bool zero)
 {
 	/* Clipping is folded into the update: each gradient element is
 	 * multiplied by the factor as it is read (the same float product that
 	 * scaling the array first would store), which saves a pass over the
 	 * gradient and leaves grad as it was. Without clipping c is 1, and
 	 * x * 1 is x exactly. */
-	const float c = cfg->clip_norm > 0 ? clip_factor(sqrt(grad_sumsq(n, grad)), cfg->clip_norm)
-					   : 1.0f;
+	const float c =
+	    cfg->clip_norm > 0 ? clip_factor(sqrt(grad_sumsq(n, grad)), cfg->clip_norm) : 1.0f;
 	uint64_t t = ++*step;
 	const float flr = (float)lr, wd = (float)cfg->weight_decay;
 
@@ -117,6 +117,7 @@ static void optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
 		if (mu > 0 && !nesterov && t > 1) {
 			/* The usual case on its own, branch-free so that it
 			 * vectorizes: the same float operations as below. */
+/* clang-format off */
 #define SGD_MOMENTUM(ZERO)                                                                         \
 	_Pragma("omp parallel for simd schedule(static) if (n >= 65536)")                          \
 	for (uint64_t i = 0; i < n; i++) {                                                         \
@@ -126,6 +127,7 @@ static void optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n
 		state[i] = v;                                                                      \
 		params[i] -= flr * v;                                                              \
 	}
+			/* clang-format on */
 			/* (a conditional store would keep it scalar) */
 			if (zero) {
 				SGD_MOMENTUM(grad[i] = 0.0f)

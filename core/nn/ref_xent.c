@@ -33,9 +33,8 @@ double nn_ref_softmax_xent(uint32_t N, uint32_t V, const double *logits, const i
 	return cnt ? total / (double)cnt : 0.0;
 }
 
-double nn_ref_softmax_xent_db(uint32_t N, uint32_t V, const double *logits,
-			      const int32_t *targets, double scale, uint64_t *count,
-			      double *dlogits, double *db)
+double nn_ref_softmax_xent_db(uint32_t N, uint32_t V, const double *logits, const int32_t *targets,
+			      double scale, uint64_t *count, double *dlogits, double *db)
 {
 	double loss = nn_ref_softmax_xent(N, V, logits, targets, count, dlogits);
 	for (uint64_t i = 0; i < (uint64_t)N * V; i++)

@@ -155,7 +155,7 @@ static int xent(void *ctx, uint32_t N, uint32_t V, const float *logits, const in
 			    N - blk * XENT_BLOCK < XENT_BLOCK ? N : (blk + 1) * XENT_BLOCK;
 			double s = 0.0;
 			for (uint32_t i = blk * XENT_BLOCK; i < i1; i++) {
-				const float *l = logits + (uint64_t)i * V; /* (V) */
+				const float *l = logits + (uint64_t)i * V;		/* (V) */
 				float *dl = dlogits ? dlogits + (uint64_t)i * V : NULL; /* (V) */
 				if (targets[i] < 0) {
 					if (dl)
