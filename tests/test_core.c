@@ -305,6 +305,77 @@ START_TEST(test_optim_adam)
 }
 END_TEST
 
+/* Clipping inside fedrun_optim_step (folded into the update) and
+ * fedrun_optim_step_zero move the
+ * parameters exactly as clipping the gradient first with
+ * fedrun_clip_grad_norm and stepping without clipping, for SGD with and
+ * without Nesterov momentum and for Adam(W), over several blocks of the
+ * norm's partial sums and a ragged tail; and the norm is the L2 norm. */
+START_TEST(test_optim_clip_fused)
+{
+	const uint64_t n = 3 * 4096 + 21;
+	enum fedrun_optimizer_kind kinds[] = {FEDRUN_OPTIM_SGD, FEDRUN_OPTIM_SGD, FEDRUN_OPTIM_ADAMW};
+	float *p1 = malloc(n * sizeof *p1), *p2 = malloc(n * sizeof *p2);
+	float *g = malloc(n * sizeof *g), *g2 = malloc(n * sizeof *g2);
+	float *s1 = calloc(2 * n, sizeof *s1), *s2 = calloc(2 * n, sizeof *s2);
+	float *p3 = malloc(n * sizeof *p3), *s3 = calloc(n, sizeof *s3);
+	ck_assert(p1 && p2 && g && g2 && s1 && s2 && p3 && s3);
+	for (int k = 0; k < 3; k++) {
+		struct fedrun_optim_cfg cfg = {.kind = kinds[k], .lr = 0.05, .momentum = 0.5,
+					       .nesterov = k == 1, .beta1 = 0.9, .beta2 = 0.999,
+					       .eps = 1e-8, .weight_decay = 0.01, .clip_norm = 0.25};
+		struct fedrun_optim_cfg plain = cfg;
+		plain.clip_norm = 0;
+		uint64_t st1 = 0, st2 = 0;
+		for (uint64_t i = 0; i < n; i++)
+			p1[i] = p2[i] = p3[i] = (float)sin(0.37 * (double)i);
+		memset(s1, 0, 2 * n * sizeof *s1);
+		memset(s2, 0, 2 * n * sizeof *s2);
+		for (int step = 0; step < 3; step++) {
+			double want = 0;
+			for (uint64_t i = 0; i < n; i++) {
+				/* step 2 is below the threshold: no clipping */
+				g[i] = (float)cos(0.11 * (double)i + step) *
+				       (step == 2 ? 1e-4f : 0.03f);
+				want += (double)g[i] * g[i];
+			}
+			memcpy(g2, g, n * sizeof *g);
+			/* fedrun_optim_step_zero on steps 0 and 2: the same
+			 * update, and the gradient left all zeros */
+			if (step == 1) {
+				fedrun_optim_step(&cfg, cfg.lr, n, p1, g, s1, &st1);
+			} else {
+				fedrun_optim_step_zero(&cfg, cfg.lr, n, p1, g, s1, &st1);
+				for (uint64_t i = 0; i < n; i++)
+					ck_assert(g[i] == 0.0f && !signbit(g[i]));
+			}
+			double norm = fedrun_clip_grad_norm(n, g2, cfg.clip_norm);
+			ck_assert_double_eq_tol(norm, sqrt(want), 1e-12 * sqrt(want));
+			if (step < 2)
+				ck_assert_double_gt(norm, cfg.clip_norm);
+			fedrun_optim_step(&plain, plain.lr, n, p2, g2, s2, &st2);
+			ck_assert_int_eq(memcmp(p1, p2, n * sizeof *p1), 0);
+			ck_assert_int_eq(memcmp(s1, s2, 2 * n * sizeof *s1), 0);
+			if (k == 0) /* SGD's rule, element by element, in float */
+				for (uint64_t i = 0; i < n; i++) {
+					float gi = g2[i] + (float)cfg.weight_decay * p3[i];
+					s3[i] = step ? (float)cfg.momentum * s3[i] + gi : gi;
+					p3[i] -= (float)cfg.lr * s3[i];
+					ck_assert(p3[i] == p1[i] && s3[i] == s1[i]);
+				}
+		}
+	}
+	free(p1);
+	free(p2);
+	free(g);
+	free(g2);
+	free(s1);
+	free(s2);
+	free(p3);
+	free(s3);
+}
+END_TEST
+
 /* ---- safetensors ---- */
 
 START_TEST(test_safetensors_roundtrip)
@@ -465,6 +536,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_vec);
 	tcase_add_test(tc, test_optim_sgd_momentum);
 	tcase_add_test(tc, test_optim_adam);
+	tcase_add_test(tc, test_optim_clip_fused);
 	tcase_add_test(tc, test_safetensors_roundtrip);
 	tcase_add_test(tc, test_safetensors_damaged);
 	tcase_add_test(tc, test_messages);

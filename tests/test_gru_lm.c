@@ -322,7 +322,10 @@ START_TEST(train_step_is_loss_grad_step)
 	for (uint64_t i = 0; i < n; i++)
 		ck_assert_float_eq_tol(q[i], p[i] - 0.5f * g[i], 1e-6f);
 
-	/* FedProx: anchor = p + 0.1, so w - anchor = -0.1 everywhere. */
+	/* FedProx: anchor = p + 0.1, so w - anchor = -0.1 everywhere. The
+	 * worker's gradient arena is left holding loss_grad's gradient first:
+	 * training must not take it for the zeros its own steps leave. */
+	ck_assert_int_eq(ops()->loss_grad(m, w, p, FEDRUN_SPLIT_TRAIN, 0, g, &loss), 0);
 	for (uint64_t i = 0; i < n; i++)
 		anchor[i] = p[i] + 0.1f;
 	a.prox_mu = 0.2;

@@ -343,6 +343,51 @@ START_TEST(test_xent_grad)
 }
 END_TEST
 
+/* softmax_xent_db's bias gradient: the loss of logits l + b (b broadcast
+ * over the rows) times scale, differentiated numerically in b; db is
+ * accumulated onto values it already holds. */
+struct xent_db_prob {
+	uint32_t N, V;
+	const int32_t *t;
+	const double *l;
+	double scale, *b, *lb;
+};
+
+static double xent_db_loss(void *ud)
+{
+	struct xent_db_prob *p = ud;
+	for (uint32_t i = 0; i < p->N; i++)
+		for (uint32_t j = 0; j < p->V; j++)
+			p->lb[i * p->V + j] = p->l[i * p->V + j] + p->b[j];
+	return p->scale * nn_ref_softmax_xent(p->N, p->V, p->lb, p->t, NULL, NULL);
+}
+
+START_TEST(test_xent_db_grad)
+{
+	const uint32_t N = 37, V = 5; /* two runs of the column sums */
+	int32_t t[37];
+	for (uint32_t i = 0; i < N; i++)
+		t[i] = i % 7 == 3 ? -1 : (int32_t)((i * 3) % V);
+	struct fedrun_rng r;
+	fedrun_rng_init(&r, 6, FEDRUN_RNG_PLUGIN, 0, 0);
+	float *b = tu_rand(&r, V, -1, 1), *l = tu_rand(&r, N * V, -3, 3);
+	float *lb = tu_zeros(N * V), *dl = tu_zeros(N * V), *db = tu_zeros(V);
+	float db0[5];
+	for (uint32_t j = 0; j < V; j++)
+		db0[j] = db[j] = 0.25f * (float)j;
+	for (uint32_t i = 0; i < N; i++)
+		for (uint32_t j = 0; j < V; j++)
+			lb[i * V + j] = l[i * V + j] + b[j];
+	double loss;
+	ck_assert_int_eq(be->softmax_xent_db(ctx, N, V, lb, t, 0.7f, &loss, NULL, dl, db), 0);
+	for (uint32_t j = 0; j < V; j++)
+		db[j] -= db0[j];
+	struct xent_db_prob p = {N, V, t, tu_dbl(l, N * V), 0.7f, tu_dbl(b, V), tu_dzeros(N * V)};
+	CHECK_GRAD(xent_db_loss, &p, p.b, V, db, NULL, "db");
+	free(b), free(l), free(lb), free(dl), free(db), free((double *)p.l), free(p.b), free(p.lb);
+}
+END_TEST
+
 /* ---- dropout ------------------------------------------------------------ */
 
 struct drop_prob {
@@ -429,6 +474,7 @@ static Suite *nn_grad_suite(void)
 	tcase_add_test(tc, test_embedding_grad);
 	tcase_add_loop_test(tc, test_gru_grad, 0, (int)(sizeof gcases / sizeof gcases[0]));
 	tcase_add_test(tc, test_xent_grad);
+	tcase_add_test(tc, test_xent_db_grad);
 	tcase_add_test(tc, test_dropout_grad);
 	tcase_add_loop_test(tc, test_act_grad, 0, 4);
 	suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include "fedrun/backend.h"
 #include "fedrun/error.h"
 #include "fedrun/rng.h"
+#include "fedrun/vec.h"
 #include "../core/nn/fastmath.h"
 #include "../core/nn/ref.h"
 #include "nn_testutil.h"
@@ -472,6 +473,13 @@ START_TEST(test_threads_bitwise)
 	ck_assert_int_eq(be->softmax_xent(c2, N, V, l, t, &l2, NULL, d2), 0);
 	ck_assert(memcmp(&l1, &l2, sizeof l1) == 0);
 	ck_assert_mem_eq(d1, d2, (uint64_t)N * V * sizeof *d1);
+	float *b1 = tu_zeros(V), *b2 = tu_zeros(V);
+	ck_assert_int_eq(be->softmax_xent_db(c1, N, V, l, t, 0.5f, &l1, NULL, d1, b1), 0);
+	ck_assert_int_eq(be->softmax_xent_db(c2, N, V, l, t, 0.5f, &l2, NULL, d2, b2), 0);
+	ck_assert(memcmp(&l1, &l2, sizeof l1) == 0);
+	ck_assert_mem_eq(d1, d2, (uint64_t)N * V * sizeof *d1);
+	ck_assert_mem_eq(b1, b2, V * sizeof *b1);
+	free(b1), free(b2);
 	free(l), free(d1), free(d2), free(t);
 	be->ctx_destroy(c1);
 	be->ctx_destroy(c2);
@@ -612,6 +620,68 @@ START_TEST(test_xent_edges)
 }
 END_TEST
 
+/* softmax_xent_db against the reference (tolerances of test_xent; db is a
+ * sum of N gradient rows of size about 1/count each: 1e-5 normwise), and
+ * bit for bit against the unfused path it replaces in gru-lm:
+ * softmax_xent, fedrun_vec_scale when scale != 1, then linear_backward's
+ * column sum into a db that already holds values. N up to 301 crosses
+ * several runs of the column sums (32 rows) with a partial last one;
+ * every third row is ignored. In place gives the same bits. */
+START_TEST(test_xent_db)
+{
+	static const uint32_t Ns[] = {1, 7, 33, 70, 301}, Vs[] = {1, 33, 1000};
+	const uint32_t N = Ns[_i % 5], V = Vs[(_i / 5) % 3];
+	const float scale = _i >= 15 ? 0.37f : 1.0f;
+	struct fedrun_rng r;
+	fedrun_rng_init(&r, 23, FEDRUN_RNG_PLUGIN, 0, (uint32_t)_i);
+	const uint64_t nv = (uint64_t)N * V;
+	float *l = tu_rand(&r, nv, -20, 20), *db0 = tu_rand(&r, V, -1, 1);
+	int32_t *t = malloc(N * sizeof *t);
+	for (uint32_t i = 0; i < N; i++)
+		t[i] = (i % 3 == 2) ? -1 : (int32_t)fedrun_rng_below(&r, V);
+	float *dl = tu_fill(nv, NAN), *db = malloc(V * sizeof *db);
+	memcpy(db, db0, V * sizeof *db);
+	double *L = tu_dbl(l, nv), *DL = tu_dzeros(nv), *DB = tu_dbl(db0, V);
+	double loss, ref;
+	uint64_t cnt, rcnt;
+	ck_assert(FEDRUN_BACKEND_HAS(be, softmax_xent_db));
+	ck_assert_int_eq(be->softmax_xent_db(ctx, N, V, l, t, scale, &loss, &cnt, dl, db), 0);
+	ref = nn_ref_softmax_xent_db(N, V, L, t, scale, &rcnt, DL, DB);
+	ck_assert_uint_eq(cnt, rcnt);
+	TU_ASSERT_ERR(fabs(loss - ref) / fmax(fabs(ref), 1.0), 1e-6, "loss");
+	TU_ASSERT_ERR(tu_err(dl, DL, nv, 1e-30), 1e-5, "dlogits");
+	TU_ASSERT_ERR(tu_err(db, DB, V, 1e-30), 1e-5, "db");
+
+	/* the unfused path, bit for bit */
+	float *dl2 = tu_fill(nv, NAN), *db2 = malloc(V * sizeof *db2);
+	memcpy(db2, db0, V * sizeof *db2);
+	double loss2;
+	ck_assert_int_eq(be->softmax_xent(ctx, N, V, l, t, &loss2, NULL, dl2), 0);
+	if (scale != 1.0f)
+		fedrun_vec_scale(nv, scale, dl2);
+	ck_assert_int_eq(be->linear_backward(ctx, N, 0, V, NULL, NULL, dl2, NULL, NULL, db2), 0);
+	ck_assert(memcmp(&loss, &loss2, sizeof loss) == 0);
+	ck_assert_mem_eq(dl, dl2, nv * sizeof *dl);
+	ck_assert_mem_eq(db, db2, V * sizeof *db);
+
+	/* in place, and without db */
+	memcpy(db2, db0, V * sizeof *db2);
+	float *l2 = malloc(nv * sizeof *l2);
+	memcpy(l2, l, nv * sizeof *l2);
+	ck_assert_int_eq(be->softmax_xent_db(ctx, N, V, l2, t, scale, &loss2, NULL, l2, db2), 0);
+	ck_assert(memcmp(&loss, &loss2, sizeof loss) == 0);
+	ck_assert_mem_eq(l2, dl, nv * sizeof *dl);
+	ck_assert_mem_eq(db2, db, V * sizeof *db);
+	ck_assert_int_eq(be->softmax_xent_db(ctx, N, V, l, t, scale, &loss2, NULL, dl2, NULL), 0);
+	ck_assert_mem_eq(dl2, dl, nv * sizeof *dl);
+	/* db needs dlogits */
+	ck_assert_int_eq(be->softmax_xent_db(ctx, N, V, l, t, scale, &loss2, NULL, NULL, db2),
+			 FEDRUN_EINVAL);
+	free(l), free(db0), free(t), free(dl), free(db), free(L), free(DL), free(DB), free(dl2),
+	    free(db2), free(l2);
+}
+END_TEST
+
 /* ---- activations -------------------------------------------------------- */
 
 /* Each activation and its derivative. The fast tanh and sigmoid are within
@@ -664,6 +734,7 @@ static Suite *nn_ops_suite(void)
 	tcase_add_test(tc, test_dropout_streams);
 	tcase_add_loop_test(tc, test_xent, 0, 16);
 	tcase_add_test(tc, test_xent_edges);
+	tcase_add_loop_test(tc, test_xent_db, 0, 30);
 	tcase_add_loop_test(tc, test_act, 0, 8);
 	suite_add_tcase(s, tc);
 	return s;

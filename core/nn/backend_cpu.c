@@ -100,6 +100,7 @@ static const struct fedrun_backend_ops cpu_ops = {
     .posenc_forward = nn_cpu_posenc_forward,
     .posenc_backward = nn_cpu_posenc_backward,
     .label_smoothed_xent = nn_cpu_label_smoothed_xent,
+    .softmax_xent_db = nn_cpu_softmax_xent_db,
 };
 /* clang-format on */
 

@@ -9,8 +9,9 @@
 /* Columns per block of colsum_acc: one block is a thread's unit of work and
  * its double accumulators stay in registers or L1. */
 #define COL_BLOCK 64
-/* Rows summed in float before their sum joins the double total. */
-#define COL_RUN 32
+/* Rows summed in float before their sum joins the double total (the
+ * cross-entropy's fused column sums use the same runs). */
+#define COL_RUN NN_COLSUM_RUN
 
 void nn_cpu_rows_fill(const void *ctx, uint64_t rows, uint32_t cols, uint64_t ld, const float *b,
 		      float *y)

@@ -38,7 +38,10 @@ static inline int nn_cpu_threads(const void *ctx)
 void nn_cpu_rows_fill(const void *ctx, uint64_t rows, uint32_t cols, uint64_t ld, const float *b,
 		      float *y);
 /* acc (cols) += sum over rows of x (row stride ld); fixed summation order,
- * so the result does not depend on the thread count. */
+ * so the result does not depend on the thread count: each column sums runs
+ * of NN_COLSUM_RUN rows in float (from 0, row order), the runs in double
+ * (from 0, run order), and adds that rounded to float. */
+#define NN_COLSUM_RUN 32
 void nn_cpu_colsum_acc(const void *ctx, uint64_t rows, uint32_t cols, uint64_t ld, const float *x,
 		       float *acc);
 
@@ -87,6 +90,9 @@ int nn_cpu_dropout_mask(void *ctx, uint64_t n, float p, struct fedrun_rng *rng, 
 /* ---- xent.c ---- */
 int nn_cpu_softmax_xent(void *ctx, uint32_t N, uint32_t V, const float *logits,
 			const int32_t *targets, double *loss, uint64_t *count, float *dlogits);
+int nn_cpu_softmax_xent_db(void *ctx, uint32_t N, uint32_t V, const float *logits,
+			   const int32_t *targets, float scale, double *loss, uint64_t *count,
+			   float *dlogits, float *db);
 
 /* ---- act.c ---- */
 int nn_cpu_act_forward(void *ctx, enum fedrun_act act, uint64_t n, const float *x, float *y);

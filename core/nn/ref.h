@@ -53,6 +53,10 @@ void nn_ref_dropout_backward(uint64_t n, double p, const uint8_t *mask, const do
 /* Returns the mean loss; dlogits may be NULL; count may be NULL. */
 double nn_ref_softmax_xent(uint32_t N, uint32_t V, const double *logits, const int32_t *targets,
 			   uint64_t *count, double *dlogits);
+/* The same with dlogits (not NULL) times scale, and db (V) += its column
+ * sums (db may be NULL). */
+double nn_ref_softmax_xent_db(uint32_t N, uint32_t V, const double *logits, const int32_t *targets,
+			      double scale, uint64_t *count, double *dlogits, double *db);
 
 void nn_ref_act_forward(enum fedrun_act act, uint64_t n, const double *x, double *y);
 void nn_ref_act_backward(enum fedrun_act act, uint64_t n, const double *x, const double *dy,

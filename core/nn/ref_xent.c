@@ -32,3 +32,15 @@ double nn_ref_softmax_xent(uint32_t N, uint32_t V, const double *logits, const i
 		*count = cnt;
 	return cnt ? total / (double)cnt : 0.0;
 }
+
+double nn_ref_softmax_xent_db(uint32_t N, uint32_t V, const double *logits, const int32_t *targets,
+			      double scale, uint64_t *count, double *dlogits, double *db)
+{
+	double loss = nn_ref_softmax_xent(N, V, logits, targets, count, dlogits);
+	for (uint64_t i = 0; i < (uint64_t)N * V; i++)
+		dlogits[i] *= scale;
+	for (uint32_t i = 0; db && i < N; i++)
+		for (uint32_t j = 0; j < V; j++)
+			db[j] += dlogits[(uint64_t)i * V + j];
+	return loss;
+}

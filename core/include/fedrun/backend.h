@@ -200,6 +200,18 @@
  *                   counted rows, 0 on ignored ones; NULL to skip; it may
  *                   be logits itself.
  *
+ * Added after the Transformer layers (check with FEDRUN_BACKEND_HAS):
+ *
+ *  softmax_xent_db  softmax_xent, with dlogits multiplied by scale (the
+ *                   gradient of scale * *loss), and db (V) += the sum over
+ *                   rows of that dlogits (NULL to skip; needs dlogits): the
+ *                   bias gradient that linear_backward would accumulate
+ *                   from dlogits, computed while each gradient row is
+ *                   written instead of in another pass over (N,V). On the
+ *                   CPU backend loss, dlogits and db have exactly the bits
+ *                   of softmax_xent, scaling dlogits by scale, and
+ *                   linear_backward's column sum.
+ *
  * How a Transformer composes these ops (shapes (B,T,D), D = H dh):
  *  - Q, K, V and output projections are linear ops. Self-attention may use
  *    one fused projection: qkv (B T, 3D) = linear(x, W (3D,D)), then
@@ -380,6 +392,11 @@ struct fedrun_backend_ops {
 	int (*label_smoothed_xent)(void *ctx, uint32_t N, uint32_t V, float eps,
 				   const float *logits, const int32_t *targets, double *loss,
 				   double *nll, uint64_t *count, float *dlogits);
+
+	/* ---- added after the Transformer layers: fused decoder backward ---- */
+	int (*softmax_xent_db)(void *ctx, uint32_t N, uint32_t V, const float *logits,
+			       const int32_t *targets, float scale, double *loss, uint64_t *count,
+			       float *dlogits, float *db);
 };
 
 /* The built-in CPU backend: OpenBLAS (any CBLAS) for matrix products,

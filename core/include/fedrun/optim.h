@@ -20,6 +20,13 @@ uint64_t fedrun_optim_state_floats(const struct fedrun_optim_cfg *cfg, uint64_t 
 void fedrun_optim_step(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
 		       float *params, float *grad, float *state, uint64_t *step);
 
+/* fedrun_optim_step, then grad is all zeros, ready for the next step's
+ * accumulation: the zeroing happens in the update's own pass over grad,
+ * which saves the separate pass (a memset) that a training loop would
+ * otherwise make before each step. The same params and state. */
+void fedrun_optim_step_zero(const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
+			    float *params, float *grad, float *state, uint64_t *step);
+
 /* Scales grad so that its L2 norm is at most max_norm; returns the norm
  * before clipping. */
 double fedrun_clip_grad_norm(uint64_t n, float *grad, double max_norm);

@@ -49,6 +49,7 @@ struct gru_lm_worker {
 	float *logits;			  /* (T*B,V), then its gradient */
 	float *da, *db;			  /* (T,B,max(D,H)) gradient ping-pong */
 	float *grad;			  /* the gradient arena (layout.total) */
+	bool grad_zero;			  /* grad is known to be all zeros */
 };
 
 /* What a pass over one window does. */

@@ -65,6 +65,7 @@ int gru_lm_worker_create(void *model, void **worker)
 	int rc = m->be->ctx_create(&cfg, &w->ctx);
 	if (rc == 0)
 		rc = m->be->alloc(w->ctx, m->layout.total * sizeof(float), (void **)&w->grad);
+	w->grad_zero = true; /* alloc zero-fills */
 	if (rc < 0) {
 		gru_lm_worker_destroy(m, w);
 		return rc;
@@ -217,19 +218,31 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 	/* logits (N,V) = top (N,H) . dec_w^T + dec_b; the loss's gradient
 	 * then replaces them */
 	CHECK(be->linear_forward(w->ctx, N, m->H, m->V, top, dec_w, dec_b, w->logits));
-	CHECK(be->softmax_xent(w->ctx, N, m->V, w->logits, w->tgt, loss, count,
-			       p->train ? w->logits : NULL));
+	float *grad = w->grad, *dlogits = w->logits;
+	if (p->train)
+		w->grad_zero = false;
+	/* Training: the loss's gradient (times grad_scale) and d dec_b += its
+	 * column sums in the same pass over the logits, where the backend
+	 * has the fused op; otherwise scaled and summed in passes of their
+	 * own (the same bits on the CPU backend). */
+	const bool fused = p->train && FEDRUN_BACKEND_HAS(be, softmax_xent_db);
+	if (fused)
+		CHECK(be->softmax_xent_db(w->ctx, N, m->V, w->logits, w->tgt, p->grad_scale, loss,
+					  count, dlogits, grad + m->off_dec_b));
+	else
+		CHECK(be->softmax_xent(w->ctx, N, m->V, w->logits, w->tgt, loss, count,
+				       p->train ? dlogits : NULL));
 	if (!p->train) {
 		carry_state(m, w, p);
 		return 0;
 	}
-	float *grad = w->grad, *dlogits = w->logits;
-	if (p->grad_scale != 1.0f)
+	if (!fused && p->grad_scale != 1.0f)
 		fedrun_vec_scale((uint64_t)N * m->V, p->grad_scale, dlogits);
 	/* dtop (N,H) = dlogits . dec_w; d dec_w += dlogits^T top (the
-	 * embedding's gradient when tied); d dec_b += column sums */
+	 * embedding's gradient when tied); d dec_b += column sums unless
+	 * already added */
 	CHECK(be->linear_backward(w->ctx, N, m->H, m->V, top, dec_w, dlogits, w->da,
-				  grad + m->off_dec_w, grad + m->off_dec_b));
+				  grad + m->off_dec_w, fused ? NULL : grad + m->off_dec_b));
 	float *demb;
 	CHECK(stack_backward(m, w, params, grad, p, w->da, &demb));
 	if (p->dropout > 0)

@@ -77,6 +77,12 @@ int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args
 	const bool prox = has_prox(args);
 	double loss_sum = 0, t0 = now();
 	uint64_t tokens = 0;
+	/* Zeroed here when it may not be (after loss_grad, or an error);
+	 * each step's update then leaves it zero (fedrun_optim_step_zero),
+	 * with no pass of its own, for this call's next step and the next
+	 * call. */
+	if (!w->grad_zero)
+		memset(w->grad, 0, n * sizeof(float));
 	for (uint64_t k = 0; k < steps; k++) {
 		uint64_t win = k % it.windows;
 		struct gru_lm_pass p = {.fresh = win == 0, /* a new epoch starts from h = 0 */
@@ -86,7 +92,6 @@ int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args
 					.grad_scale = 1.0f};
 		p.T = fedrun_bptt_window(&it, win, w->in_u, w->tgt_u);
 		p.B = B;
-		memset(w->grad, 0, n * sizeof(float));
 		double loss;
 		uint64_t count;
 		if ((rc = gru_lm_window(m, w, params, &p, &loss, &count)) < 0)
@@ -96,8 +101,9 @@ int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args
 		 * before clipping and the step. */
 		if (prox)
 			fedrun_prox_grad(args, n, params, w->grad);
-		fedrun_optim_step(args->optim, args->optim->lr, n, params, w->grad,
-				  args->optim_state, args->optim_step);
+		fedrun_optim_step_zero(args->optim, args->optim->lr, n, params, w->grad,
+				       args->optim_state, args->optim_step);
+		w->grad_zero = true;
 		loss_sum += loss * (double)count;
 		tokens += count;
 	}
