@@ -8,8 +8,9 @@
  * down to errors by the first training, see tfm_spm_train).
  *
  * Built only when configure found sentencepiece (config.h and automake
- * conditional HAVE_SENTENCEPIECE). Sources for a module: $(tfm_spm_sources),
- * libraries $(tfm_spm_libs) (plugins/models/transformer/spm.inc). */
+ * conditional HAVE_SENTENCEPIECE). A module using it adds $(tfm_spm_sources)
+ * to its sources, $(tfm_spm_libs) to its libraries and, since it is then
+ * linked as C++, $(tfm_cxx_module_flags) to its LDFLAGS (see spm.inc). */
 #ifndef TFM_SPM_H
 #define TFM_SPM_H
 
