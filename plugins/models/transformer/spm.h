@@ -35,10 +35,12 @@ struct tfm_spm_train_opts {
 	/* Share of the characters of the text that get a piece of their own
 	 * (the rarest others become unk), in (0, 1]; 0 = 1.0. */
 	double character_coverage;
-	/* Training threads; 0 = 1. A unigram model depends on the thread
-	 * count (the EM statistics are summed per thread, so the scores differ
-	 * in the last digits), BPE models do not; for a given count the
-	 * output is the same on every run. */
+	/* Training threads; 0 = 1. For a given count the output is the same
+	 * on every run, but a unigram model depends on the count: its EM
+	 * statistics are summed per thread, so scores differ in the last
+	 * digits and pieces may change order. BPE training ignores it
+	 * (single-threaded in SentencePiece, google/sentencepiece#941) apart
+	 * from the count recorded in the model's trainer_spec. */
 	uint32_t threads;
 	/* Seeds SentencePiece's (process-wide) random generator before
 	 * training. The options used here draw no random numbers, so the model
@@ -60,7 +62,8 @@ int tfm_spm_train(const char *const *files, uint32_t n, const struct tfm_spm_tra
 		  const char *model_path);
 
 /* A loaded model. Encoding and decoding do not modify it: several threads
- * may use one model at once. */
+ * may use one model at once (SentencePieceProcessor's encoding is
+ * thread-safe, google/sentencepiece#207 and #657). */
 struct tfm_spm;
 
 /* Loads a .model file (any SentencePiece model, not only ours: check the
