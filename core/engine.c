@@ -148,6 +148,12 @@ out:
 	return rc;
 }
 
+int run_parallel_for(struct run *r, uint32_t n,
+		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx)
+{
+	return parallel_for(r, n, fn, ctx);
+}
+
 /* ---- one round -------------------------------------------------------- */
 
 struct round_ctx {
@@ -271,10 +277,12 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	return 0;
 }
 
-/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id. */
+/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id,
+ * among the K clients that have training data (evaluation-only clients,
+ * client_size 0, are never sampled). */
 static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_t *m)
 {
-	uint32_t K = r->num_clients;
+	uint32_t K = r->ntrainable;
 	uint32_t want = (uint32_t)floor(r->cfg.fraction * K + 1e-9);
 	if (want < 1)
 		want = 1;
@@ -299,6 +307,8 @@ static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_
 				all[j - 1] = t;
 			}
 	}
+	for (uint32_t k = 0; k < want; k++) /* positions in the list -> client ids */
+		all[k] = r->trainable[all[k]];
 	*out = all;
 	*m = want;
 	return 0;
@@ -593,6 +603,8 @@ static void run_teardown(struct run *r)
 	fedrun_arena_free(r->theta_init);
 	fedrun_arena_free(r->theta_last);
 	free(r->cstates);
+	free(r->trainable);
+	free(r->ft_list);
 	free(r->events);
 	free(r->pending_log);
 	pthread_mutex_destroy(&r->lock);
@@ -800,6 +812,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 	}
 	rc = final_write(&r);
+	if (rc == 0)
+		rc = run_after(&r);
 	if (rc == 0) {
 		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,
 			   r.cfg.dir);

@@ -152,6 +152,18 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 	if (r->num_clients == 0)
 		return fedrun_error(FEDRUN_ECONFIG, "model '%s': the data gives no clients",
 				    r->model.desc->name);
+	/* Clients without training data are evaluation-only domains. */
+	if (!(r->trainable = malloc((size_t)r->num_clients * sizeof *r->trainable)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < r->num_clients; k++)
+		if (r->model_ops->client_size(r->model.state, k) > 0)
+			r->trainable[r->ntrainable++] = k;
+	if (r->ntrainable == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model '%s': none of the %u clients has training data (client_size 0): "
+				    "nothing to train", r->model.desc->name, r->num_clients);
+	if ((rc = run_finetune_clients(r)) < 0)
+		return rc;
 
 	rc = attack_parse(json_object_get(root, "attack"), r->num_clients, (uint64_t)r->cfg.seed,
 			  &r->attack);
