@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -605,6 +606,7 @@ static void run_teardown(struct run *r)
 	free(r->cstates);
 	free(r->trainable);
 	free(r->ft_list);
+	free(r->run_dir_abs);
 	free(r->events);
 	free(r->pending_log);
 	pthread_mutex_destroy(&r->lock);
@@ -667,11 +669,24 @@ static int fresh_dir(struct run *r, bool check_only)
 	int rc = fedrun_mkdir_p(r->cfg.dir);
 	if (rc < 0 || !r->cfg.overwrite)
 		return rc;
-	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors"};
+	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors",
+			       "eval_matrix.tsv"};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
 		snprintf(path, sizeof path, "%s/%s", r->cfg.dir, files[i]);
 		unlink(path);
 	}
+	snprintf(path, sizeof path, "%s/finetuned", r->cfg.dir);
+	DIR *d = opendir(path);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "client-", 7) == 0 && len > 12 &&
+		    strcmp(e->d_name + len - 12, ".safetensors") == 0) {
+			snprintf(path, sizeof path, "%s/finetuned/%s", r->cfg.dir, e->d_name);
+			unlink(path);
+		}
+	}
+	if (d)
+		closedir(d);
 	uint32_t rd;
 	char *ck;
 	while (checkpoint_latest(r->cfg.dir, &rd, &ck) == 0) {

@@ -81,7 +81,8 @@ struct run {
 	json_t *pipeline; /* borrowed, resolved in place */
 	const struct fedrun_run_opts *opts;
 	struct run_cfg cfg;
-	const char *run_dir; /* host->run_dir: cfg.dir in fedrun run, else NULL */
+	const char *run_dir; /* cfg.dir in fedrun run, else NULL */
+	char *run_dir_abs;   /* host->run_dir: its absolute path, once asked for */
 	struct fedrun_host host;
 
 	struct plugin_slot model, aggregator, selector, privacy;

@@ -260,7 +260,9 @@ static int run(const struct cli *c)
 	}
 	json_t *seed = json_object_get(pipeline, "seed");
 	tc.seed = json_is_integer(seed) ? (uint64_t)json_integer_value(seed) : 0;
-	fedrun_opts_set_base_dir(rundir);
+	/* Relative paths in a run's pipeline.json were resolved against the
+	 * working directory of `fedrun run`: they are taken as they are. */
+	fedrun_opts_set_base_dir(NULL);
 
 	if (c->checkpoint) {
 		ckpt = strdup(c->checkpoint);
@@ -284,7 +286,7 @@ static int run(const struct cli *c)
 		goto out;
 	}
 	char *file = NULL;
-	if (path && !(file = fedrun_path_resolve(rundir, json_string_value(path)))) {
+	if (path && !(file = strdup(json_string_value(path)))) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -325,6 +327,8 @@ static int run(const struct cli *c)
 	}
 	fedrun_st_fini(&f);
 	fedrun_st_init(&f);
+	if (fedrun_backend_cpu_set_blas_threads(tc.threads) < 0)
+		fedrun_error_clear(); /* another CBLAS: its own threading */
 	if (ops->worker_create && (rc = ops->worker_create(model, &worker)) < 0) {
 		fedrun_error_wrap(rc, "model '%s': ", desc->name);
 		worker = NULL;
