@@ -62,4 +62,18 @@ sed "s#wordrev.so#wordrev10.so#; s#\"wordrev\"#\"wordrev10\"#" p.json >p10.json
 run_ok p10.json --set output.dir=r10
 expect 1 "model 'wordrev10'" r10
 grep -q "cannot translate: it has no translate op" err || die "no 'cannot translate' message"
+# host->run_dir: a plugin writes a file into the run directory during
+# create and records its (absolute) path in pipeline.json; validate gives no
+# directory; translate, from another directory, finds the file.
+"$FEDRUN" validate p.json --set model.marker=true --set output.dir=runm >/dev/null || die "validate failed"
+[ -e runm ] && die "validate created the run directory"
+run_ok p.json --set model.marker=true --set output.dir=runm
+[ -s runm/marker.txt ] || die "the plugin's file is not in the run directory"
+grep -q "\"marker_file\": \"/.*/runm/marker.txt\"" runm/pipeline.json ||
+	die "pipeline.json lacks the absolute marker_file: $(grep marker runm/pipeline.json)"
+mkdir elsewhere
+(cd elsewhere && "$FEDRUN" translate ../runm <../in.txt) >outm.txt || die "translate from another directory failed"
+cmp -s out1.txt outm.txt || die "translate with marker differs"
+rm runm/marker.txt
+expect 2 "marker.txt" runm
 echo "translate: ok"

@@ -4,6 +4,7 @@
  * input back. Built twice: as ABI 1.1 (with translate and client_name), and
  * with -DABI10 as an ABI 1.0 plugin whose ops table ends at loss_grad (and is
  * followed by a poisoned pointer that the host must never read). */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +24,15 @@ struct wordrev {
 struct mcfg {
 	int64_t dim;
 	json_t *decode;
+	bool marker;
+	const char *marker_file;
 };
 
 static const struct fedrun_opt model_spec[] = {
 	{"dim", FEDRUN_OPT_INT, offsetof(struct mcfg, dim), 0, 1, 1024, 4, NULL, NULL},
 	{"decode", FEDRUN_OPT_OBJECT, offsetof(struct mcfg, decode), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL},
+	{"marker", FEDRUN_OPT_BOOL, offsetof(struct mcfg, marker), 0, 0, 0, 0, NULL, NULL},
+	{"marker_file", FEDRUN_OPT_STRING, offsetof(struct mcfg, marker_file), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL},
 	FEDRUN_OPT_END_,
 };
 
@@ -59,6 +64,23 @@ static int wr_create(const struct fedrun_host *host, json_t *model_config, json_
 		rc = fedrun_opts_parse(data_spec, data_config, "data", &dc);
 	if (rc < 0)
 		return rc;
+	/* "marker": as a tokenizer would, write a file into the run directory
+	 * and record its path in the model section; later (fedrun translate)
+	 * the recorded file must be readable. */
+	if (mc.marker && mc.marker_file) {
+		FILE *fp = fopen(mc.marker_file, "r");
+		if (!fp)
+			return fedrun_error(FEDRUN_ENOENT, "model.marker_file: cannot open '%s'", mc.marker_file);
+		fclose(fp);
+	} else if (mc.marker && host->size >= offsetof(struct fedrun_host, run_dir) + sizeof(void *) &&
+		   host->run_dir(host->ctx)) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/marker.txt", host->run_dir(host->ctx));
+		FILE *fp = fopen(path, "w");
+		if (!fp || fputs("marker\n", fp) < 0 || fclose(fp) != 0)
+			return fedrun_error(FEDRUN_EIO, "%s: cannot write", path);
+		json_object_set_new(model_config, "marker_file", json_string(path));
+	}
 	struct wordrev *m = calloc(1, sizeof *m);
 	if (!m)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
