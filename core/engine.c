@@ -401,7 +401,8 @@ static int run_round(struct run *r, uint32_t round)
 	struct round_ctx ctx = {
 		.info = {.size = sizeof ctx.info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
 			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l,
-			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL},
+			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL,
+			 .num_trainable = r->ntrainable},
 		.clients = clients};
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
