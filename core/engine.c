@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -148,6 +149,12 @@ out:
 	return rc;
 }
 
+int run_parallel_for(struct run *r, uint32_t n,
+		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx)
+{
+	return parallel_for(r, n, fn, ctx);
+}
+
 /* ---- one round -------------------------------------------------------- */
 
 struct round_ctx {
@@ -271,10 +278,12 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	return 0;
 }
 
-/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id. */
+/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id,
+ * among the K clients that have training data (evaluation-only clients,
+ * client_size 0, are never sampled). */
 static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_t *m)
 {
-	uint32_t K = r->num_clients;
+	uint32_t K = r->ntrainable;
 	uint32_t want = (uint32_t)floor(r->cfg.fraction * K + 1e-9);
 	if (want < 1)
 		want = 1;
@@ -299,6 +308,8 @@ static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_
 				all[j - 1] = t;
 			}
 	}
+	for (uint32_t k = 0; k < want; k++) /* positions in the list -> client ids */
+		all[k] = r->trainable[all[k]];
 	*out = all;
 	*m = want;
 	return 0;
@@ -390,7 +401,8 @@ static int run_round(struct run *r, uint32_t round)
 	struct round_ctx ctx = {
 		.info = {.size = sizeof ctx.info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
 			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l,
-			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL},
+			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL,
+			 .num_trainable = r->ntrainable},
 		.clients = clients};
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
@@ -555,8 +567,12 @@ static void workers_destroy(struct run *r)
 	r->nworkers = 0;
 }
 
+static int prepare_dir_early(struct run *r);
+
+/* with_dir: a real run, whose directory is checked and created before the
+ * plugins are, so that they may write files into it (host->run_dir). */
 static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_opts *opts,
-		     struct fedrun_registry *reg)
+		     struct fedrun_registry *reg, bool with_dir)
 {
 	memset(r, 0, sizeof *r);
 	r->first_loss = r->last_loss = r->test_loss = NAN;
@@ -567,6 +583,8 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 	run_host_init(r);
 	fedrun_opts_set_base_dir(opts->base_dir);
 	int rc = run_config_parse(pipeline, &r->cfg);
+	if (rc == 0 && with_dir && (rc = prepare_dir_early(r)) == 0)
+		r->run_dir = r->cfg.dir;
 	if (rc == 0)
 		rc = run_plugins_create(r, reg);
 	return rc;
@@ -587,6 +605,9 @@ static void run_teardown(struct run *r)
 	fedrun_arena_free(r->theta_init);
 	fedrun_arena_free(r->theta_last);
 	free(r->cstates);
+	free(r->trainable);
+	free(r->ft_list);
+	free(r->run_dir_abs);
 	free(r->events);
 	free(r->pending_log);
 	pthread_mutex_destroy(&r->lock);
@@ -596,7 +617,7 @@ int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opt
 			     struct fedrun_registry *reg)
 {
 	struct run r;
-	int rc = run_setup(&r, pipeline, opts, reg);
+	int rc = run_setup(&r, pipeline, opts, reg, false);
 	run_teardown(&r);
 	return rc;
 }
@@ -636,7 +657,7 @@ static int same_pipeline(const struct run *r, const char *saved_path)
 /* A fresh run directory: refuses to overwrite a run unless output.overwrite
  * says so, in which case the old run's files go first (stale checkpoints
  * must not be resumed later). */
-static int fresh_dir(struct run *r)
+static int fresh_dir(struct run *r, bool check_only)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
@@ -644,14 +665,29 @@ static int fresh_dir(struct run *r)
 		return fedrun_error(FEDRUN_EIO,
 				    "%s already holds a run: continue it with --resume, or set "
 				    "output.overwrite to true, or choose another output.dir", r->cfg.dir);
+	if (check_only)
+		return 0;
 	int rc = fedrun_mkdir_p(r->cfg.dir);
 	if (rc < 0 || !r->cfg.overwrite)
 		return rc;
-	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors"};
+	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors",
+			       "eval_matrix.tsv"};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
 		snprintf(path, sizeof path, "%s/%s", r->cfg.dir, files[i]);
 		unlink(path);
 	}
+	snprintf(path, sizeof path, "%s/finetuned", r->cfg.dir);
+	DIR *d = opendir(path);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "client-", 7) == 0 && len > 12 &&
+		    strcmp(e->d_name + len - 12, ".safetensors") == 0) {
+			snprintf(path, sizeof path, "%s/finetuned/%s", r->cfg.dir, e->d_name);
+			unlink(path);
+		}
+	}
+	if (d)
+		closedir(d);
 	uint32_t rd;
 	char *ck;
 	while (checkpoint_latest(r->cfg.dir, &rd, &ck) == 0) {
@@ -664,20 +700,28 @@ static int fresh_dir(struct run *r)
 	return 0;
 }
 
-/* Checks the run directory and records the resolved pipeline in it (on
- * resume too: "rounds" may have been extended). */
+/* Checks the run directory before the plugins are created: a fresh run
+ * must not overwrite another, a resumed run needs one. Nothing is created
+ * yet (host->run_dir creates the directory when a plugin asks for it). */
+static int prepare_dir_early(struct run *r)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
+	if (r->opts->resume)
+		return access(path, R_OK) != 0
+			       ? fedrun_error(FEDRUN_ENOENT, "cannot resume: %s holds no run (no pipeline.json)",
+					      r->cfg.dir)
+			       : 0;
+	return fresh_dir(r, true);
+}
+
+/* Records the resolved pipeline (as the plugins left it) in the run
+ * directory, on resume too ("rounds" may have been extended). */
 static int prepare_dir(struct run *r)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
-	int rc;
-	if (r->opts->resume)
-		rc = access(path, R_OK) != 0
-			     ? fedrun_error(FEDRUN_ENOENT, "cannot resume: %s holds no run (no pipeline.json)",
-					    r->cfg.dir)
-			     : same_pipeline(r, path);
-	else
-		rc = fresh_dir(r);
+	int rc = r->opts->resume ? same_pipeline(r, path) : fresh_dir(r, false);
 	if (rc < 0)
 		return rc;
 	char *text = json_dumps(r->pipeline, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -694,7 +738,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			struct fedrun_registry *reg)
 {
 	struct run r;
-	int rc = run_setup(&r, pipeline, opts, reg);
+	int rc = run_setup(&r, pipeline, opts, reg, true);
 	if (rc < 0)
 		goto out;
 	r.optim_floats = fedrun_optim_state_floats(&r.cfg.optim, r.layout->total);
@@ -784,6 +828,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 	}
 	rc = final_write(&r);
+	if (rc == 0)
+		rc = run_after(&r);
 	if (rc == 0) {
 		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,
 			   r.cfg.dir);
