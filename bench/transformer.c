@@ -3,7 +3,7 @@
  * beside PyTorch's nn.Transformer doing the same work in the same run
  * (bench/transformer_torch.py; bench/transformer.sh runs both).
  *
- * Usage: bench/transformer [--mode train|greedy|beam] [--workers W]
+ * Usage: bench/transformer [--mode train|greedy|beam|sgemm] [--workers W]
  *            [--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D]
  *            [--layers L] [--heads H] [--ffn F] [--batch B] [--len T]
  *            [--dropout P] [--label-smoothing E] [--beam K] [--max-len N]
@@ -28,8 +28,12 @@
  * on one thread each. 8 batches are generated and cycled. Each step is
  * timed; a worker's rate is B x len over its median step time (after
  * --warmup untimed steps), and the figure is the sum over the workers.
- * Prints "tokens_per_s X" and "last_loss L" (label-smoothed, per token, of
- * worker 0's last step).
+ * Prints "tokens_per_s X", "last_loss L" (label-smoothed, per token, of
+ * worker 0's last step) and "mflop_per_token M" (the matrix-product work
+ * of a training step per target token, see mflop_per_token()).
+ *
+ * --mode sgemm: prints "sgemm_gflops G", the best of 8 products 1024^3 on
+ * one OpenBLAS thread.
  *
  * --mode greedy / beam: one model (tfm_init seed 1, untrained) on T
  * threads decodes --sentences random source sentences in batches of
@@ -63,7 +67,7 @@
 #include "beam.h"
 #include "net.h"
 
-enum { MODE_TRAIN, MODE_GREEDY, MODE_BEAM };
+enum { MODE_TRAIN, MODE_GREEDY, MODE_BEAM, MODE_SGEMM };
 enum { NBATCH = 8 };
 
 struct opts {
@@ -97,6 +101,59 @@ static void sentence(struct fedrun_rng *r, const struct tfm_cfg *c, unsigned len
 	for (unsigned t = 0; t + 1 < len; t++)
 		out[t] = 4 + (int32_t)fedrun_rng_below(r, c->vocab - 4);
 	out[len - 1] = c->eos_id;
+}
+
+/* Matrix-product work of one training step per target token, in MFLOP:
+ * 3 x the forward products (backward: one product for the input gradient
+ * and one for the weight gradient of each forward product), counting
+ * 2 m n k per (m,k)x(k,n) product. Per pair of Ts source and Tt target
+ * tokens, D = dim, F = ffn, V = vocab: each encoder layer Ts (4 D^2 + 2 D F)
+ * x 2 (q, k, v, out, fc1, fc2) plus 4 Ts^2 D (scores and weighted values);
+ * each decoder layer Tt (6 D^2 + 2 D F) x 2 (self q, k, v, out; cross q,
+ * out; fc1, fc2), Ts 2 D^2 x 2 (cross k, v of the memory), 4 Tt^2 D + 4 Tt Ts
+ * D (self and cross attention; the causal mask is not used to skip work);
+ * the output layer 2 Tt D V. Element-wise work is not counted. */
+static double mflop_per_token(const struct opts *o)
+{
+	const double D = o->c.dim, F = o->c.ffn, V = o->c.vocab, Ts = o->len, Tt = o->len;
+	double enc = o->c.enc_layers * (Ts * (4 * D * D + 2 * D * F) * 2 + 4 * Ts * Ts * D);
+	double dec = o->c.dec_layers * (Tt * (6 * D * D + 2 * D * F) * 2 + Ts * 2 * D * D * 2 +
+					4 * Tt * Tt * D + 4 * Tt * Ts * D);
+	return 3 * (enc + dec + 2 * Tt * D * V) / Tt / 1e6;
+}
+
+/* Best of 8 products 1024 x 1024 x 1024 on one BLAS thread, in GFLOP/s:
+ * the machine's sgemm speed on one core, for the fraction that training
+ * reaches. */
+static int sgemm_gflops(void)
+{
+	const int n = 1024;
+	const uint64_t nn = (uint64_t)n * n;
+	float *a = fedrun_arena_alloc(nn), *b = fedrun_arena_alloc(nn), *c = fedrun_arena_alloc(nn);
+	double best = 0.0;
+	if (!a || !b || !c) {
+		fedrun_arena_free(a);
+		fedrun_arena_free(b);
+		fedrun_arena_free(c);
+		return fedrun_error(FEDRUN_ENOMEM, "bench/transformer: out of memory");
+	}
+	for (uint64_t i = 0; i < nn; i++) {
+		a[i] = (float)(i % 7) * 0.1f;
+		b[i] = (float)(i % 5) * 0.1f;
+	}
+	fedrun_backend_cpu_set_blas_threads(1);
+	for (int r = 0; r < 8; r++) {
+		double t0 = now();
+		fedrun_backend_cpu()->sgemm(NULL, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+					    n);
+		double g = 2.0 * n * (double)nn / (now() - t0) / 1e9;
+		best = g > best ? g : best;
+	}
+	printf("sgemm_gflops %.1f\n", best);
+	fedrun_arena_free(a);
+	fedrun_arena_free(b);
+	fedrun_arena_free(c);
+	return 0;
 }
 
 /* ---- training ---------------------------------------------------------- */
@@ -226,6 +283,7 @@ static int train(const struct opts *o)
 	if (rc == 0) {
 		printf("tokens_per_s %.1f\n", total);
 		printf("last_loss %.3f\n", jobs[0].loss);
+		printf("mflop_per_token %.3f\n", mflop_per_token(o));
 	}
 	free(jobs);
 	free(tids);
@@ -338,7 +396,7 @@ static int decode(const struct opts *o)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: bench/transformer [--mode train|greedy|beam] [--workers W] "
+		"usage: bench/transformer [--mode train|greedy|beam|sgemm] [--workers W] "
 		"[--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D] [--layers L] "
 		"[--heads H] [--ffn F] [--batch B] [--len T] [--dropout P] "
 		"[--label-smoothing E] [--beam K] [--max-len N] [--sentences S]\n");
@@ -408,9 +466,11 @@ int main(int argc, char **argv)
 				o.mode = MODE_GREEDY;
 			else if (!strcmp(optarg, "beam"))
 				o.mode = MODE_BEAM;
+			else if (!strcmp(optarg, "sgemm"))
+				o.mode = MODE_SGEMM;
 			else {
-				fprintf(stderr, "bench/transformer: --mode: expected train, greedy "
-						"or beam, got '%s'\n",
+				fprintf(stderr, "bench/transformer: --mode: expected train, greedy, "
+						"beam or sgemm, got '%s'\n",
 					optarg);
 				bad = 1;
 			}
@@ -455,7 +515,9 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	int rc = o.mode == MODE_TRAIN ? train(&o) : decode(&o);
+	int rc = o.mode == MODE_TRAIN	? train(&o)
+		 : o.mode == MODE_SGEMM ? sgemm_gflops()
+					: decode(&o);
 	if (rc < 0) {
 		fprintf(stderr, "bench/transformer: %s\n", fedrun_error_message());
 		return 1;

@@ -52,6 +52,7 @@ echo "transformer: vocab 8000, dim 256, 3+3 layers, 4 heads, ffn 1024, post-norm
 echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}; $cores cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- training ----
+bench/transformer --mode sgemm >"$out/sgemm"
 bench/transformer --workers 1 --threads 1 --steps "$steps" >"$out/w1t1"
 bench/transformer --workers 1 --threads "$cores" --steps "$steps" >"$out/w1tn"
 bench/transformer --workers "$cores" --steps "$steps" >"$out/wn"
@@ -71,9 +72,12 @@ done
 
 echo
 echo "training: target tokens/s, batches of 64 pairs of 20+20 tokens, dropout 0.1, label smoothing 0.1, Adam"
-printf '  %-58s %9.0f\n' "fedrun, 1 model, 1 thread" "$(val tokens_per_s "$out/w1t1")"
-printf '  %-58s %9.0f\n' "fedrun, 1 model, $cores threads" "$(val tokens_per_s "$out/w1tn")"
-printf '  %-58s %9.0f\n' "fedrun, $cores models (workers), 1 thread each" "$(val tokens_per_s "$out/wn")"
+fpt=$(val mflop_per_token "$out/w1t1")
+line() { printf '  %-64s %9.0f %8.1f\n' "$1" "$2" "$(awk -v t="$2" -v f="$fpt" 'BEGIN { print t * f / 1000 }')"; }
+printf '  %-64s %9s %8s\n' "" "tokens/s" "GFLOP/s"
+line "fedrun, 1 model, 1 thread" "$(val tokens_per_s "$out/w1t1")"
+line "fedrun, 1 model, $cores threads" "$(val tokens_per_s "$out/w1tn")"
+line "fedrun, $cores models (workers), 1 thread each" "$(val tokens_per_s "$out/wn")"
 ours=0
 for f in w1t1 w1tn wn; do ours=$(best "$ours" "$(val tokens_per_s "$out/$f")"); done
 peer=0
@@ -81,11 +85,14 @@ for wp in unset passive; do
 	for b in $settings; do
 		for t in $settings; do
 			tps=$(val "torch_threads_${t}_tokens_per_s" "$out/torch-$wp-$b")
-			printf '  %-58s %9.0f\n' "PyTorch $(val torch_version "$out/torch-$wp-$b"), $t thread(s), BLAS $b, OMP_WAIT_POLICY $wp" "$tps"
+			line "PyTorch $(val torch_version "$out/torch-$wp-$b"), $t thread(s), BLAS $b, OMP_WAIT_POLICY $wp" "$tps"
 			peer=$(best "$peer" "$tps")
 		done
 	done
 done
+echo "  matrix-product work: $fpt MFLOP per target token (forward + backward)"
+sg=$(val sgemm_gflops "$out/sgemm")
+echo "  sgemm 1024^3 on one OpenBLAS thread: $sg GFLOP/s; fedrun on 1 thread reaches $(awk -v t="$(val tokens_per_s "$out/w1t1")" -v f="$fpt" -v s="$sg" 'BEGIN { printf "%.0f%%", 100 * t * f / 1000 / s }') of it"
 echo "  last training loss (label-smoothed, per token): fedrun $(val last_loss "$out/w1t1"), PyTorch $(val torch_threads_1_last_loss "$out/torch-unset-1")"
 echo "  ratio, fedrun best / PyTorch best: $(ratio "$ours" "$peer")"
 echo "  ratio, one model on the whole machine (fedrun $cores threads / PyTorch best): $(ratio "$(val tokens_per_s "$out/w1tn")" "$peer")"
@@ -108,8 +115,8 @@ for mode in greedy beam; do
 	for t in $settings; do
 		o=$(val sentences_per_s "$out/dec-$mode-$t")
 		p=$(val "torch_threads_${t}_sentences_per_s" "$out/tdec-$mode-$t")
-		printf '  %-58s %9.1f\n' "$name: fedrun, $t thread(s)" "$o"
-		printf '  %-58s %9.1f\n' "$name: PyTorch, $t thread(s), BLAS $t" "$p"
+		printf '  %-64s %9.1f\n' "$name: fedrun, $t thread(s)" "$o"
+		printf '  %-64s %9.1f\n' "$name: PyTorch, $t thread(s), BLAS $t" "$p"
 		ours=$(best "$ours" "$o")
 		peer=$(best "$peer" "$p")
 	done
