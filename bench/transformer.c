@@ -173,11 +173,8 @@ static void *train_thread(void *arg)
 	struct train_job *j = arg;
 	const struct opts *o = j->o;
 	const uint64_t n = j->l->total;
-	const struct fedrun_optim_cfg oc = {.kind = FEDRUN_OPTIM_ADAM,
-					    .lr = 5e-4,
-					    .beta1 = 0.9,
-					    .beta2 = 0.98,
-					    .eps = 1e-9};
+	const struct fedrun_optim_cfg oc = {
+	    .kind = FEDRUN_OPTIM_ADAM, .lr = 5e-4, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9};
 	const uint64_t ns = fedrun_optim_state_floats(&oc, n);
 	float *p = fedrun_arena_alloc(n), *g = fedrun_arena_alloc(n);
 	float *st = fedrun_arena_alloc(ns ? ns : 1);
@@ -265,8 +262,8 @@ static int train(const struct opts *o)
 		rc = fedrun_error(FEDRUN_ENOMEM, "bench/transformer: out of memory");
 	unsigned started = 0;
 	for (unsigned i = 0; rc == 0 && i < W; i++) {
-		jobs[i] = (struct train_job){
-		    .o = o, .l = l, .batches = bt, .index = i, .threads = th};
+		jobs[i] =
+		    (struct train_job){.o = o, .l = l, .batches = bt, .index = i, .threads = th};
 		if (pthread_create(&tids[i], NULL, train_thread, &jobs[i]))
 			rc = fedrun_error(FEDRUN_EIO, "bench/transformer: cannot start a thread");
 		else
@@ -303,8 +300,7 @@ struct step_ud {
 
 /* tfm_decode_step, with eos forbidden before the last step (max_len - 1),
  * so that every sentence runs max_len steps. */
-static int step(void *ud, uint32_t t, const int32_t *tokens, const int32_t *parent,
-		float *logprobs)
+static int step(void *ud, uint32_t t, const int32_t *tokens, const int32_t *parent, float *logprobs)
 {
 	struct step_ud *u = ud;
 	int rc = tfm_decode_step(u->w, u->p, t, tokens, parent, logprobs);
@@ -352,12 +348,8 @@ static int decode(const struct opts *o)
 			ml[b] = N;
 		}
 	}
-	struct step_ud u = {.w = w,
-			    .p = p,
-			    .V = o->c.vocab,
-			    .rows = B * K,
-			    .last = N - 1,
-			    .eos = o->c.eos_id};
+	struct step_ud u = {
+	    .w = w, .p = p, .V = o->c.vocab, .rows = B * K, .last = N - 1, .eos = o->c.eos_id};
 	const struct tfm_search_opts so = {.beam = K, .len_penalty = 1.0};
 	/* run 0 is the untimed warm-up (batch 0), then every batch o->steps times */
 	for (unsigned s = 0; rc == 0 && s <= nt; s++) {
@@ -395,11 +387,10 @@ static int decode(const struct opts *o)
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: bench/transformer [--mode train|greedy|beam|sgemm] [--workers W] "
-		"[--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D] [--layers L] "
-		"[--heads H] [--ffn F] [--batch B] [--len T] [--dropout P] "
-		"[--label-smoothing E] [--beam K] [--max-len N] [--sentences S]\n");
+	fprintf(stderr, "usage: bench/transformer [--mode train|greedy|beam|sgemm] [--workers W] "
+			"[--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D] [--layers L] "
+			"[--heads H] [--ffn F] [--batch B] [--len T] [--dropout P] "
+			"[--label-smoothing E] [--beam K] [--max-len N] [--sentences S]\n");
 }
 
 static int num(const char *name, const char *s, unsigned lo, unsigned *out)
@@ -446,15 +437,13 @@ int main(int argc, char **argv)
 			 .beam = 4,
 			 .max_len = 30,
 			 .sentences = 256};
-	static const struct option lo[] = {{"mode", 1, 0, 'm'},	   {"workers", 1, 0, 'W'},
-					   {"threads", 1, 0, 'j'}, {"steps", 1, 0, 's'},
-					   {"warmup", 1, 0, 'w'},  {"vocab", 1, 0, 'v'},
-					   {"dim", 1, 0, 'd'},	   {"layers", 1, 0, 'l'},
-					   {"heads", 1, 0, 'h'},   {"ffn", 1, 0, 'f'},
-					   {"batch", 1, 0, 'b'},   {"len", 1, 0, 't'},
-					   {"dropout", 1, 0, 'p'}, {"label-smoothing", 1, 0, 'e'},
-					   {"beam", 1, 0, 'k'},	   {"max-len", 1, 0, 'n'},
-					   {"sentences", 1, 0, 'S'}, {0, 0, 0, 0}};
+	static const struct option lo[] = {
+	    {"mode", 1, 0, 'm'},    {"workers", 1, 0, 'W'},	    {"threads", 1, 0, 'j'},
+	    {"steps", 1, 0, 's'},   {"warmup", 1, 0, 'w'},	    {"vocab", 1, 0, 'v'},
+	    {"dim", 1, 0, 'd'},	    {"layers", 1, 0, 'l'},	    {"heads", 1, 0, 'h'},
+	    {"ffn", 1, 0, 'f'},	    {"batch", 1, 0, 'b'},	    {"len", 1, 0, 't'},
+	    {"dropout", 1, 0, 'p'}, {"label-smoothing", 1, 0, 'e'}, {"beam", 1, 0, 'k'},
+	    {"max-len", 1, 0, 'n'}, {"sentences", 1, 0, 'S'},	    {0, 0, 0, 0}};
 	int ch, bad = 0;
 	unsigned u;
 	while (!bad && (ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -469,36 +458,64 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "sgemm"))
 				o.mode = MODE_SGEMM;
 			else {
-				fprintf(stderr, "bench/transformer: --mode: expected train, greedy, "
-						"beam or sgemm, got '%s'\n",
+				fprintf(stderr,
+					"bench/transformer: --mode: expected train, greedy, "
+					"beam or sgemm, got '%s'\n",
 					optarg);
 				bad = 1;
 			}
 			break;
-		case 'W': bad = num("workers", optarg, 1, &o.workers) < 0; break;
-		case 'j': bad = num("threads", optarg, 1, &o.threads) < 0; break;
-		case 's': bad = num("steps", optarg, 1, &o.steps) < 0; break;
-		case 'w': bad = num("warmup", optarg, 0, &o.warmup) < 0; break;
-		case 'v': bad = num("vocab", optarg, 5, &o.c.vocab) < 0; break;
-		case 'd': bad = num("dim", optarg, 1, &o.c.dim) < 0; break;
+		case 'W':
+			bad = num("workers", optarg, 1, &o.workers) < 0;
+			break;
+		case 'j':
+			bad = num("threads", optarg, 1, &o.threads) < 0;
+			break;
+		case 's':
+			bad = num("steps", optarg, 1, &o.steps) < 0;
+			break;
+		case 'w':
+			bad = num("warmup", optarg, 0, &o.warmup) < 0;
+			break;
+		case 'v':
+			bad = num("vocab", optarg, 5, &o.c.vocab) < 0;
+			break;
+		case 'd':
+			bad = num("dim", optarg, 1, &o.c.dim) < 0;
+			break;
 		case 'l':
 			bad = num("layers", optarg, 1, &u) < 0;
 			o.c.enc_layers = o.c.dec_layers = u;
 			break;
-		case 'h': bad = num("heads", optarg, 1, &o.c.heads) < 0; break;
-		case 'f': bad = num("ffn", optarg, 1, &o.c.ffn) < 0; break;
-		case 'b': bad = num("batch", optarg, 1, &o.batch) < 0; break;
-		case 't': bad = num("len", optarg, 2, &o.len) < 0; break;
-		case 'k': bad = num("beam", optarg, 1, &o.beam) < 0; break;
-		case 'n': bad = num("max-len", optarg, 2, &o.max_len) < 0; break;
-		case 'S': bad = num("sentences", optarg, 1, &o.sentences) < 0; break;
+		case 'h':
+			bad = num("heads", optarg, 1, &o.c.heads) < 0;
+			break;
+		case 'f':
+			bad = num("ffn", optarg, 1, &o.c.ffn) < 0;
+			break;
+		case 'b':
+			bad = num("batch", optarg, 1, &o.batch) < 0;
+			break;
+		case 't':
+			bad = num("len", optarg, 2, &o.len) < 0;
+			break;
+		case 'k':
+			bad = num("beam", optarg, 1, &o.beam) < 0;
+			break;
+		case 'n':
+			bad = num("max-len", optarg, 2, &o.max_len) < 0;
+			break;
+		case 'S':
+			bad = num("sentences", optarg, 1, &o.sentences) < 0;
+			break;
 		case 'p':
 		case 'e': {
 			char *end;
 			float v = strtof(optarg, &end);
 			if (*optarg == '\0' || *end != '\0' || !(v >= 0.0f && v < 1.0f)) {
-				fprintf(stderr, "bench/transformer: --%s: expected a number in "
-						"[0, 1), got '%s'\n",
+				fprintf(stderr,
+					"bench/transformer: --%s: expected a number in "
+					"[0, 1), got '%s'\n",
 					ch == 'p' ? "dropout" : "label-smoothing", optarg);
 				bad = 1;
 			} else if (ch == 'p')
