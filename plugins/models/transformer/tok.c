@@ -144,6 +144,7 @@ int tfm_tok_words_save(const struct tfm_tok *t, const char *path)
 	return fedrun_vocab_save(t->v, path);
 }
 
+#ifndef HAVE_SENTENCEPIECE
 static int no_spm(const char *what)
 {
 	return fedrun_error(FEDRUN_ECONFIG,
@@ -152,6 +153,7 @@ static int no_spm(const char *what)
 			    "again), or use \"type\": \"words\"",
 			    what);
 }
+#endif
 
 int tfm_tok_spm_load(const char *path, const char *what, struct tfm_tok **out)
 {
