@@ -555,8 +555,12 @@ static void workers_destroy(struct run *r)
 	r->nworkers = 0;
 }
 
+static int prepare_dir_early(struct run *r);
+
+/* with_dir: a real run, whose directory is checked and created before the
+ * plugins are, so that they may write files into it (host->run_dir). */
 static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_opts *opts,
-		     struct fedrun_registry *reg)
+		     struct fedrun_registry *reg, bool with_dir)
 {
 	memset(r, 0, sizeof *r);
 	r->first_loss = r->last_loss = r->test_loss = NAN;
@@ -567,6 +571,8 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 	run_host_init(r);
 	fedrun_opts_set_base_dir(opts->base_dir);
 	int rc = run_config_parse(pipeline, &r->cfg);
+	if (rc == 0 && with_dir && (rc = prepare_dir_early(r)) == 0)
+		r->run_dir = r->cfg.dir;
 	if (rc == 0)
 		rc = run_plugins_create(r, reg);
 	return rc;
@@ -596,7 +602,7 @@ int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opt
 			     struct fedrun_registry *reg)
 {
 	struct run r;
-	int rc = run_setup(&r, pipeline, opts, reg);
+	int rc = run_setup(&r, pipeline, opts, reg, false);
 	run_teardown(&r);
 	return rc;
 }
@@ -636,7 +642,7 @@ static int same_pipeline(const struct run *r, const char *saved_path)
 /* A fresh run directory: refuses to overwrite a run unless output.overwrite
  * says so, in which case the old run's files go first (stale checkpoints
  * must not be resumed later). */
-static int fresh_dir(struct run *r)
+static int fresh_dir(struct run *r, bool check_only)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
@@ -644,6 +650,8 @@ static int fresh_dir(struct run *r)
 		return fedrun_error(FEDRUN_EIO,
 				    "%s already holds a run: continue it with --resume, or set "
 				    "output.overwrite to true, or choose another output.dir", r->cfg.dir);
+	if (check_only)
+		return 0;
 	int rc = fedrun_mkdir_p(r->cfg.dir);
 	if (rc < 0 || !r->cfg.overwrite)
 		return rc;
@@ -664,20 +672,28 @@ static int fresh_dir(struct run *r)
 	return 0;
 }
 
-/* Checks the run directory and records the resolved pipeline in it (on
- * resume too: "rounds" may have been extended). */
+/* Checks the run directory before the plugins are created: a fresh run
+ * must not overwrite another, a resumed run needs one. Nothing is created
+ * yet (host->run_dir creates the directory when a plugin asks for it). */
+static int prepare_dir_early(struct run *r)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
+	if (r->opts->resume)
+		return access(path, R_OK) != 0
+			       ? fedrun_error(FEDRUN_ENOENT, "cannot resume: %s holds no run (no pipeline.json)",
+					      r->cfg.dir)
+			       : 0;
+	return fresh_dir(r, true);
+}
+
+/* Records the resolved pipeline (as the plugins left it) in the run
+ * directory, on resume too ("rounds" may have been extended). */
 static int prepare_dir(struct run *r)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
-	int rc;
-	if (r->opts->resume)
-		rc = access(path, R_OK) != 0
-			     ? fedrun_error(FEDRUN_ENOENT, "cannot resume: %s holds no run (no pipeline.json)",
-					    r->cfg.dir)
-			     : same_pipeline(r, path);
-	else
-		rc = fresh_dir(r);
+	int rc = r->opts->resume ? same_pipeline(r, path) : fresh_dir(r, false);
 	if (rc < 0)
 		return rc;
 	char *text = json_dumps(r->pipeline, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -694,7 +710,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			struct fedrun_registry *reg)
 {
 	struct run r;
-	int rc = run_setup(&r, pipeline, opts, reg);
+	int rc = run_setup(&r, pipeline, opts, reg, true);
 	if (rc < 0)
 		goto out;
 	r.optim_floats = fedrun_optim_state_floats(&r.cfg.optim, r.layout->total);

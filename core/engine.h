@@ -73,6 +73,7 @@ struct run {
 	json_t *pipeline; /* borrowed, resolved in place */
 	const struct fedrun_run_opts *opts;
 	struct run_cfg cfg;
+	const char *run_dir; /* host->run_dir: cfg.dir in fedrun run, else NULL */
 	struct fedrun_host host;
 
 	struct plugin_slot model, aggregator, selector, privacy;

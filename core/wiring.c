@@ -84,12 +84,27 @@ static uint64_t host_seed(void *ctx)
 	return (uint64_t)((struct run *)ctx)->cfg.seed;
 }
 
+/* Creates the directory on first use, so that a pipeline that fails to
+ * set up leaves no run directory behind unless a plugin wrote into it. */
+static const char *host_run_dir(void *ctx)
+{
+	struct run *r = ctx;
+	if (!r->run_dir)
+		return NULL;
+	if (fedrun_mkdir_p(r->run_dir) < 0) {
+		r->host.log(r, FEDRUN_LOG_WARN, "%s", fedrun_error_message());
+		return NULL;
+	}
+	return r->run_dir;
+}
+
 void run_host_init(struct run *r)
 {
 	r->host = (struct fedrun_host){
 		.size = sizeof(struct fedrun_host), .abi_minor = FEDRUN_ABI_MINOR, .ctx = r,
 		.log = host_log, .error = host_error, .metric = host_metric,
-		.loss_grad = host_loss_grad, .threads = host_threads, .seed = host_seed};
+		.loss_grad = host_loss_grad, .threads = host_threads, .seed = host_seed,
+		.run_dir = host_run_dir};
 }
 
 /* Finds the plugin named by section `key` ("plugin", optional "path"). */

@@ -61,6 +61,13 @@ struct fedrun_host {
 
 	/* The run's seed, for plugins' own fedrun_rng streams. */
 	uint64_t (*seed)(void *ctx);
+
+	/* ABI 1.1. The run's output directory (where plugins may write files
+	 * of their own, e.g. a tokenizer model), or NULL when there is none
+	 * (fedrun validate, fedrun translate). Borrowed. Check
+	 * size >= offsetof(struct fedrun_host, run_dir) + sizeof(void *)
+	 * (or abi_minor >= 1) before calling it. */
+	const char *(*run_dir)(void *ctx);
 };
 
 #ifdef __cplusplus

@@ -25,6 +25,7 @@
 #ifndef FEDRUN_PLUGIN_H
 #define FEDRUN_PLUGIN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include <jansson.h>
@@ -37,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 0
+#define FEDRUN_ABI_MINOR 1
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -228,6 +229,16 @@ struct fedrun_eval {
 	struct fedrun_metric_value m[FEDRUN_METRICS_MAX];
 };
 
+/* ABI 1.1: decoding settings for models that generate text. */
+struct fedrun_decode_opts {
+	uint32_t size;      /* sizeof(struct fedrun_decode_opts) */
+	uint32_t beam;      /* 1 = greedy */
+	double len_penalty; /* alpha: score / len^alpha (fairseq's --lenpen); 0 = none */
+	double max_len_a;   /* max target length = a * source length + b */
+	double max_len_b;
+	uint32_t batch;     /* sentences decoded at once */
+};
+
 struct fedrun_model_ops {
 	uint32_t size;
 	/* REQUIRED. Builds the model and loads or generates its data from
@@ -262,7 +273,26 @@ struct fedrun_model_ops {
 	int (*loss_grad)(void *model, void *worker, const float *params,
 			 enum fedrun_split split, int64_t client, float *grad,
 			 double *loss);
+	/* ---- ABI 1.1: the host reads these only when `size` covers them. */
+	/* Optional. Translates n source sentences (UTF-8, one sentence each,
+	 * no newline) with `params`; out[i] receives a malloc'd UTF-8 string
+	 * (the caller frees it with free()). opts may be NULL (the model's own
+	 * defaults, from its "decode" options). Called from the main thread.
+	 * A model created with data_config == NULL must support it (fedrun
+	 * translate creates the model so; num_clients is 0 then). */
+	int (*translate)(void *model, void *worker, const float *params,
+			 const struct fedrun_decode_opts *opts,
+			 const char *const *src, uint32_t n, char **out);
+	/* Optional. The display name of `client` (e.g. its domain, "git"),
+	 * borrowed, valid until destroy; NULL for the host's "client<k>".
+	 * Used for eval.matrix tables and fine-tuned models' metrics. */
+	const char *(*client_name)(void *model, uint32_t client);
 };
+
+/* True when a model ops table declares the (ABI 1.1 or later) member. */
+#define FEDRUN_MODEL_HAS(ops_, member_)                                              \
+	((ops_)->size >= offsetof(struct fedrun_model_ops, member_) + sizeof(void *) &&   \
+	 (ops_)->member_ != NULL)
 
 
 /* Convenience: a descriptor initialiser with this header's ABI and size.
