@@ -81,8 +81,8 @@ struct decode_cfg {
 };
 
 static const struct fedrun_opt decode_spec[] = {
-    {"beam", FEDRUN_OPT_INT, offsetof(struct decode_cfg, beam), 0, 1, 1024, 4, NULL, NULL},
-    {"len_penalty", FEDRUN_OPT_NUMBER, offsetof(struct decode_cfg, len_penalty), 0, -10, 10, 1.0,
+    {"beam", FEDRUN_OPT_INT, offsetof(struct decode_cfg, beam), 0, 1, 1000, 4, NULL, NULL},
+    {"len_penalty", FEDRUN_OPT_NUMBER, offsetof(struct decode_cfg, len_penalty), 0, -1e9, 1e9, 1.0,
      NULL, NULL},
     {"max_len_a", FEDRUN_OPT_NUMBER, offsetof(struct decode_cfg, max_len_a), 0, 0, 100, 1.2, NULL,
      NULL},
@@ -249,6 +249,12 @@ static uint64_t tfm_client_size(void *model, uint32_t client)
 }
 
 #if FEDRUN_ABI_MINOR >= 1
+static const char *tfm_client_name(void *model, uint32_t client)
+{
+	struct tfm_model *m = model;
+	return client < m->nclients ? m->clients[client].name : NULL;
+}
+
 static int tfm_translate(void *model, void *worker, const float *params,
 			 const struct fedrun_decode_opts *opts, const char *const *src, uint32_t n,
 			 char **out)
@@ -304,6 +310,7 @@ static const struct fedrun_model_ops tfm_ops = {
     .loss_grad = tfm_loss_grad,
 #if FEDRUN_ABI_MINOR >= 1
     .translate = tfm_translate,
+    .client_name = tfm_client_name,
 #endif
 };
 
