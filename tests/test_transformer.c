@@ -417,7 +417,7 @@ static void train(void *m, void *w, float *p, uint32_t round, uint32_t client, u
 				      .client = client,
 				      .seed = 7,
 				      .steps = steps,
-				      .batch = 60,
+				      .batch = 120,
 				      .optim = &oc,
 				      .optim_state = state,
 				      .optim_step = &step};
@@ -461,11 +461,26 @@ START_TEST(test_train_deterministic)
 }
 END_TEST
 
+static const char *test_run_dir(void *ctx)
+{
+	(void)ctx;
+	return dir;
+}
+
 START_TEST(test_learns_copy)
 {
 	struct fakehost fh;
 	fakehost_init(&fh, 3);
-	void *m = synth_model(&fh, "copy", NULL);
+	make_dir();
+	fh.host.run_dir = test_run_dir;
+	json_t *mc;
+	void *m = synth_model(&fh, "copy", &mc);
+	/* the vocabulary went to the run directory, its path into the section */
+	char vocab[128];
+	snprintf(vocab, sizeof vocab, "%s/vocab.txt", dir);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(mc, "tokenizer"), "vocab")),
+			 vocab);
+	ck_assert_int_eq(access(vocab, R_OK), 0);
 	const struct fedrun_layout *l = ops()->layout(m);
 	float *p = fedrun_arena_alloc(l->total);
 	ck_assert_int_eq(ops()->init_params(m, 1, p), 0);
@@ -474,8 +489,9 @@ START_TEST(test_learns_copy)
 	struct fedrun_eval e0, e1;
 	ck_assert_int_eq(ops()->evaluate(m, w, p, FEDRUN_SPLIT_TEST, 0, &e0), 0);
 	struct fedrun_train_stats st;
-	train(m, w, p, 1, 0, 300, &st);
+	train(m, w, p, 1, 0, 500, &st);
 	ck_assert_int_eq(ops()->evaluate(m, w, p, FEDRUN_SPLIT_TEST, 0, &e1), 0);
+	fprintf(stderr, "copy: test bleu %g -> %g\n", e0.m[4].value, e1.m[4].value);
 	/* loss, nll, ppl, tokens, bleu, chrf; ppl = exp(nll) */
 	ck_assert_uint_eq(e1.n, 6);
 	ck_assert_str_eq(e1.m[1].name, "nll");
@@ -488,9 +504,40 @@ START_TEST(test_learns_copy)
 	/* no BLEU on the validation split with eval_bleu "test" */
 	ck_assert_int_eq(ops()->evaluate(m, w, p, FEDRUN_SPLIT_VALID, 0, &e1), 0);
 	ck_assert_uint_eq(e1.n, 4);
-	fedrun_arena_free(p);
+	ck_assert_str_eq(ops()->client_name(m, 1), "client1");
+	const uint64_t total = l->total;
 	ops()->worker_destroy(m, w);
 	ops()->destroy(m);
+
+	/* As fedrun translate does it: the resolved model section, no data
+	 * (so no clients, and the saved vocabulary), the trained params. */
+	fh.host.run_dir = NULL;
+	void *t;
+	ck_assert_msg(try_create(&fh, mc, NULL, &t) == 0, "%s", fedrun_error_message());
+	ck_assert_uint_eq(ops()->num_clients(t), 0);
+	ck_assert_uint_eq(ops()->layout(t)->total, total);
+	const char *src[3] = {"w1 w2 w3", "w4 w0 w5 w2 w2", "w3 w3 w1"};
+	char *out[3];
+	struct fedrun_decode_opts beam2 = {.size = sizeof beam2,
+					   .beam = 2,
+					   .len_penalty = 1.0,
+					   .max_len_a = 1.2,
+					   .max_len_b = 10,
+					   .batch = 2};
+	for (int k = 0; k < 2; k++) {
+		ck_assert_msg(ops()->translate(t, NULL, p, k ? &beam2 : NULL, src, 3, out) == 0,
+			      "%s", fedrun_error_message());
+		for (int i = 0; i < 3; i++) {
+			fprintf(stderr, "translate (%s): \"%s\" -> \"%s\"\n", k ? "beam 2" : "default",
+				src[i], out[i]);
+			ck_assert_str_eq(out[i], src[i]);
+			free(out[i]);
+		}
+	}
+	ops()->destroy(t);
+	json_decref(mc);
+	fedrun_arena_free(p);
+	remove_dir();
 }
 END_TEST
 
