@@ -194,8 +194,9 @@ END_TEST
 static char *data_json(const char *clients)
 {
 	static char buf[1024];
-	snprintf(buf, sizeof buf, "{\"src\": \"en\", \"tgt\": \"de\", \"dir\": \"%s\", "
-				  "\"clients\": %s}",
+	snprintf(buf, sizeof buf,
+		 "{\"src\": \"en\", \"tgt\": \"de\", \"dir\": \"%s\", "
+		 "\"clients\": %s}",
 		 dir, clients);
 	return buf;
 }
@@ -208,8 +209,7 @@ START_TEST(test_data_errors)
 	write_file("b.en", "x y\n");
 	write_file("b.de", "x y\n");
 	const char *words = "{\"preset\": \"tiny\", \"tokenizer\": {\"type\": \"words\"}}";
-	expect_error(words, data_json("[{\"name\": \"c\", \"train\": \"a\"}]"),
-		     "has 3 lines but");
+	expect_error(words, data_json("[{\"name\": \"c\", \"train\": \"a\"}]"), "has 3 lines but");
 	expect_error(words, data_json("[{\"name\": \"c\", \"train\": \"a\"}]"), "/a.de has 2");
 	expect_error(words, data_json("[{\"name\": \"c\", \"train\": \"b\", \"test\": \"zz\"}]"),
 		     "data.clients[0].test");
@@ -361,7 +361,7 @@ START_TEST(test_batching)
 			ck_assert_uint_ge(b.Ts, s.slen[i] + 1);
 			ck_assert_uint_ge(b.Tt, s.tlen[i] + 1);
 			for (uint32_t t = 0; t < b.Ts; t++)
-				ck_assert_int_eq(b.src[r * b.Ts + t], t < s.slen[i]	 ? s.src[i][t]
+				ck_assert_int_eq(b.src[r * b.Ts + t], t < s.slen[i]    ? s.src[i][t]
 								      : t == s.slen[i] ? 1
 										       : 2);
 			ck_assert_int_eq(b.tgt_in[r * b.Tt], 3);
@@ -478,8 +478,8 @@ START_TEST(test_learns_copy)
 	/* the vocabulary went to the run directory, its path into the section */
 	char vocab[128];
 	snprintf(vocab, sizeof vocab, "%s/vocab.txt", dir);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(mc, "tokenizer"), "vocab")),
-			 vocab);
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(mc, "tokenizer"), "vocab")), vocab);
 	ck_assert_int_eq(access(vocab, R_OK), 0);
 	const struct fedrun_layout *l = ops()->layout(m);
 	float *p = fedrun_arena_alloc(l->total);
@@ -528,8 +528,8 @@ START_TEST(test_learns_copy)
 		ck_assert_msg(ops()->translate(t, NULL, p, k ? &beam2 : NULL, src, 3, out) == 0,
 			      "%s", fedrun_error_message());
 		for (int i = 0; i < 3; i++) {
-			fprintf(stderr, "translate (%s): \"%s\" -> \"%s\"\n", k ? "beam 2" : "default",
-				src[i], out[i]);
+			fprintf(stderr, "translate (%s): \"%s\" -> \"%s\"\n",
+				k ? "beam 2" : "default", src[i], out[i]);
 			ck_assert_str_eq(out[i], src[i]);
 			free(out[i]);
 		}

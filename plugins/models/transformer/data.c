@@ -68,8 +68,8 @@ static int read_lines(const char *path, uint64_t max, struct lines *L)
 		size_t bad;
 		if (!fedrun_utf8_valid(data + i, e - i, &bad) || memchr(data + i, 0, e - i)) {
 			rc = fedrun_error(FEDRUN_EINVAL,
-					  "%s:%llu: invalid UTF-8 (or a NUL byte) at byte %zu", path,
-					  (unsigned long long)line, bad + 1);
+					  "%s:%llu: invalid UTF-8 (or a NUL byte) at byte %zu",
+					  path, (unsigned long long)line, bad + 1);
 			break;
 		}
 		char *s = strndup(data + i, e - i);
@@ -191,15 +191,16 @@ static int synth_split(const struct synth_cfg *c, uint64_t seed, uint32_t s, uin
 	char *buf = malloc((size_t)c->max_len * 12 + 1);
 	int rc = w && buf ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	for (int64_t i = 0; i < c->n[s] && rc == 0; i++) {
-		uint32_t len = (uint32_t)(c->min_len +
-					  (int64_t)fedrun_rng_below(&g, (uint64_t)(c->max_len -
-										   c->min_len + 1)));
+		uint32_t len =
+		    (uint32_t)(c->min_len + (int64_t)fedrun_rng_below(
+						&g, (uint64_t)(c->max_len - c->min_len + 1)));
 		for (uint32_t j = 0; j < len; j++)
 			w[j] = (uint32_t)fedrun_rng_below(&g, (uint64_t)c->vocab);
 		for (int side = 0; side < 2 && rc == 0; side++) {
 			char *p = buf;
 			for (uint32_t j = 0; j < len; j++) {
-				uint32_t x = side && c->task == TASK_REVERSE ? w[len - 1 - j] : w[j];
+				uint32_t x =
+				    side && c->task == TASK_REVERSE ? w[len - 1 - j] : w[j];
 				p += sprintf(p, j ? " w%u" : "w%u", x);
 			}
 			char *d = strdup(buf);
@@ -545,10 +546,11 @@ int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
 		} else {
 			clients = c.clients;
 			if (!c.src || !c.tgt)
-				return fedrun_error(FEDRUN_ECONFIG,
-						    "data: \"src\" and \"tgt\" (the languages: file "
-						    "suffixes, e.g. \"en\" and \"de\") are required "
-						    "with \"clients\"");
+				return fedrun_error(
+				    FEDRUN_ECONFIG,
+				    "data: \"src\" and \"tgt\" (the languages: file "
+				    "suffixes, e.g. \"en\" and \"de\") are required "
+				    "with \"clients\"");
 			K = (uint32_t)json_array_size(clients);
 			if (K == 0)
 				return fedrun_error(FEDRUN_ECONFIG, "data.clients: empty list");

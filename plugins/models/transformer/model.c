@@ -55,8 +55,7 @@ static const struct fedrun_opt model_spec[] = {
     {"norm", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, norm), 0, 0, 0, 0, "post", "post|pre"},
     {"activation", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, activation), 0, 0, 0, 0, "relu",
      "relu|gelu"},
-    {"max_len", FEDRUN_OPT_INT, offsetof(struct model_cfg, max_len), 0, 1, 100000, 256, NULL,
-     NULL},
+    {"max_len", FEDRUN_OPT_INT, offsetof(struct model_cfg, max_len), 0, 1, 100000, 256, NULL, NULL},
     {"eval_batch", FEDRUN_OPT_INT, offsetof(struct model_cfg, eval_batch), 0, 1, 1e9, 4096, NULL,
      NULL},
     {"lr_schedule", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, lr_schedule), 0, 0, 0, 0,
@@ -196,7 +195,9 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 	    .attn_dropout = (float)c.attn_dropout,
 	    .relu_dropout = (float)c.relu_dropout,
 	    .label_smoothing = (float)c.label_smoothing,
-	    .tie = c.tie == 0 ? TFM_TIE_NONE : c.tie == 1 ? TFM_TIE_DECODER : TFM_TIE_ALL,
+	    .tie = c.tie == 0	? TFM_TIE_NONE
+		   : c.tie == 1 ? TFM_TIE_DECODER
+				: TFM_TIE_ALL,
 	    .pre_norm = c.norm,
 	    .pad_id = tfm_tok_pad(m->tok),
 	    .bos_id = tfm_tok_bos(m->tok),

@@ -67,8 +67,8 @@ static int wc_cmp(const void *a, const void *b)
 	return strcmp(x->w, y->w); /* byte order, as fedrun_vocab_build */
 }
 
-int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size,
-			uint64_t min_count, struct tfm_tok **out)
+int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
+			struct tfm_tok **out)
 {
 	struct fedrun_vocab *cnt = NULL, *v = NULL;
 	struct wc *list = NULL;

@@ -16,8 +16,8 @@ struct tfm_tok;
  * n)): the most frequent words, ties by byte order, those seen fewer than
  * min_count times left out, at most max_size entries with the specials (0:
  * no cap). */
-int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size,
-			uint64_t min_count, struct tfm_tok **out);
+int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
+			struct tfm_tok **out);
 /* Words: a vocabulary file (fedrun_vocab_load's format). */
 int tfm_tok_words_load(const char *path, struct tfm_tok **out);
 /* Words: writes the vocabulary (fedrun_vocab_save). */
