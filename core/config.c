@@ -12,7 +12,7 @@ struct top {
 	const char *name;
 	int64_t seed, rounds;
 	const char *init;
-	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output, *attack;
+	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output, *attack, *finetune;
 };
 
 #define O(key, type, st, field, flags, lo, hi, def, defs, choices) \
@@ -32,6 +32,7 @@ static const struct fedrun_opt top_spec[] = {
 	O("eval", FEDRUN_OPT_OBJECT, struct top, eval, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("output", FEDRUN_OPT_OBJECT, struct top, output, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("attack", FEDRUN_OPT_ANY, struct top, attack, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("finetune", FEDRUN_OPT_ANY, struct top, finetune, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	FEDRUN_OPT_END_,
 };
 
@@ -68,6 +69,22 @@ static const struct fedrun_opt eval_spec[] = {
 	O("split", FEDRUN_OPT_CHOICE, struct run_cfg, eval_split, 0, 0, 0, 0, "valid", "train|valid|test"),
 	O("clients", FEDRUN_OPT_BOOL, struct run_cfg, eval_clients, 0, 0, 0, 0, NULL, NULL),
 	O("final_test", FEDRUN_OPT_BOOL, struct run_cfg, final_test, 0, 0, 0, 1, NULL, NULL),
+	O("matrix", FEDRUN_OPT_BOOL, struct run_cfg, eval_matrix, 0, 0, 0, 0, NULL, NULL),
+	O("matrix_split", FEDRUN_OPT_CHOICE, struct run_cfg, matrix_split, 0, 0, 0, 0, "test", "train|valid|test"),
+	FEDRUN_OPT_END_,
+};
+
+struct ft_json {
+	int64_t epochs, steps, batch;
+	json_t *optimizer, *clients;
+};
+
+static const struct fedrun_opt finetune_spec[] = {
+	O("epochs", FEDRUN_OPT_INT, struct ft_json, epochs, FEDRUN_OPT_OPTIONAL, 1, 1e6, 0, NULL, NULL),
+	O("steps", FEDRUN_OPT_INT, struct ft_json, steps, FEDRUN_OPT_OPTIONAL, 1, 1e12, 0, NULL, NULL),
+	O("batch", FEDRUN_OPT_INT, struct ft_json, batch, FEDRUN_OPT_OPTIONAL, 1, 1e9, 0, NULL, NULL),
+	O("optimizer", FEDRUN_OPT_OBJECT, struct ft_json, optimizer, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("clients", FEDRUN_OPT_ANY, struct ft_json, clients, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	FEDRUN_OPT_END_,
 };
 
@@ -88,6 +105,82 @@ static json_t *section(json_t *root, const char *key)
 		json_object_set_new(root, key, s);
 	}
 	return s;
+}
+
+static void optim_from_json(const struct optim_json *oj, struct fedrun_optim_cfg *o)
+{
+	*o = (struct fedrun_optim_cfg){
+		.kind = (enum fedrun_optimizer_kind)oj->kind, .lr = oj->lr,
+		.momentum = oj->momentum, .nesterov = oj->nesterov,
+		.weight_decay = oj->weight_decay, .beta1 = oj->beta1, .beta2 = oj->beta2,
+		.eps = oj->eps, .clip_norm = oj->clip_norm};
+}
+
+/* The optional "finetune" section: epochs or steps (default: epochs 1),
+ * batch (default clients.batch), optimizer (default clients.optimizer) and
+ * clients ("all", the default, or a list checked against the model's
+ * clients once it exists). */
+static int finetune_parse(json_t *root, struct run_cfg *cfg)
+{
+	json_t *ft = json_object_get(root, "finetune");
+	char got[64];
+	if (!ft || json_is_null(ft))
+		return 0; /* absent: not added, so older runs' pipelines still match */
+	if (!json_is_object(ft))
+		return fedrun_error(FEDRUN_ECONFIG, "finetune: expected an object or null, got %s",
+				    fedrun_json_describe(ft, got, sizeof got));
+	struct ft_json fj;
+	int rc = fedrun_opts_parse(finetune_spec, ft, "finetune", &fj);
+	if (rc < 0)
+		return rc;
+	bool has_e = json_object_get(ft, "epochs"), has_s = json_object_get(ft, "steps");
+	if (has_e && has_s)
+		return fedrun_error(FEDRUN_ECONFIG, "finetune: give epochs or steps, not both");
+	if (!has_e && !has_s) {
+		fj.epochs = 1;
+		json_object_set_new(ft, "epochs", json_integer(1));
+	}
+	cfg->finetune = true;
+	cfg->ft_epochs = has_s ? 0 : fj.epochs;
+	cfg->ft_steps = has_s ? fj.steps : 0;
+	cfg->ft_batch = json_object_get(ft, "batch") ? fj.batch : cfg->batch;
+	if (!json_object_get(ft, "batch"))
+		json_object_set_new(ft, "batch", json_integer(cfg->batch));
+	if (fj.optimizer) {
+		struct optim_json oj;
+		if ((rc = fedrun_opts_parse(optim_spec, fj.optimizer, "finetune.optimizer", &oj)) < 0)
+			return rc;
+		optim_from_json(&oj, &cfg->ft_optim);
+	} else {
+		cfg->ft_optim = cfg->optim;
+		json_object_set(ft, "optimizer", json_object_get(json_object_get(root, "clients"), "optimizer"));
+	}
+	if (!fj.clients) {
+		json_object_set_new(ft, "clients", json_string("all"));
+		fj.clients = json_object_get(ft, "clients");
+	}
+	if (json_is_string(fj.clients)) {
+		if (strcmp(json_string_value(fj.clients), "all") != 0)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "finetune.clients: expected \"all\" or a list of client names or indices, got \"%s\"",
+					    json_string_value(fj.clients));
+	} else if (json_is_array(fj.clients)) {
+		size_t i;
+		json_t *e;
+		if (json_array_size(fj.clients) == 0)
+			return fedrun_error(FEDRUN_ECONFIG, "finetune.clients: the list is empty");
+		json_array_foreach(fj.clients, i, e)
+			if (!json_is_string(e) && !(json_is_integer(e) && json_integer_value(e) >= 0))
+				return fedrun_error(FEDRUN_ECONFIG,
+						    "finetune.clients[%zu]: expected a client name or index, got %s",
+						    i, fedrun_json_describe(e, got, sizeof got));
+	} else {
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "finetune.clients: expected \"all\" or a list of client names or indices, got %s",
+				    fedrun_json_describe(fj.clients, got, sizeof got));
+	}
+	cfg->ft_clients = fj.clients;
+	return 0;
 }
 
 int run_config_parse(json_t *root, struct run_cfg *cfg)
@@ -114,13 +207,8 @@ int run_config_parse(json_t *root, struct run_cfg *cfg)
 	rc = fedrun_opts_parse(clients_spec, clients, "clients", cfg);
 	if (rc == 0)
 		rc = fedrun_opts_parse(optim_spec, optim, "clients.optimizer", &oj);
-	if (rc == 0) {
-		cfg->optim = (struct fedrun_optim_cfg){
-			.kind = (enum fedrun_optimizer_kind)oj.kind, .lr = oj.lr,
-			.momentum = oj.momentum, .nesterov = oj.nesterov,
-			.weight_decay = oj.weight_decay, .beta1 = oj.beta1, .beta2 = oj.beta2,
-			.eps = oj.eps, .clip_norm = oj.clip_norm};
-	}
+	if (rc == 0)
+		optim_from_json(&oj, &cfg->optim);
 	json_object_set_new(clients, "optimizer", optim);
 	if (rc < 0)
 		return rc;
@@ -132,6 +220,8 @@ int run_config_parse(json_t *root, struct run_cfg *cfg)
 				    "clients: give epochs or steps, not both (set epochs to 0 to use steps)");
 
 	rc = fedrun_opts_parse(eval_spec, section(root, "eval"), "eval", cfg);
+	if (rc == 0)
+		rc = finetune_parse(root, cfg);
 	if (rc < 0)
 		return rc;
 	json_t *output = section(root, "output");

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -148,6 +149,12 @@ out:
 	return rc;
 }
 
+int run_parallel_for(struct run *r, uint32_t n,
+		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx)
+{
+	return parallel_for(r, n, fn, ctx);
+}
+
 /* ---- one round -------------------------------------------------------- */
 
 struct round_ctx {
@@ -271,10 +278,12 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	return 0;
 }
 
-/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id. */
+/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id,
+ * among the K clients that have training data (evaluation-only clients,
+ * client_size 0, are never sampled). */
 static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_t *m)
 {
-	uint32_t K = r->num_clients;
+	uint32_t K = r->ntrainable;
 	uint32_t want = (uint32_t)floor(r->cfg.fraction * K + 1e-9);
 	if (want < 1)
 		want = 1;
@@ -299,6 +308,8 @@ static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_
 				all[j - 1] = t;
 			}
 	}
+	for (uint32_t k = 0; k < want; k++) /* positions in the list -> client ids */
+		all[k] = r->trainable[all[k]];
 	*out = all;
 	*m = want;
 	return 0;
@@ -390,7 +401,8 @@ static int run_round(struct run *r, uint32_t round)
 	struct round_ctx ctx = {
 		.info = {.size = sizeof ctx.info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
 			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l,
-			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL},
+			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL,
+			 .num_trainable = r->ntrainable},
 		.clients = clients};
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
@@ -593,6 +605,9 @@ static void run_teardown(struct run *r)
 	fedrun_arena_free(r->theta_init);
 	fedrun_arena_free(r->theta_last);
 	free(r->cstates);
+	free(r->trainable);
+	free(r->ft_list);
+	free(r->run_dir_abs);
 	free(r->events);
 	free(r->pending_log);
 	pthread_mutex_destroy(&r->lock);
@@ -655,11 +670,24 @@ static int fresh_dir(struct run *r, bool check_only)
 	int rc = fedrun_mkdir_p(r->cfg.dir);
 	if (rc < 0 || !r->cfg.overwrite)
 		return rc;
-	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors"};
+	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors",
+			       "eval_matrix.tsv"};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
 		snprintf(path, sizeof path, "%s/%s", r->cfg.dir, files[i]);
 		unlink(path);
 	}
+	snprintf(path, sizeof path, "%s/finetuned", r->cfg.dir);
+	DIR *d = opendir(path);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "client-", 7) == 0 && len > 12 &&
+		    strcmp(e->d_name + len - 12, ".safetensors") == 0) {
+			snprintf(path, sizeof path, "%s/finetuned/%s", r->cfg.dir, e->d_name);
+			unlink(path);
+		}
+	}
+	if (d)
+		closedir(d);
 	uint32_t rd;
 	char *ck;
 	while (checkpoint_latest(r->cfg.dir, &rd, &ck) == 0) {
@@ -800,6 +828,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 	}
 	rc = final_write(&r);
+	if (rc == 0)
+		rc = run_after(&r);
 	if (rc == 0) {
 		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,
 			   r.cfg.dir);

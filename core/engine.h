@@ -27,6 +27,13 @@ struct run_cfg {
 	bool eval_clients;
 	int eval_split;       /* FEDRUN_SPLIT_* evaluated every eval_every rounds */
 	bool final_test;
+	bool eval_matrix;     /* the model-by-domain table at the end */
+	int matrix_split;     /* FEDRUN_SPLIT_* of the table */
+	/* finetune (Passban et al. 2022, sec. 5, Table 4 rows c) */
+	bool finetune;
+	int64_t ft_epochs, ft_steps, ft_batch;
+	struct fedrun_optim_cfg ft_optim;
+	json_t *ft_clients;   /* "all" or an array of names/indices; borrowed */
 	/* output */
 	const char *dir;
 	int64_t ckpt_every, ckpt_keep;
@@ -41,6 +48,7 @@ struct plugin_slot {
 
 struct metric_event {
 	int64_t client; /* -1: server */
+	char model[64]; /* "" or the evaluated model: "server" or a client's name */
 	uint64_t seq;
 	int split;      /* -1: none */
 	char name[48];
@@ -73,7 +81,8 @@ struct run {
 	json_t *pipeline; /* borrowed, resolved in place */
 	const struct fedrun_run_opts *opts;
 	struct run_cfg cfg;
-	const char *run_dir; /* host->run_dir: cfg.dir in fedrun run, else NULL */
+	const char *run_dir; /* cfg.dir in fedrun run, else NULL */
+	char *run_dir_abs;   /* host->run_dir: its absolute path, once asked for */
 	struct fedrun_host host;
 
 	struct plugin_slot model, aggregator, selector, privacy;
@@ -85,6 +94,10 @@ struct run {
 
 	const struct fedrun_layout *layout;
 	uint32_t num_clients;
+	uint32_t *trainable; /* clients with training data (client_size > 0), by id */
+	uint32_t ntrainable;
+	uint32_t *ft_list;   /* finetune: the chosen clients, sorted by id */
+	uint32_t nft;
 	struct attack attack;
 	uint64_t optim_floats;
 	float *theta;
@@ -139,6 +152,18 @@ int metrics_flush_round(struct run *r, uint32_t round);
 int metrics_truncate(const char *dir, uint32_t round);
 int run_event(struct run *r, int64_t client, int split, const char *name, const char *tensor,
 	      double value);
+/* An event about one model of several (eval.matrix, finetune): `model` is
+ * "server" or a client's name, written as the record's "model" field. */
+int run_event_model(struct run *r, int64_t client, int split, const char *name,
+		    const char *model, double value);
+/* The name of client k: the model's client_name op, else "client<k>". */
+const char *run_client_name(struct run *r, uint32_t k, char *buf, size_t len);
+/* Resolves finetune.clients against the model's clients (r->ft_list). */
+int run_finetune_clients(struct run *r);
+/* Fine-tuning and the model-by-domain table, after the last round. */
+int run_after(struct run *r);
+int run_parallel_for(struct run *r, uint32_t n,
+		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx);
 double run_now(void);
 
 struct client_state *run_client_state(struct run *r, uint32_t client, int *rc);

@@ -11,10 +11,10 @@
 
 static const char *split_names[] = {"train", "valid", "test"};
 
-#define CSV_HEADER "round,client,split,metric,tensor,value,bytes_push,bytes_pull,wall\n"
+#define CSV_HEADER "round,client,split,metric,tensor,value,bytes_push,bytes_pull,wall,model\n"
 
-int run_event(struct run *r, int64_t client, int split, const char *name, const char *tensor,
-	      double value)
+static int event_add(struct run *r, int64_t client, int split, const char *name, const char *tensor,
+		     const char *model, double value)
 {
 	pthread_mutex_lock(&r->lock);
 	if (r->nevents == r->capevents) {
@@ -33,9 +33,52 @@ int run_event(struct run *r, int64_t client, int split, const char *name, const 
 	e->split = split;
 	snprintf(e->name, sizeof e->name, "%s", name);
 	snprintf(e->tensor, sizeof e->tensor, "%s", tensor ? tensor : "");
+	snprintf(e->model, sizeof e->model, "%s", model ? model : "");
 	e->value = value;
 	pthread_mutex_unlock(&r->lock);
 	return 0;
+}
+
+int run_event(struct run *r, int64_t client, int split, const char *name, const char *tensor,
+	      double value)
+{
+	return event_add(r, client, split, name, tensor, NULL, value);
+}
+
+int run_event_model(struct run *r, int64_t client, int split, const char *name,
+		    const char *model, double value)
+{
+	return event_add(r, client, split, name, NULL, model, value);
+}
+
+/* JSON string contents: client names come from plugins. */
+static void json_str(FILE *fp, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(fp, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(fp, "\\u%04x", c);
+		else
+			fputc(c, fp);
+	}
+}
+
+/* A CSV field: quoted when it holds a comma, quote or newline. */
+static void csv_str(FILE *fp, const char *s)
+{
+	if (!strpbrk(s, ",\"\n\r")) {
+		fputs(s, fp);
+		return;
+	}
+	fputc('"', fp);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', fp);
+		fputc(*s, fp);
+	}
+	fputc('"', fp);
 }
 
 /* Server events first, then clients in id order; within one client, in the
@@ -112,6 +155,11 @@ int metrics_flush_round(struct run *r, uint32_t round)
 		fprintf(r->metrics, ",\"metric\":\"%s\"", e->name);
 		if (e->tensor[0])
 			fprintf(r->metrics, ",\"tensor\":\"%s\"", e->tensor);
+		if (e->model[0]) {
+			fputs(",\"model\":\"", r->metrics);
+			json_str(r->metrics, e->model);
+			fputc('"', r->metrics);
+		}
 		fputs(",\"value\":", r->metrics);
 		json_num(r->metrics, e->value);
 		fprintf(r->metrics, ",\"bytes_push\":%" PRIu64 ",\"bytes_pull\":%" PRIu64
@@ -120,9 +168,11 @@ int metrics_flush_round(struct run *r, uint32_t round)
 		fprintf(r->csv, "%u,", round);
 		if (e->client >= 0)
 			fprintf(r->csv, "%" PRId64, e->client);
-		fprintf(r->csv, ",%s,%s,%s,%.17g,%" PRIu64 ",%" PRIu64 ",%.3f\n",
+		fprintf(r->csv, ",%s,%s,%s,%.17g,%" PRIu64 ",%" PRIu64 ",%.3f,",
 			e->split >= 0 ? split_names[e->split] : "", e->name, e->tensor, e->value,
 			r->bytes_push, r->bytes_pull, wall);
+		csv_str(r->csv, e->model);
+		fputc('\n', r->csv);
 	}
 	r->nevents = 0;
 	if (fflush(r->metrics) != 0 || fflush(r->csv) != 0 || fflush(r->log) != 0)

@@ -1,6 +1,7 @@
 /* Wiring a run: the host table handed to plugins, and creating the model,
  * selector, privacy and aggregator plugins named by the pipeline. */
 #include "config.h"
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -85,17 +86,25 @@ static uint64_t host_seed(void *ctx)
 }
 
 /* Creates the directory on first use, so that a pipeline that fails to
- * set up leaves no run directory behind unless a plugin wrote into it. */
+ * set up leaves no run directory behind unless a plugin wrote into it. The
+ * path is absolute, so that paths plugins derive from it and record in the
+ * pipeline stay valid from any working directory (fedrun translate). */
 static const char *host_run_dir(void *ctx)
 {
 	struct run *r = ctx;
 	if (!r->run_dir)
 		return NULL;
+	if (r->run_dir_abs)
+		return r->run_dir_abs;
 	if (fedrun_mkdir_p(r->run_dir) < 0) {
 		r->host.log(r, FEDRUN_LOG_WARN, "%s", fedrun_error_message());
 		return NULL;
 	}
-	return r->run_dir;
+	if (!(r->run_dir_abs = realpath(r->run_dir, NULL))) {
+		r->host.log(r, FEDRUN_LOG_WARN, "%s: %s", r->run_dir, strerror(errno));
+		return NULL;
+	}
+	return r->run_dir_abs;
 }
 
 void run_host_init(struct run *r)
@@ -128,6 +137,10 @@ static int find_plugin(struct fedrun_registry *reg, json_t *root, const char *ke
 	}
 	int rc = fedrun_registry_find(reg, kind, json_string_value(name), file, &slot->desc,
 				      &slot->file);
+	/* The resolved pipeline (the run's pipeline.json, read by fedrun
+	 * translate) records the path as it was resolved, as for data files. */
+	if (rc == 0 && file && strcmp(file, json_string_value(path)) != 0)
+		json_object_set_new(*sec, "path", json_string(file));
 	free(file);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "%s.plugin: ", key);
@@ -152,6 +165,18 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 	if (r->num_clients == 0)
 		return fedrun_error(FEDRUN_ECONFIG, "model '%s': the data gives no clients",
 				    r->model.desc->name);
+	/* Clients without training data are evaluation-only domains. */
+	if (!(r->trainable = malloc((size_t)r->num_clients * sizeof *r->trainable)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < r->num_clients; k++)
+		if (r->model_ops->client_size(r->model.state, k) > 0)
+			r->trainable[r->ntrainable++] = k;
+	if (r->ntrainable == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model '%s': none of the %u clients has training data (client_size 0): "
+				    "nothing to train", r->model.desc->name, r->num_clients);
+	if ((rc = run_finetune_clients(r)) < 0)
+		return rc;
 
 	rc = attack_parse(json_object_get(root, "attack"), r->num_clients, (uint64_t)r->cfg.seed,
 			  &r->attack);

@@ -183,10 +183,34 @@ START_TEST(test_search_path)
 	ck_assert_ptr_nonnull(strstr(file, "multi.so"));
 	nseen = nrefused = 0;
 	ck_assert_int_eq(fedrun_registry_scan(reg, count, NULL), 0);
-	ck_assert_int_eq(nseen, 2);
+	ck_assert_int_eq(nseen, 4); /* multi's two, wordrev, wordrev10 */
 	ck_assert_int_eq(nrefused, 8); /* 7 rule breakers + half_bad */
 	fedrun_registry_destroy(reg);
 	unsetenv("FEDRUN_PLUGIN_PATH");
+}
+END_TEST
+
+/* An ABI 1.0 model (ops table ending at loss_grad, garbage after it) loads,
+ * and FEDRUN_MODEL_HAS does not see the 1.1 members in it; the ABI 1.1 one
+ * has them. */
+START_TEST(test_model_abi10)
+{
+	struct fedrun_registry *reg;
+	ck_assert_int_eq(fedrun_registry_create("/nonexistent", &reg), 0);
+	const struct fedrun_plugin *p;
+	const char *file;
+	ck_assert_int_eq(fedrun_registry_find(reg, FEDRUN_KIND_MODEL, "wordrev10",
+					      TEST_PLUGIN_DIR "/wordrev10.so", &p, &file), 0);
+	ck_assert_uint_eq(p->abi_minor, 0);
+	const struct fedrun_model_ops *ops = p->ops;
+	ck_assert(!FEDRUN_MODEL_HAS(ops, translate));
+	ck_assert(!FEDRUN_MODEL_HAS(ops, client_name));
+	ck_assert_int_eq(fedrun_registry_find(reg, FEDRUN_KIND_MODEL, "wordrev",
+					      TEST_PLUGIN_DIR "/wordrev.so", &p, &file), 0);
+	ops = p->ops;
+	ck_assert(FEDRUN_MODEL_HAS(ops, translate));
+	ck_assert(FEDRUN_MODEL_HAS(ops, client_name));
+	fedrun_registry_destroy(reg);
 }
 END_TEST
 
@@ -206,6 +230,7 @@ static Suite *loader_suite(void)
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_multi_and_find);
 	tcase_add_test(tc, test_search_path);
+	tcase_add_test(tc, test_model_abi10);
 	suite_add_tcase(s, tc);
 	return s;
 }

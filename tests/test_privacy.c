@@ -466,6 +466,28 @@ START_TEST(test_gaussian_central_noise)
 }
 END_TEST
 
+/* Evaluation-only clients (round_info.num_trainable, ABI 1.1) do not dilute
+ * the sampling rate: 4 of the 8 clients with data is q = 0.5, although
+ * the data has 40 clients. */
+START_TEST(test_gaussian_central_q_trainable)
+{
+	struct fedrun_layout l;
+	layout2(&l, 10, 3);
+	struct inst in;
+	ck_assert_int_eq(inst_create(&in, "gaussian",
+				     "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1}", &l),
+			 0);
+	float *d = fedrun_arena_alloc(l.total);
+	struct fedrun_round_info ri = round_info(&l, 1, 4, 40, 0.1);
+	ri.num_trainable = 8;
+	ck_assert_int_eq(in.ops->apply_server(in.st, &ri, 4, d), 0);
+	ck_assert_double_eq(fakehost_metric(&in.fh, "privacy.q", -1, NULL), 0.5);
+	inst_destroy(&in);
+	fedrun_arena_free(d);
+	fedrun_layout_fini(&l);
+}
+END_TEST
+
 /* The accountant across rounds, and through its checkpointed state: a
  * fresh instance given the blobs continues exactly. A round out of order
  * is refused. */
@@ -741,6 +763,7 @@ static Suite *privacy_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_gaussian_central_clips);
 	tcase_add_test(tc, test_gaussian_central_noise);
+	tcase_add_test(tc, test_gaussian_central_q_trainable);
 	tcase_add_test(tc, test_gaussian_accountant_state);
 	tcase_add_test(tc, test_gaussian_local);
 	tcase_add_test(tc, test_laplace_accounting);

@@ -12,6 +12,7 @@
 #include "fedrun/pipeline.h"
 #include "commands.h"
 #include "cmd_bleu.h"
+#include "cmd_translate.h"
 
 static volatile int interrupted;
 
@@ -30,6 +31,7 @@ static void usage(FILE *fp)
 		"       fedrun validate [--set PATH=VALUE]... PIPELINE.json\n"
 		"       fedrun plugins\n"
 		"       fedrun bleu [OPTIONS] REF HYP\n"
+		"       fedrun translate [OPTIONS] RUN_DIR|PIPELINE.json < SOURCE > OUTPUT\n"
 		"\n"
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
@@ -198,6 +200,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "bleu") == 0)
 		return fedrun_cmd_bleu(argc - 1, argv + 1);
+	if (strcmp(cmd, "translate") == 0)
+		return fedrun_cmd_translate(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return 0;

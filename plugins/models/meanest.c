@@ -20,6 +20,8 @@ enum { PROBLEM_GAUSSIAN, PROBLEM_QUADRATIC };
 
 struct group {
 	uint32_t first, count; /* clients [first, first + count) */
+	char *name;            /* NULL: the host's default names */
+	char **names;          /* count client names ("name" or "name<i>") */
 	float *mean;           /* d */
 	double std;
 	int64_t samples, valid_samples;
@@ -68,6 +70,7 @@ static const struct fedrun_opt data_spec[] = {
 
 struct group_cfg {
 	int64_t clients, samples, valid_samples;
+	const char *name;
 	json_t *mean;
 	double std;
 };
@@ -78,7 +81,9 @@ static const struct fedrun_opt group_spec[] = {
 	{"mean", FEDRUN_OPT_ANY, offsetof(struct group_cfg, mean), FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL,
 	 NULL},
 	{"std", FEDRUN_OPT_NUMBER, offsetof(struct group_cfg, std), 0, 0, 1e6, 1.0, NULL, NULL},
-	{"samples", FEDRUN_OPT_INT, offsetof(struct group_cfg, samples), 0, 1, 1e9, 1000, NULL, NULL},
+	{"samples", FEDRUN_OPT_INT, offsetof(struct group_cfg, samples), 0, 0, 1e9, 1000, NULL, NULL},
+	{"name", FEDRUN_OPT_STRING, offsetof(struct group_cfg, name), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+	 NULL},
 	{"valid_samples", FEDRUN_OPT_INT, offsetof(struct group_cfg, valid_samples), 0, 0, 1e9, 100,
 	 NULL, NULL},
 	FEDRUN_OPT_END_,
@@ -89,8 +94,13 @@ static void meanest_destroy(void *model)
 	struct meanest *m = model;
 	if (!m)
 		return;
-	for (uint32_t g = 0; g < m->ngroups; g++)
+	for (uint32_t g = 0; g < m->ngroups; g++) {
 		free(m->groups[g].mean);
+		if (m->groups[g].names)
+			for (uint32_t i = 0; i < m->groups[g].count; i++)
+				free(m->groups[g].names[i]);
+		free(m->groups[g].names);
+	}
 	free(m->groups);
 	fedrun_layout_fini(&m->layout);
 	free(m);
@@ -209,6 +219,28 @@ static int meanest_create(const struct fedrun_host *host, json_t *model_config, 
 			goto fail;
 		gr->first = (uint32_t)total;
 		gr->count = (uint32_t)gc.clients;
+		if (gc.samples == 0 && m->problem == PROBLEM_QUADRATIC) {
+			rc = fedrun_error(FEDRUN_ECONFIG, "%s.samples: 0 (evaluation-only clients) needs problem \"gaussian\"", path);
+			goto fail;
+		}
+		if (gc.name) {
+			/* Client names: "name" for a group of one, else "name<i>". */
+			if (!(gr->names = calloc(gr->count, sizeof *gr->names))) {
+				rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+				goto fail;
+			}
+			for (uint32_t i = 0; i < gr->count; i++) {
+				size_t len = strlen(gc.name) + 16;
+				if (!(gr->names[i] = malloc(len))) {
+					rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+					goto fail;
+				}
+				if (gr->count == 1)
+					snprintf(gr->names[i], len, "%s", gc.name);
+				else
+					snprintf(gr->names[i], len, "%s%u", gc.name, i);
+			}
+		}
 		gr->std = gc.std;
 		gr->samples = m->problem == PROBLEM_QUADRATIC ? 1 : gc.samples;
 		gr->valid_samples = gc.valid_samples;
@@ -309,6 +341,9 @@ static int meanest_train(void *model, void *worker, const struct fedrun_train_ar
 	const struct group *g = group_of(m, a->client);
 	if (!g)
 		return fedrun_error(FEDRUN_EINVAL, "no client %u", a->client);
+	if (g->samples == 0)
+		return fedrun_error(FEDRUN_EINVAL, "client %u has no training samples (evaluation only)",
+				    a->client);
 	uint64_t n = (uint64_t)g->samples, batch = a->batch < n ? a->batch : n;
 	uint64_t per_epoch = (n + batch - 1) / batch;
 	uint64_t steps = a->steps ? a->steps : a->epochs * per_epoch;
@@ -418,6 +453,12 @@ static int meanest_loss_grad(void *model, void *worker, const float *params, enu
 	return client_loss(m, (uint32_t)client, split, params, grad, loss);
 }
 
+static const char *meanest_client_name(void *model, uint32_t client)
+{
+	const struct group *g = group_of(model, client);
+	return g && g->names ? g->names[client - g->first] : NULL;
+}
+
 static const struct fedrun_model_ops meanest_ops = {
 	.size = sizeof(struct fedrun_model_ops),
 	.create = meanest_create,
@@ -429,6 +470,7 @@ static const struct fedrun_model_ops meanest_ops = {
 	.train = meanest_train,
 	.evaluate = meanest_evaluate,
 	.loss_grad = meanest_loss_grad,
+	.client_name = meanest_client_name,
 };
 
 static const struct fedrun_plugin meanest_plugin = FEDRUN_PLUGIN_INIT(

@@ -265,7 +265,11 @@ static int gaussian_apply_server(void *state, const struct fedrun_round_info *ro
 	if (st->mode == MODE_CENTRAL) {
 		/* Each client takes part with probability m/K, or the
 		 * pipeline's fraction where that is larger. */
-		q = round->num_clients ? (double)round->sampled / round->num_clients : 1;
+		uint32_t K = round->num_clients;
+		if (round->size >= offsetof(struct fedrun_round_info, num_trainable) + sizeof(uint32_t) &&
+		    round->num_trainable > 0)
+			K = round->num_trainable; /* evaluation-only clients never take part */
+		q = K ? (double)round->sampled / K : 1;
 		if (round->fraction > q)
 			q = round->fraction;
 		if (q > 1)

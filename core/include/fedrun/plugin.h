@@ -76,6 +76,9 @@ struct fedrun_round_info {
 	uint32_t sampled;  /* clients sampled this round */
 	double fraction;   /* the pipeline's clients.fraction (sampling rate) */
 	uint32_t direction; /* selectors: FEDRUN_PULL or FEDRUN_PUSH */
+	/* ABI 1.1 (check size): clients that have training data, among which
+	 * `sampled` were drawn (the others are evaluation-only). */
+	uint32_t num_trainable;
 };
 
 /* Which way a selector's choice goes (fedrun_round_info.direction). With

@@ -1,0 +1,424 @@
+/* `fedrun translate [OPTIONS] RUN_DIR|PIPELINE`: loads the model plugin of a
+ * run's resolved pipeline with a checkpoint of the run, reads source
+ * sentences on stdin (one a line) and writes exactly one translation line per
+ * input line on stdout. Returns an exit status, never exits. */
+#include "config.h"
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "fedrun/fedrun.h"
+#include "fedrun/pipeline.h"
+#include "commands.h"
+#include "cmd_translate.h"
+
+static void usage(FILE *fp)
+{
+	fputs("usage: fedrun translate [OPTIONS] RUN_DIR|PIPELINE.json\n"
+	      "Translates standard input, one sentence a line, with a run's model;\n"
+	      "writes one line per input line on standard output.\n"
+	      "\n"
+	      "  -c, --checkpoint FILE   parameters (default: RUN_DIR/final.safetensors)\n"
+	      "  -b, --beam N            beam size, 1 = greedy\n"
+	      "      --len-penalty A     length penalty: score / length^A\n"
+	      "      --max-len-a A       maximum length = A * source length + B\n"
+	      "      --max-len-b B\n"
+	      "      --batch N           sentences decoded at once\n"
+	      "  -t, --threads N         threads the model may use (default 1)\n"
+	      "  -h, --help              this help\n"
+	      "Defaults of the decoding options: the pipeline's model.decode section.\n",
+	      fp);
+}
+
+struct tctx {
+	uint32_t threads;
+	uint64_t seed;
+};
+
+static void t_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
+{
+	if (level > FEDRUN_LOG_WARN)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "fedrun: %s: ", level == FEDRUN_LOG_ERROR ? "error" : "warning");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static int t_error(void *ctx, int code, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return fedrun_error(code, "%s", msg);
+}
+
+static int t_metric(void *ctx, const char *name, int64_t client, const char *tensor, double v)
+{
+	return 0; /* no run, no metrics */
+}
+
+static uint32_t t_threads(void *ctx)
+{
+	return ((struct tctx *)ctx)->threads;
+}
+
+static uint64_t t_seed(void *ctx)
+{
+	return ((struct tctx *)ctx)->seed;
+}
+
+static const char *t_run_dir(void *ctx)
+{
+	return NULL;
+}
+
+static int parse_num(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= lo && v <= hi)) {
+		fprintf(stderr, "fedrun translate: %s: expected a number in [%g, %g], got '%s'\n", opt,
+			lo, hi, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Decoding defaults: the pipeline's model.decode (the transformer's keys),
+ * else fairseq-like values. */
+static void decode_defaults(json_t *model, struct fedrun_decode_opts *d)
+{
+	*d = (struct fedrun_decode_opts){.size = sizeof *d, .beam = 4, .len_penalty = 1.0,
+					 .max_len_a = 1.2, .max_len_b = 10, .batch = 32};
+	json_t *dec = json_object_get(model, "decode"), *v;
+	if (!json_is_object(dec))
+		return;
+	if (json_is_integer(v = json_object_get(dec, "beam")) && json_integer_value(v) >= 1)
+		d->beam = (uint32_t)json_integer_value(v);
+	if (json_is_number(v = json_object_get(dec, "len_penalty")))
+		d->len_penalty = json_number_value(v);
+	if (json_is_number(v = json_object_get(dec, "max_len_a")))
+		d->max_len_a = json_number_value(v);
+	if (json_is_number(v = json_object_get(dec, "max_len_b")))
+		d->max_len_b = json_number_value(v);
+	if (json_is_integer(v = json_object_get(dec, "batch")) && json_integer_value(v) >= 1)
+		d->batch = (uint32_t)json_integer_value(v);
+}
+
+struct cli {
+	const char *target, *checkpoint;
+	double beam, len_penalty, max_len_a, max_len_b, batch, threads; /* NAN: not given */
+};
+
+static int parse_args(int argc, char **argv, struct cli *c)
+{
+	static const struct option longopts[] = {
+		{"checkpoint", required_argument, NULL, 'c'}, {"beam", required_argument, NULL, 'b'},
+		{"len-penalty", required_argument, NULL, 'L'}, {"max-len-a", required_argument, NULL, 'A'},
+		{"max-len-b", required_argument, NULL, 'B'},  {"batch", required_argument, NULL, 'n'},
+		{"threads", required_argument, NULL, 't'},    {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	*c = (struct cli){.beam = NAN, .len_penalty = NAN, .max_len_a = NAN, .max_len_b = NAN,
+			  .batch = NAN, .threads = 1};
+	int o;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "c:b:t:h", longopts, NULL)) != -1) {
+		int bad = 0;
+		switch (o) {
+		case 'c': c->checkpoint = optarg; break;
+		case 'b': bad = parse_num("--beam", optarg, 1, 1024, &c->beam); break;
+		case 'L': bad = parse_num("--len-penalty", optarg, 0, 100, &c->len_penalty); break;
+		case 'A': bad = parse_num("--max-len-a", optarg, 0, 1e6, &c->max_len_a); break;
+		case 'B': bad = parse_num("--max-len-b", optarg, 0, 1e6, &c->max_len_b); break;
+		case 'n': bad = parse_num("--batch", optarg, 1, 1e6, &c->batch); break;
+		case 't': bad = parse_num("--threads", optarg, 1, 1024, &c->threads); break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
+		}
+		if (bad)
+			return -1;
+		if ((o == 'b' || o == 'n' || o == 't') && floor(o == 'b' ? c->beam : o == 'n' ? c->batch : c->threads) !=
+								 (o == 'b' ? c->beam : o == 'n' ? c->batch : c->threads)) {
+			fprintf(stderr, "fedrun translate: -%c: expected an integer, got '%s'\n", o, optarg);
+			return -1;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return -1;
+	}
+	c->target = argv[optind];
+	return 0;
+}
+
+/* Translates `n` lines; empty lines stay empty without reaching the model.
+ * Newlines in a translation become spaces: one output line per input line. */
+static int translate_batch(const struct fedrun_model_ops *ops, void *model, void *worker,
+			   const float *params, const struct fedrun_decode_opts *d, char **lines,
+			   uint32_t n)
+{
+	const char **src = calloc(n ? n : 1, sizeof *src);
+	char **out = calloc(n ? n : 1, sizeof *out);
+	uint32_t *pos = calloc(n ? n : 1, sizeof *pos);
+	int rc = 0;
+	if (!src || !out || !pos) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto done;
+	}
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (lines[i][0]) {
+			pos[m] = i;
+			src[m++] = lines[i];
+		}
+	if (m > 0) {
+		rc = ops->translate(model, worker, params, d, src, m, out);
+		if (rc < 0)
+			goto done;
+	}
+	for (uint32_t i = 0, j = 0; i < n; i++) {
+		if (j < m && pos[j] == i) {
+			for (char *p = out[j] ? out[j] : ""; *p; p++)
+				if (*p == '\n' || *p == '\r')
+					*p = ' ';
+			fputs(out[j] ? out[j] : "", stdout);
+			j++;
+		}
+		fputc('\n', stdout);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = fedrun_error(FEDRUN_EIO, "standard output: %s", strerror(errno));
+done:
+	if (out)
+		for (uint32_t i = 0; i < n; i++)
+			free(out[i]);
+	free(out);
+	free(src);
+	free(pos);
+	return rc;
+}
+
+static int run(const struct cli *c)
+{
+	struct stat st;
+	char *pipe_path = NULL, *ckpt = NULL, *dircopy = NULL;
+	json_t *pipeline = NULL;
+	struct fedrun_registry *reg = NULL;
+	const struct fedrun_plugin *desc = NULL;
+	const struct fedrun_model_ops *ops = NULL;
+	void *model = NULL, *worker = NULL;
+	float *params = NULL;
+	struct fedrun_st_file f;
+	char **lines = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	struct tctx tc = {.threads = (uint32_t)c->threads};
+	struct fedrun_host host = {.size = sizeof host, .abi_minor = FEDRUN_ABI_MINOR, .ctx = &tc,
+				   .log = t_log, .error = t_error, .metric = t_metric,
+				   .loss_grad = NULL, .threads = t_threads, .seed = t_seed,
+				   .run_dir = t_run_dir};
+	struct fedrun_decode_opts d = {.size = sizeof d, .batch = 1};
+	fedrun_st_init(&f);
+	int rc = 0;
+
+	/* RUN_DIR holds pipeline.json; otherwise the argument is a pipeline
+	 * and its directory is where the default checkpoint is looked for. */
+	bool isdir = stat(c->target, &st) == 0 && S_ISDIR(st.st_mode);
+	size_t tl = strlen(c->target);
+	if (!(pipe_path = malloc(tl + 32))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (isdir)
+		snprintf(pipe_path, tl + 32, "%s/pipeline.json", c->target);
+	else
+		snprintf(pipe_path, tl + 32, "%s", c->target);
+	if (!(dircopy = strdup(pipe_path))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	const char *rundir = dirname(dircopy);
+	if ((rc = fedrun_pipeline_load(pipe_path, &pipeline)) < 0)
+		goto out;
+	json_t *msec = json_object_get(pipeline, "model");
+	if (!json_is_object(msec)) {
+		rc = fedrun_error(FEDRUN_ECONFIG, "%s: no \"model\" section", pipe_path);
+		goto out;
+	}
+	json_t *seed = json_object_get(pipeline, "seed");
+	tc.seed = json_is_integer(seed) ? (uint64_t)json_integer_value(seed) : 0;
+	/* Relative paths in a run's pipeline.json were resolved against the
+	 * working directory of `fedrun run`: they are taken as they are. */
+	fedrun_opts_set_base_dir(NULL);
+
+	if (c->checkpoint) {
+		ckpt = strdup(c->checkpoint);
+	} else if ((ckpt = malloc(strlen(rundir) + 32))) {
+		snprintf(ckpt, strlen(rundir) + 32, "%s/final.safetensors", rundir);
+	}
+	if (!ckpt) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Read the checkpoint before the model is built: a missing file is
+	 * the commonest mistake and the cheapest to report. */
+	if ((rc = fedrun_st_read(&f, ckpt)) < 0) {
+		fedrun_error_wrap(rc, "checkpoint: ");
+		goto out;
+	}
+
+	json_t *name = json_object_get(msec, "plugin"), *path = json_object_get(msec, "path");
+	if (!json_is_string(name) || (path && !json_is_string(path))) {
+		rc = fedrun_error(FEDRUN_ECONFIG, "%s: model.plugin: expected a plugin name", pipe_path);
+		goto out;
+	}
+	char *file = NULL;
+	if (path && !(file = strdup(json_string_value(path)))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	const char *loaded_from;
+	if ((rc = fedrun_registry_create(NULL, &reg)) == 0)
+		rc = fedrun_registry_find(reg, FEDRUN_KIND_MODEL, json_string_value(name), file, &desc,
+					  &loaded_from);
+	free(file);
+	if (rc < 0) {
+		fedrun_error_wrap(rc, "model.plugin: ");
+		goto out;
+	}
+	ops = desc->ops;
+	if (!FEDRUN_MODEL_HAS(ops, translate)) {
+		rc = fedrun_error(FEDRUN_EUNSUPPORTED,
+				  "model '%s' (%s, ABI %u.%u) cannot translate: it has no translate op",
+				  desc->name, loaded_from, desc->abi_major, desc->abi_minor);
+		goto out;
+	}
+	if ((rc = ops->create(&host, msec, NULL, &model)) < 0) {
+		fedrun_error_wrap(rc, "model '%s': ", desc->name);
+		model = NULL;
+		goto out;
+	}
+	const struct fedrun_layout *l = ops->layout(model);
+	if (!l || l->n == 0) {
+		rc = fedrun_error(FEDRUN_EPLUGIN, "model '%s' has no parameters", desc->name);
+		goto out;
+	}
+	if (!(params = fedrun_arena_alloc(l->total))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for %" PRIu64 " parameters", l->total);
+		goto out;
+	}
+	if ((rc = fedrun_st_load_layout(&f, l, params, "__")) < 0) {
+		fedrun_error_wrap(rc, "checkpoint %s does not fit model '%s' of %s: ", ckpt, desc->name,
+				  pipe_path);
+		goto out;
+	}
+	fedrun_st_fini(&f);
+	fedrun_st_init(&f);
+	if (fedrun_backend_cpu_set_blas_threads(tc.threads) < 0)
+		fedrun_error_clear(); /* another CBLAS: its own threading */
+	if (ops->worker_create && (rc = ops->worker_create(model, &worker)) < 0) {
+		fedrun_error_wrap(rc, "model '%s': ", desc->name);
+		worker = NULL;
+		goto out;
+	}
+
+	decode_defaults(msec, &d);
+	if (!isnan(c->beam))
+		d.beam = (uint32_t)c->beam;
+	if (!isnan(c->len_penalty))
+		d.len_penalty = c->len_penalty;
+	if (!isnan(c->max_len_a))
+		d.max_len_a = c->max_len_a;
+	if (!isnan(c->max_len_b))
+		d.max_len_b = c->max_len_b;
+	if (!isnan(c->batch))
+		d.batch = (uint32_t)c->batch;
+
+	if (!(lines = calloc(d.batch, sizeof *lines))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	uint32_t n = 0;
+	uint64_t lineno = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, stdin)) >= 0) {
+		lineno++;
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = 0;
+		if (len > 0 && line[len - 1] == '\r')
+			line[--len] = 0;
+		if (strlen(line) != (size_t)len) {
+			rc = fedrun_error(FEDRUN_EINVAL, "standard input, line %" PRIu64 ": a NUL byte", lineno);
+			goto out;
+		}
+		if (!(lines[n] = strdup(line))) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (++n == d.batch) {
+			rc = translate_batch(ops, model, worker, params, &d, lines, n);
+			for (uint32_t i = 0; i < n; i++) {
+				free(lines[i]);
+				lines[i] = NULL;
+			}
+			n = 0;
+			if (rc < 0) {
+				fedrun_error_wrap(rc, "model '%s': translating input line %" PRIu64 ": ",
+						  desc->name, lineno);
+				goto out;
+			}
+		}
+	}
+	if (ferror(stdin)) {
+		rc = fedrun_error(FEDRUN_EIO, "standard input: %s", strerror(errno));
+		goto out;
+	}
+	if (n > 0 && (rc = translate_batch(ops, model, worker, params, &d, lines, n)) < 0)
+		fedrun_error_wrap(rc, "model '%s': translating input line %" PRIu64 ": ", desc->name, lineno);
+out:
+	if (lines)
+		for (uint32_t i = 0; i < d.batch; i++)
+			free(lines[i]);
+	free(lines);
+	free(line);
+	fedrun_st_fini(&f);
+	if (worker && ops->worker_destroy)
+		ops->worker_destroy(model, worker);
+	if (model)
+		ops->destroy(model);
+	fedrun_arena_free(params);
+	fedrun_registry_destroy(reg);
+	json_decref(pipeline);
+	free(ckpt);
+	free(dircopy);
+	free(pipe_path);
+	return rc;
+}
+
+int fedrun_cmd_translate(int argc, char **argv)
+{
+	struct cli c;
+	int a = parse_args(argc, argv, &c);
+	if (a != 0)
+		return a > 0 ? 0 : 2;
+	int rc = run(&c);
+	if (rc < 0) {
+		const char *msg = fedrun_error_message();
+		fprintf(stderr, "fedrun translate: %s\n", *msg ? msg : fedrun_strerror(rc));
+		return fedrun_exit_status(rc);
+	}
+	return 0;
+}
