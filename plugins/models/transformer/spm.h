@@ -8,8 +8,9 @@
  * down to errors by the first training, see tfm_spm_train).
  *
  * Built only when configure found sentencepiece (config.h and automake
- * conditional HAVE_SENTENCEPIECE). Sources for a module: $(tfm_spm_sources),
- * libraries $(tfm_spm_libs) (plugins/models/transformer/spm.inc). */
+ * conditional HAVE_SENTENCEPIECE). A module using it adds $(tfm_spm_sources)
+ * to its sources, $(tfm_spm_libs) to its libraries and, since it is then
+ * linked as C++, $(tfm_cxx_module_flags) to its LDFLAGS (see spm.inc). */
 #ifndef TFM_SPM_H
 #define TFM_SPM_H
 
@@ -34,10 +35,13 @@ struct tfm_spm_train_opts {
 	/* Share of the characters of the text that get a piece of their own
 	 * (the rarest others become unk), in (0, 1]; 0 = 1.0. */
 	double character_coverage;
-	/* Training threads; 0 = 1. A unigram model depends on the thread
-	 * count (the EM statistics are summed per thread, so the scores differ
-	 * in the last digits), BPE models do not; for a given count the
-	 * output is the same on every run. */
+	/* Training threads; 0 = 1. For a given count the output is the same
+	 * on every run, but a unigram model depends on the count: its EM
+	 * statistics are summed per thread, so scores differ in the last
+	 * digits (toy-english, 200 pieces: same pieces, 1 vs 4 threads), which
+	 * can tip close choices between pieces. BPE training ignores it
+	 * (single-threaded in SentencePiece, google/sentencepiece#941) apart
+	 * from the count recorded in the model's trainer_spec. */
 	uint32_t threads;
 	/* Seeds SentencePiece's (process-wide) random generator before
 	 * training. The options used here draw no random numbers, so the model
@@ -59,7 +63,8 @@ int tfm_spm_train(const char *const *files, uint32_t n, const struct tfm_spm_tra
 		  const char *model_path);
 
 /* A loaded model. Encoding and decoding do not modify it: several threads
- * may use one model at once. */
+ * may use one model at once (SentencePieceProcessor's encoding is
+ * thread-safe, google/sentencepiece#207 and #657). */
 struct tfm_spm;
 
 /* Loads a .model file (any SentencePiece model, not only ours: check the
