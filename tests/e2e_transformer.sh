@@ -25,6 +25,9 @@ short="--set rounds=6 --set clients.steps=8 --set model.dropout=0.1 --set eval.e
 run_ok --threads 1 "$p" $short --set output.dir=a
 run_ok --threads 2 "$p" $short --set output.dir=b
 cmp a/final.safetensors b/final.safetensors || die "--threads 1 and 2 differ"
+# The server's decoding runs on the run's threads: the same BLEU for both.
+[ "$(metric a/metrics.jsonl bleu test)" = "$(metric b/metrics.jsonl bleu test)" ] ||
+	die "test BLEU differs between --threads 1 and 2"
 
 # SIGTERM once a checkpoint of round 2 exists, then --resume with the
 # short run's 6 rounds: the same model as the uninterrupted run.

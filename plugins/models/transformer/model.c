@@ -280,7 +280,8 @@ static int tfm_translate(void *model, void *worker, const float *params,
 	if (rc == 0 && !w)
 		rc = tfm_worker_create(m, (void **)&w);
 	if (rc == 0)
-		rc = tfm_decode_ids(m, w, params, &d, ids, len, n, out);
+		rc = tfm_decode_ids(m, w, params, &d, ids, len, n, m->host->threads(m->host->ctx),
+				    out);
 	if (w && w != worker)
 		tfm_worker_destroy(m, w);
 	if (rc < 0)

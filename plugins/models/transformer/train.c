@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "beam.h"
 #include "transformer.h"
 
@@ -212,66 +215,106 @@ static int by_src_len(const void *a, const void *b)
 	return i < j ? -1 : i > j;
 }
 
-int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
-		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
-		   uint32_t n, char **out)
+/* Decodes the k sentences idx[0 .. k) as one batch with worker w. */
+static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const float *params,
+			const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
+			const uint32_t *idx, uint32_t k, char **out)
 {
-	uint32_t *ord = malloc((n ? n : 1) * sizeof *ord);
-	uint32_t B = d->batch ? d->batch : 1, beam = d->beam ? d->beam : 1;
-	int32_t *sbuf = NULL, *lens = NULL;
-	uint32_t *maxl = malloc(B * sizeof *maxl);
-	struct tfm_hyp *hyp = calloc(B, sizeof *hyp);
-	int rc = ord && maxl && hyp ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	if (rc == 0 && !(lens = malloc(B * sizeof *lens)))
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < n && rc == 0; i++)
-		ord[i] = i;
-	if (rc == 0) {
-		order_len = slen;
-		qsort(ord, n, sizeof *ord, by_src_len);
-		order_len = NULL;
+	const uint32_t beam = d->beam ? d->beam : 1;
+	uint32_t Ts = 1, steps = 1;
+	for (uint32_t r = 0; r < k; r++)
+		if (slen[idx[r]] + 1 > Ts)
+			Ts = slen[idx[r]] + 1;
+	int32_t *sbuf = malloc((size_t)k * Ts * sizeof *sbuf), *lens = malloc(k * sizeof *lens);
+	uint32_t *maxl = malloc(k * sizeof *maxl);
+	struct tfm_hyp *hyp = calloc(k, sizeof *hyp);
+	int rc = sbuf && lens && maxl && hyp ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t r = 0; r < k && rc == 0; r++) {
+		uint32_t i = idx[r], a = slen[i];
+		int32_t *row = sbuf + (size_t)r * Ts;
+		if (a)
+			memcpy(row, src[i], a * sizeof *row);
+		row[a] = m->cfg.eos_id;
+		for (uint32_t t = a + 1; t < Ts; t++)
+			row[t] = m->cfg.pad_id;
+		lens[r] = (int32_t)(a + 1);
+		maxl[r] = tfm_max_len(d->max_len_a, d->max_len_b, a, TFM_DECODE_CAP);
+		if (maxl[r] > steps)
+			steps = maxl[r];
 	}
-	struct tfm_search_opts so = {.beam = beam, .len_penalty = d->len_penalty};
-	for (uint32_t i0 = 0; i0 < n && rc == 0; i0 += B) {
-		uint32_t k = n - i0 < B ? n - i0 : B, Ts = 1, steps = 1;
-		for (uint32_t r = 0; r < k; r++)
-			if (slen[ord[i0 + r]] + 1 > Ts)
-				Ts = slen[ord[i0 + r]] + 1;
-		int32_t *nb = realloc(sbuf, (size_t)k * Ts * sizeof *nb);
-		if (!nb) {
-			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-			break;
-		}
-		sbuf = nb;
-		for (uint32_t r = 0; r < k; r++) {
-			uint32_t i = ord[i0 + r], a = slen[i];
-			int32_t *row = sbuf + (size_t)r * Ts;
-			if (a)
-				memcpy(row, src[i], a * sizeof *row);
-			row[a] = m->cfg.eos_id;
-			for (uint32_t t = a + 1; t < Ts; t++)
-				row[t] = m->cfg.pad_id;
-			lens[r] = (int32_t)(a + 1);
-			maxl[r] = tfm_max_len(d->max_len_a, d->max_len_b, a, TFM_DECODE_CAP);
-			if (maxl[r] > steps)
-				steps = maxl[r];
-		}
-		if ((rc = tfm_encode(w->w, params, k, Ts, sbuf, lens, beam, steps)) < 0)
-			break;
+	if (rc == 0)
+		rc = tfm_encode(w->w, params, k, Ts, sbuf, lens, beam, steps);
+	if (rc == 0) {
 		struct step_ud u = {.w = w->w, .params = params};
+		struct tfm_search_opts so = {.beam = beam, .len_penalty = d->len_penalty};
 		rc = beam == 1 ? tfm_greedy(k, maxl, m->cfg.vocab, m->cfg.bos_id, m->cfg.eos_id,
 					    step_cb, &u, hyp)
 			       : tfm_beam_search(&so, k, maxl, m->cfg.vocab, m->cfg.bos_id,
 						 m->cfg.eos_id, step_cb, &u, hyp);
 		for (uint32_t r = 0; r < k && rc == 0; r++)
-			rc = tfm_tok_decode(m->tok, hyp[r].tokens, hyp[r].len, &out[ord[i0 + r]]);
+			rc = tfm_tok_decode(m->tok, hyp[r].tokens, hyp[r].len, &out[idx[r]]);
 		tfm_hyp_free(hyp, k);
 	}
-	free(ord);
-	free(maxl);
-	free(hyp);
 	free(sbuf);
 	free(lens);
+	free(maxl);
+	free(hyp);
+	return rc;
+}
+
+int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
+		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
+		   uint32_t n, uint32_t threads, char **out)
+{
+	uint32_t *ord = malloc((n ? n : 1) * sizeof *ord);
+	if (!ord)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	/* Sentences sorted by source length, then cut into batches: each
+	 * batch is decoded on its own, so the translations do not depend on
+	 * how batches are spread over threads. */
+	for (uint32_t i = 0; i < n; i++)
+		ord[i] = i;
+	order_len = slen;
+	qsort(ord, n, sizeof *ord, by_src_len);
+	order_len = NULL;
+	const uint32_t B = d->batch ? d->batch : 1, nb = (uint32_t)(((uint64_t)n + B - 1) / B);
+	uint32_t nt = threads < 1 ? 1 : threads > nb ? nb : threads;
+	int *rcs = calloc(nb ? nb : 1, sizeof *rcs);
+	char **msgs = calloc(nb ? nb : 1, sizeof *msgs);
+	int rc = rcs && msgs ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc == 0) {
+#pragma omp parallel num_threads(nt) if (nt > 1)
+		{
+			struct tfm_worker *tw = w;
+			int wr = 0;
+#ifdef _OPENMP
+			if (omp_get_thread_num() > 0)
+				wr = tfm_worker_create(m, (void **)&tw);
+#endif
+#pragma omp for schedule(dynamic, 1)
+			for (uint32_t c = 0; c < nb; c++) {
+				uint32_t i0 = c * B, k = n - i0 < B ? n - i0 : B;
+				int r = wr < 0 ? wr
+					       : decode_chunk(m, tw, params, d, src, slen, ord + i0,
+							      k, out);
+				if (r < 0) {
+					rcs[c] = r;
+					msgs[c] = strdup(fedrun_error_message());
+				}
+			}
+			if (tw != w && wr == 0)
+				tfm_worker_destroy(m, tw);
+		}
+		for (uint32_t c = 0; c < nb; c++) {
+			if (rcs[c] < 0 && rc == 0)
+				rc = fedrun_error(rcs[c], "%s",
+						  msgs[c] ? msgs[c] : "transformer: decoding");
+			free(msgs[c]);
+		}
+	}
+	free(rcs);
+	free(msgs);
+	free(ord);
 	return rc;
 }
 
@@ -286,12 +329,12 @@ static void put(struct fedrun_eval *out, const char *name, double v)
 /* Corpus BLEU and chrF of the split's decoded sources against its raw
  * reference lines. */
 static int split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *params,
-		      const struct tfm_split *s, double *bleu, double *chrf)
+		      const struct tfm_split *s, uint32_t threads, double *bleu, double *chrf)
 {
 	char **hyp = calloc(s->n ? s->n : 1, sizeof *hyp);
 	if (!hyp)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	int rc = tfm_decode_ids(m, w, params, &m->decode, s->src, s->slen, s->n, hyp);
+	int rc = tfm_decode_ids(m, w, params, &m->decode, s->src, s->slen, s->n, threads, hyp);
 	if (rc == 0) {
 		struct fedrun_bleu_opts bo;
 		fedrun_bleu_opts_init(&bo);
@@ -349,7 +392,10 @@ int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 		     (m->eval_bleu == TFM_EVAL_BLEU_TEST && split == FEDRUN_SPLIT_TEST));
 	if (rc == 0 && bleu) {
 		double b = 0, c = 0;
-		if ((rc = split_bleu(m, w, params, s, &b, &c)) == 0) {
+		/* Only the server's evaluation of the union decodes on the
+		 * run's threads: clients are evaluated in parallel already. */
+		uint32_t nt = client == FEDRUN_ALL_CLIENTS ? m->host->threads(m->host->ctx) : 1;
+		if ((rc = split_bleu(m, w, params, s, nt, &b, &c)) == 0) {
 			put(out, "bleu", b);
 			put(out, "chrf", c);
 		}

@@ -107,10 +107,11 @@ int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 		 int64_t client, struct fedrun_eval *out);
 int tfm_loss_grad(void *model, void *worker, const float *params, enum fedrun_split split,
 		  int64_t client, float *grad, double *loss);
-/* Decodes n tokenized sources with the given settings: out[i] malloc'd
- * detokenized text. */
+/* Decodes n tokenized sources with the given settings, in batches of
+ * d->batch sentences of similar length spread over `threads` threads (w
+ * serves the first): out[i] malloc'd detokenized text. */
 int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
 		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
-		   uint32_t n, char **out);
+		   uint32_t n, uint32_t threads, char **out);
 
 #endif
