@@ -1,0 +1,646 @@
+/* The transformer's data: parallel corpora (one client per entry of
+ * data.clients, files PREFIX.SRC and PREFIX.TGT aligned line by line) or a
+ * synthetic copy/reverse task, and the tokenizer trained on (or loaded for)
+ * them. */
+#include "config.h"
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "transformer.h"
+
+static const char *split_name[3] = {"train", "valid", "test"};
+
+/* ---- raw lines ---- */
+
+struct lines {
+	uint64_t n;
+	char **l;
+};
+
+static void lines_free(struct lines *L)
+{
+	for (uint64_t i = 0; i < L->n; i++)
+		free(L->l[i]);
+	free(L->l);
+	L->l = NULL;
+	L->n = 0;
+}
+
+static int lines_push(struct lines *L, uint64_t *cap, char *s)
+{
+	if (L->n == *cap) {
+		uint64_t nc = *cap ? 2 * *cap : 64;
+		char **nl = realloc(L->l, nc * sizeof *nl);
+		if (!nl) {
+			free(s);
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		}
+		L->l = nl;
+		*cap = nc;
+	}
+	L->l[L->n++] = s;
+	return 0;
+}
+
+/* Every line of `path` (a final newline ends the last line; CR before LF
+ * is dropped), checked for UTF-8; at most `max` lines when max > 0. */
+static int read_lines(const char *path, uint64_t max, struct lines *L)
+{
+	char *data;
+	size_t n;
+	int rc = fedrun_read_file(path, &data, &n);
+	if (rc < 0)
+		return rc;
+	uint64_t cap = 0;
+	size_t i = 0;
+	uint64_t line = 0;
+	while (i < n && rc == 0 && (!max || L->n < max)) {
+		size_t j = i;
+		while (j < n && data[j] != '\n')
+			j++;
+		size_t e = j;
+		if (e > i && data[e - 1] == '\r')
+			e--;
+		line++;
+		size_t bad;
+		if (!fedrun_utf8_valid(data + i, e - i, &bad) || memchr(data + i, 0, e - i)) {
+			rc = fedrun_error(FEDRUN_EINVAL,
+					  "%s:%llu: invalid UTF-8 (or a NUL byte) at byte %zu",
+					  path, (unsigned long long)line, bad + 1);
+			break;
+		}
+		char *s = strndup(data + i, e - i);
+		if (!s) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			break;
+		}
+		rc = lines_push(L, &cap, s);
+		i = j + 1;
+	}
+	free(data);
+	if (rc < 0)
+		lines_free(L);
+	return rc;
+}
+
+/* Raw pairs of one split of one client, before tokenizing. */
+struct raw {
+	struct lines src, tgt;
+	bool present;
+};
+
+/* ---- options ---- */
+
+struct data_cfg {
+	const char *src, *tgt, *dir;
+	json_t *clients, *synthetic;
+	int64_t max_train_pairs;
+};
+
+static const struct fedrun_opt data_spec[] = {
+    {"src", FEDRUN_OPT_STRING, offsetof(struct data_cfg, src), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+     NULL},
+    {"tgt", FEDRUN_OPT_STRING, offsetof(struct data_cfg, tgt), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+     NULL},
+    {"dir", FEDRUN_OPT_PATH, offsetof(struct data_cfg, dir), 0, 0, 0, 0, ".", NULL},
+    {"clients", FEDRUN_OPT_ARRAY, offsetof(struct data_cfg, clients), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+     NULL, NULL},
+    {"synthetic", FEDRUN_OPT_OBJECT, offsetof(struct data_cfg, synthetic), FEDRUN_OPT_OPTIONAL, 0,
+     0, 0, NULL, NULL},
+    {"max_train_pairs", FEDRUN_OPT_INT, offsetof(struct data_cfg, max_train_pairs), 0, 0, 1e15, 0,
+     NULL, NULL},
+    FEDRUN_OPT_END_,
+};
+
+struct client_cfg {
+	const char *name, *files[3];
+};
+
+static const struct fedrun_opt client_spec[] = {
+    {"name", FEDRUN_OPT_STRING, offsetof(struct client_cfg, name), FEDRUN_OPT_REQUIRED, 0, 0, 0,
+     NULL, NULL},
+    {"train", FEDRUN_OPT_STRING, offsetof(struct client_cfg, files[0]), FEDRUN_OPT_OPTIONAL, 0, 0,
+     0, NULL, NULL},
+    {"valid", FEDRUN_OPT_STRING, offsetof(struct client_cfg, files[1]), FEDRUN_OPT_OPTIONAL, 0, 0,
+     0, NULL, NULL},
+    {"test", FEDRUN_OPT_STRING, offsetof(struct client_cfg, files[2]), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+     NULL, NULL},
+    FEDRUN_OPT_END_,
+};
+
+enum { TASK_COPY = 0, TASK_REVERSE = 1 };
+
+struct synth_cfg {
+	int task;
+	int64_t clients, vocab, min_len, max_len, n[3];
+};
+
+static const struct fedrun_opt synth_spec[] = {
+    {"task", FEDRUN_OPT_CHOICE, offsetof(struct synth_cfg, task), 0, 0, 0, 0, "copy",
+     "copy|reverse"},
+    {"clients", FEDRUN_OPT_INT, offsetof(struct synth_cfg, clients), 0, 1, 10000, 2, NULL, NULL},
+    {"vocab", FEDRUN_OPT_INT, offsetof(struct synth_cfg, vocab), 0, 1, 1000000, 20, NULL, NULL},
+    {"min_len", FEDRUN_OPT_INT, offsetof(struct synth_cfg, min_len), 0, 1, 10000, 3, NULL, NULL},
+    {"max_len", FEDRUN_OPT_INT, offsetof(struct synth_cfg, max_len), 0, 1, 10000, 10, NULL, NULL},
+    {"train", FEDRUN_OPT_INT, offsetof(struct synth_cfg, n[0]), 0, 0, 1e8, 2000, NULL, NULL},
+    {"valid", FEDRUN_OPT_INT, offsetof(struct synth_cfg, n[1]), 0, 0, 1e8, 100, NULL, NULL},
+    {"test", FEDRUN_OPT_INT, offsetof(struct synth_cfg, n[2]), 0, 0, 1e8, 100, NULL, NULL},
+    FEDRUN_OPT_END_,
+};
+
+struct tok_cfg {
+	int type, model_type;
+	const char *model, *vocab;
+	int64_t vocab_size, max_size, min_count;
+	double character_coverage;
+};
+
+static const struct fedrun_opt tok_spec[] = {
+    {"type", FEDRUN_OPT_CHOICE, offsetof(struct tok_cfg, type), 0, 0, 0, 0, "sentencepiece",
+     "words|sentencepiece"},
+    {"model", FEDRUN_OPT_PATH, offsetof(struct tok_cfg, model), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+     NULL},
+    {"vocab_size", FEDRUN_OPT_INT, offsetof(struct tok_cfg, vocab_size), 0, 8, 1 << 24, 8000, NULL,
+     NULL},
+    {"model_type", FEDRUN_OPT_CHOICE, offsetof(struct tok_cfg, model_type), 0, 0, 0, 0, "unigram",
+     "unigram|bpe"},
+    {"character_coverage", FEDRUN_OPT_NUMBER, offsetof(struct tok_cfg, character_coverage),
+     FEDRUN_OPT_MIN_OPEN, 0, 1, 1.0, NULL, NULL},
+    {"vocab", FEDRUN_OPT_PATH, offsetof(struct tok_cfg, vocab), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+     NULL},
+    {"max_size", FEDRUN_OPT_INT, offsetof(struct tok_cfg, max_size), 0, 0, 1 << 30, 0, NULL, NULL},
+    {"min_count", FEDRUN_OPT_INT, offsetof(struct tok_cfg, min_count), 0, 0, 1e15, 1, NULL, NULL},
+    FEDRUN_OPT_END_,
+};
+
+/* ---- synthetic task ---- */
+
+/* Split s of client k: n random sequences of words w0 .. w{V-1}, lengths
+ * uniform in [min_len, max_len], from the stream (seed, DATA, split, k);
+ * the target is the source (copy) or reversed. */
+static int synth_split(const struct synth_cfg *c, uint64_t seed, uint32_t s, uint32_t k,
+		       struct raw *r)
+{
+	struct fedrun_rng g;
+	fedrun_rng_init(&g, seed, FEDRUN_RNG_DATA, s, k);
+	uint64_t cs = 0, ct = 0;
+	uint32_t *w = malloc((size_t)c->max_len * sizeof *w);
+	char *buf = malloc((size_t)c->max_len * 12 + 1);
+	int rc = w && buf ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (int64_t i = 0; i < c->n[s] && rc == 0; i++) {
+		uint32_t len =
+		    (uint32_t)(c->min_len + (int64_t)fedrun_rng_below(
+						&g, (uint64_t)(c->max_len - c->min_len + 1)));
+		for (uint32_t j = 0; j < len; j++)
+			w[j] = (uint32_t)fedrun_rng_below(&g, (uint64_t)c->vocab);
+		for (int side = 0; side < 2 && rc == 0; side++) {
+			char *p = buf;
+			for (uint32_t j = 0; j < len; j++) {
+				uint32_t x =
+				    side && c->task == TASK_REVERSE ? w[len - 1 - j] : w[j];
+				p += sprintf(p, j ? " w%u" : "w%u", x);
+			}
+			char *d = strdup(buf);
+			if (!d)
+				rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			else
+				rc = lines_push(side ? &r->tgt : &r->src, side ? &ct : &cs, d);
+		}
+	}
+	free(w);
+	free(buf);
+	r->present = true;
+	return rc;
+}
+
+/* ---- files ---- */
+
+static int read_pair_files(const char *base, const char *prefix, const char *src, const char *tgt,
+			   uint64_t max, const char *where, struct raw *r)
+{
+	char *full = fedrun_path_resolve(base, prefix);
+	if (!full)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	size_t l = strlen(full) + strlen(src) + strlen(tgt) + 4;
+	char *fs = malloc(l), *ft = malloc(l);
+	int rc = fs && ft ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc == 0) {
+		snprintf(fs, l, "%s.%s", full, src);
+		snprintf(ft, l, "%s.%s", full, tgt);
+		rc = read_lines(fs, max, &r->src);
+		if (rc < 0)
+			rc = fedrun_error_wrap(rc, "%s: ", where);
+	}
+	if (rc == 0 && (rc = read_lines(ft, max, &r->tgt)) < 0)
+		rc = fedrun_error_wrap(rc, "%s: ", where);
+	if (rc == 0 && r->src.n != r->tgt.n)
+		rc = fedrun_error(FEDRUN_EINVAL,
+				  "%s: %s has %llu lines but %s has %llu; the source and target "
+				  "files must be aligned, one sentence a line",
+				  where, fs, (unsigned long long)r->src.n, ft,
+				  (unsigned long long)r->tgt.n);
+	r->present = rc == 0;
+	free(full);
+	free(fs);
+	free(ft);
+	return rc;
+}
+
+/* ---- tokenizing ---- */
+
+static int encode_split(struct tfm_model *m, struct raw *r, uint32_t s, const char *cname,
+			struct tfm_split *out)
+{
+	uint64_t n = r->src.n;
+	if (n > UINT32_MAX / 2)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: client %s has too many pairs",
+				    cname);
+	out->absent = !r->present;
+	out->src = calloc(n ? n : 1, sizeof *out->src);
+	out->tgt = calloc(n ? n : 1, sizeof *out->tgt);
+	out->slen = calloc(n ? n : 1, sizeof *out->slen);
+	out->tlen = calloc(n ? n : 1, sizeof *out->tlen);
+	out->ref = calloc(n ? n : 1, sizeof *out->ref);
+	if (!out->src || !out->tgt || !out->slen || !out->tlen || !out->ref)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	uint32_t k = 0;
+	uint64_t dropped = 0;
+	int rc = 0;
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		int32_t *a = NULL, *b = NULL;
+		uint32_t na = 0, nb = 0;
+		rc = tfm_tok_encode(m->tok, r->src.l[i], strlen(r->src.l[i]), &a, &na);
+		if (rc == 0)
+			rc = tfm_tok_encode(m->tok, r->tgt.l[i], strlen(r->tgt.l[i]), &b, &nb);
+		if (rc == 0 && s == FEDRUN_SPLIT_TRAIN &&
+		    (na > m->max_len || nb > m->max_len || (na == 0 && nb == 0))) {
+			free(a);
+			free(b);
+			dropped++;
+			continue;
+		}
+		if (rc < 0) {
+			free(a);
+			free(b);
+			break;
+		}
+		out->src[k] = a;
+		out->tgt[k] = b;
+		out->slen[k] = na;
+		out->tlen[k] = nb;
+		if (s != FEDRUN_SPLIT_TRAIN) { /* the references, kept raw */
+			out->ref[k] = r->tgt.l[i];
+			r->tgt.l[i] = NULL;
+		}
+		k++;
+	}
+	out->n = k;
+	if (rc == 0 && dropped)
+		m->host->log(m->host->ctx, FEDRUN_LOG_INFO,
+			     "transformer: client %s: %llu training pair(s) dropped (a side "
+			     "longer than max_len %u tokens, or both sides empty)",
+			     cname, (unsigned long long)dropped, m->max_len);
+	if (rc == 0)
+		rc = tfm_batch_sort(out);
+	return rc;
+}
+
+static void split_free(struct tfm_split *s, bool owned)
+{
+	if (owned) {
+		for (uint32_t i = 0; i < s->n; i++) {
+			free(s->src[i]);
+			free(s->tgt[i]);
+			if (s->ref)
+				free(s->ref[i]);
+		}
+	}
+	free(s->src);
+	free(s->tgt);
+	free(s->slen);
+	free(s->tlen);
+	free(s->ref);
+	free(s->order);
+	memset(s, 0, sizeof *s);
+}
+
+void tfm_data_free(struct tfm_model *m)
+{
+	for (uint32_t k = 0; k < m->nclients; k++)
+		for (int s = 0; s < 3; s++)
+			split_free(&m->clients[k].split[s], true);
+	for (int s = 0; s < 3; s++)
+		split_free(&m->all[s], false);
+	free(m->clients);
+	m->clients = NULL;
+	m->nclients = 0;
+}
+
+/* The union's views: the clients' pairs one after the other. */
+static int build_all(struct tfm_model *m)
+{
+	for (int s = 0; s < 3; s++) {
+		struct tfm_split *a = &m->all[s];
+		uint64_t n = 0;
+		bool any = false;
+		for (uint32_t k = 0; k < m->nclients; k++) {
+			n += m->clients[k].split[s].n;
+			any |= !m->clients[k].split[s].absent;
+		}
+		a->absent = !any;
+		a->src = calloc(n ? n : 1, sizeof *a->src);
+		a->tgt = calloc(n ? n : 1, sizeof *a->tgt);
+		a->slen = calloc(n ? n : 1, sizeof *a->slen);
+		a->tlen = calloc(n ? n : 1, sizeof *a->tlen);
+		a->ref = calloc(n ? n : 1, sizeof *a->ref);
+		if (!a->src || !a->tgt || !a->slen || !a->tlen || !a->ref)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		uint32_t j = 0;
+		for (uint32_t k = 0; k < m->nclients; k++) {
+			const struct tfm_split *c = &m->clients[k].split[s];
+			for (uint32_t i = 0; i < c->n; i++, j++) {
+				a->src[j] = c->src[i];
+				a->tgt[j] = c->tgt[i];
+				a->slen[j] = c->slen[i];
+				a->tlen[j] = c->tlen[i];
+				a->ref[j] = c->ref[i];
+			}
+		}
+		a->n = j;
+		int rc = tfm_batch_sort(a);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+const struct tfm_split *tfm_split_get(const struct tfm_model *m, enum fedrun_split split,
+				      int64_t client, int *rc)
+{
+	const struct tfm_split *s;
+	const char *who = "all clients";
+	if (client == FEDRUN_ALL_CLIENTS) {
+		s = &m->all[split];
+	} else if (client >= 0 && client < m->nclients) {
+		s = &m->clients[client].split[split];
+		who = m->clients[client].name;
+	} else {
+		*rc = fedrun_error(FEDRUN_EINVAL, "transformer: no client %lld (of %u)",
+				   (long long)client, m->nclients);
+		return NULL;
+	}
+	if (s->absent) {
+		*rc = fedrun_error(FEDRUN_ENOENT, "transformer: %s has no %s data", who,
+				   split_name[split]);
+		return NULL;
+	}
+	*rc = 0;
+	return s;
+}
+
+static const char *run_dir(const struct fedrun_host *h)
+{
+#if FEDRUN_ABI_MINOR >= 1
+	if (h->size >= offsetof(struct fedrun_host, run_dir) + sizeof h->run_dir && h->run_dir)
+		return h->run_dir(h->ctx);
+#else
+	(void)h;
+#endif
+	return NULL;
+}
+
+/* Builds or loads the tokenizer. Training lines: raw[k][TRAIN] src + tgt;
+ * files: the same as files when the data came from files (nfiles > 0). */
+static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*raw)[3],
+			  const char *const *files, uint32_t nfiles)
+{
+	struct tok_cfg c = {0};
+	int rc = fedrun_opts_parse(tok_spec, tok_config, "model.tokenizer", &c);
+	if (rc < 0)
+		return rc;
+	const char *dir = run_dir(m->host);
+	if (c.type == TFM_TOK_WORDS) {
+		if (c.vocab)
+			return tfm_tok_words_load(c.vocab, &m->tok);
+		uint64_t n = 0;
+		for (uint32_t k = 0; k < m->nclients; k++)
+			n += 2 * raw[k][0].src.n;
+		if (n == 0)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "model.tokenizer: no training data to build the words "
+					    "vocabulary from; give \"vocab\": a vocabulary file");
+		const char **lines = malloc(n * sizeof *lines);
+		if (!lines)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		uint64_t j = 0;
+		for (uint32_t k = 0; k < m->nclients; k++)
+			for (uint64_t i = 0; i < raw[k][0].src.n; i++) {
+				lines[j++] = raw[k][0].src.l[i];
+				lines[j++] = raw[k][0].tgt.l[i];
+			}
+		rc = tfm_tok_words_train(lines, n, (uint32_t)c.max_size, (uint64_t)c.min_count,
+					 &m->tok);
+		free(lines);
+		if (rc < 0 || !dir)
+			return rc;
+		char *path = fedrun_path_resolve(dir, "vocab.txt");
+		if (!path)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		rc = tfm_tok_words_save(m->tok, path);
+		if (rc == 0 && json_object_set_new(tok_config, "vocab", json_string(path)))
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		free(path);
+		return rc;
+	}
+	if (c.model)
+		return tfm_tok_spm_load(c.model, "model.tokenizer.type", &m->tok);
+	uint64_t ntrain = 0;
+	for (uint32_t k = 0; k < m->nclients; k++)
+		ntrain += raw[k][0].src.n;
+	if (ntrain == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer: no training data to train SentencePiece on; "
+				    "give \"model\": a SentencePiece .model file");
+	/* Train SentencePiece jointly on every client's source and target
+	 * training text: the files, or the generated lines written out. */
+	char tmpl[] = "/tmp/fedrun-spm-XXXXXX";
+	char *train_txt = NULL, *model_path = NULL;
+	if (nfiles == 0) {
+		int fd = mkstemp(tmpl);
+		if (fd < 0)
+			return fedrun_error(FEDRUN_EIO, "transformer: cannot create %s: %s", tmpl,
+					    strerror(errno));
+		FILE *fp = fdopen(fd, "w");
+		for (uint32_t k = 0; fp && k < m->nclients; k++)
+			for (uint64_t i = 0; i < raw[k][0].src.n; i++)
+				fprintf(fp, "%s\n%s\n", raw[k][0].src.l[i], raw[k][0].tgt.l[i]);
+		if (!fp || fclose(fp) != 0) {
+			unlink(tmpl);
+			return fedrun_error(FEDRUN_EIO, "transformer: cannot write %s", tmpl);
+		}
+		train_txt = tmpl;
+	}
+	char mtmpl[] = "/tmp/fedrun-spm-model-XXXXXX";
+	if (dir) {
+		model_path = fedrun_path_resolve(dir, "spm.model");
+	} else {
+		int fd = mkstemp(mtmpl);
+		if (fd >= 0)
+			close(fd);
+		model_path = fd >= 0 ? strdup(mtmpl) : NULL;
+	}
+	if (!model_path) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "transformer: cannot make a model file name");
+		goto out;
+	}
+	const char *one[1] = {train_txt};
+	rc = tfm_tok_spm_train(train_txt ? one : files, train_txt ? 1 : nfiles,
+			       (uint32_t)c.vocab_size, c.model_type ? "bpe" : "unigram",
+			       c.character_coverage, m->host->seed(m->host->ctx), model_path,
+			       "model.tokenizer.type");
+	if (rc == 0)
+		rc = tfm_tok_spm_load(model_path, "model.tokenizer.type", &m->tok);
+	if (rc == 0 && dir && json_object_set_new(tok_config, "model", json_string(model_path)))
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (!dir)
+		unlink(model_path);
+out:
+	if (train_txt)
+		unlink(train_txt);
+	free(model_path);
+	return rc;
+}
+
+int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
+		  json_t *data_config)
+{
+	(void)model_config;
+	struct data_cfg c = {0};
+	struct synth_cfg sc = {0};
+	struct raw(*raw)[3] = NULL;
+	char **files = NULL;
+	uint32_t nfiles = 0;
+	int rc = 0;
+	uint32_t K = 0;
+	json_t *clients = NULL;
+	if (data_config) {
+		if ((rc = fedrun_opts_parse(data_spec, data_config, "data", &c)) < 0)
+			return rc;
+		if (!!c.clients == !!c.synthetic)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "data: give exactly one of \"clients\" (parallel "
+					    "files) and \"synthetic\" (a generated task)");
+		if (c.synthetic) {
+			if ((rc = fedrun_opts_parse(synth_spec, c.synthetic, "data.synthetic",
+						    &sc)) < 0)
+				return rc;
+			if (sc.min_len > sc.max_len)
+				return fedrun_error(FEDRUN_ECONFIG,
+						    "data.synthetic: min_len (%lld) is larger than "
+						    "max_len (%lld)",
+						    (long long)sc.min_len, (long long)sc.max_len);
+			K = (uint32_t)sc.clients;
+		} else {
+			clients = c.clients;
+			if (!c.src || !c.tgt)
+				return fedrun_error(
+				    FEDRUN_ECONFIG,
+				    "data: \"src\" and \"tgt\" (the languages: file "
+				    "suffixes, e.g. \"en\" and \"de\") are required "
+				    "with \"clients\"");
+			K = (uint32_t)json_array_size(clients);
+			if (K == 0)
+				return fedrun_error(FEDRUN_ECONFIG, "data.clients: empty list");
+		}
+	}
+	m->nclients = K;
+	m->clients = calloc(K ? K : 1, sizeof *m->clients);
+	raw = calloc(K ? K : 1, sizeof *raw);
+	files = calloc(2 * (size_t)(K ? K : 1), sizeof *files);
+	if (!m->clients || !raw || !files) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	uint64_t seed = m->host->seed(m->host->ctx);
+	for (uint32_t k = 0; k < K && rc == 0; k++) {
+		struct tfm_client *cl = &m->clients[k];
+		if (c.synthetic) {
+			snprintf(cl->name, sizeof cl->name, "client%u", k);
+			for (uint32_t s = 0; s < 3 && rc == 0; s++)
+				rc = synth_split(&sc, seed, s, k, &raw[k][s]);
+			continue;
+		}
+		char where[64];
+		snprintf(where, sizeof where, "data.clients[%u]", k);
+		json_t *e = json_array_get(clients, k);
+		if (!json_is_object(e)) {
+			char got[64];
+			rc = fedrun_error(FEDRUN_ECONFIG, "%s: expected an object, got %s", where,
+					  fedrun_json_describe(e, got, sizeof got));
+			break;
+		}
+		struct client_cfg cc = {0};
+		if ((rc = fedrun_opts_parse(client_spec, e, where, &cc)) < 0)
+			break;
+		snprintf(cl->name, sizeof cl->name, "%s", cc.name);
+		for (uint32_t j = 0; j < k; j++)
+			if (!strcmp(m->clients[j].name, cl->name)) {
+				rc = fedrun_error(FEDRUN_ECONFIG,
+						  "%s.name: \"%s\" is also the name of client %u",
+						  where, cl->name, j);
+				break;
+			}
+		for (uint32_t s = 0; s < 3 && rc == 0; s++) {
+			if (!cc.files[s])
+				continue;
+			char w2[96];
+			snprintf(w2, sizeof w2, "%s.%s", where, split_name[s]);
+			rc = read_pair_files(c.dir, cc.files[s], c.src, c.tgt,
+					     s == 0 ? (uint64_t)c.max_train_pairs : 0, w2,
+					     &raw[k][s]);
+			if (rc == 0 && s == 0 && !c.max_train_pairs) {
+				char *full = fedrun_path_resolve(c.dir, cc.files[s]);
+				size_t l = full ? strlen(full) + 64 : 0;
+				files[nfiles] = full ? malloc(l) : NULL;
+				files[nfiles + 1] = full ? malloc(l) : NULL;
+				if (!files[nfiles] || !files[nfiles + 1]) {
+					free(full);
+					rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+					break;
+				}
+				snprintf(files[nfiles], l, "%s.%s", full, c.src);
+				snprintf(files[nfiles + 1], l, "%s.%s", full, c.tgt);
+				nfiles += 2;
+				free(full);
+			}
+		}
+	}
+	if (rc < 0)
+		goto out;
+	/* With max_train_pairs the files hold more than the training data:
+	 * the tokenizer then learns from the lines themselves. */
+	bool use_files = !c.synthetic && !c.max_train_pairs && nfiles > 0;
+	if ((rc = make_tokenizer(m, tok_config, raw, (const char *const *)files,
+				 use_files ? nfiles : 0)) < 0)
+		goto out;
+	for (uint32_t k = 0; k < K && rc == 0; k++)
+		for (uint32_t s = 0; s < 3 && rc == 0; s++)
+			rc = encode_split(m, &raw[k][s], s, m->clients[k].name,
+					  &m->clients[k].split[s]);
+	if (rc == 0)
+		rc = build_all(m);
+out:
+	for (uint32_t k = 0; raw && k < K; k++)
+		for (int s = 0; s < 3; s++) {
+			lines_free(&raw[k][s].src);
+			lines_free(&raw[k][s].tgt);
+		}
+	for (uint32_t i = 0; i < nfiles; i++)
+		free(files[i]);
+	free(files);
+	free(raw);
+	return rc;
+}

@@ -1,0 +1,324 @@
+/* The transformer's tokenizers: whitespace words over a fedrun_vocab, or
+ * SentencePiece through spm.h when fedrun was built with it. */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include <fedrun/fedrun.h>
+#include "tok.h"
+#ifdef HAVE_SENTENCEPIECE
+#include "spm.h"
+#endif
+
+#define PAD_WORD "<pad>"
+#define BOS_WORD "<bos>"
+
+struct tfm_tok {
+	int type;
+	struct fedrun_vocab *v; /* words */
+#ifdef HAVE_SENTENCEPIECE
+	struct tfm_spm *spm;
+#endif
+	int32_t pad, bos, eos, unk;
+	uint32_t size;
+};
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+/* Adds <pad> and <bos> if the vocabulary lacks them and fills in the ids. */
+static int words_finish(struct fedrun_vocab *v, struct tfm_tok **out)
+{
+	uint32_t pad, bos;
+	int rc = fedrun_vocab_add(v, PAD_WORD, strlen(PAD_WORD), 0, &pad);
+	if (rc == 0)
+		rc = fedrun_vocab_add(v, BOS_WORD, strlen(BOS_WORD), 0, &bos);
+	if (rc < 0) {
+		fedrun_vocab_destroy(v);
+		return rc;
+	}
+	struct tfm_tok *t = calloc(1, sizeof *t);
+	if (!t) {
+		fedrun_vocab_destroy(v);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	t->type = TFM_TOK_WORDS;
+	t->v = v;
+	t->pad = (int32_t)pad;
+	t->bos = (int32_t)bos;
+	t->eos = (int32_t)FEDRUN_VOCAB_EOS;
+	t->unk = (int32_t)FEDRUN_VOCAB_UNK;
+	t->size = fedrun_vocab_size(v);
+	*out = t;
+	return 0;
+}
+
+struct wc {
+	const char *w;
+	uint64_t c;
+};
+
+static int wc_cmp(const void *a, const void *b)
+{
+	const struct wc *x = a, *y = b;
+	if (x->c != y->c)
+		return x->c > y->c ? -1 : 1;
+	return strcmp(x->w, y->w); /* byte order, as fedrun_vocab_build */
+}
+
+int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
+			struct tfm_tok **out)
+{
+	struct fedrun_vocab *cnt = NULL, *v = NULL;
+	struct wc *list = NULL;
+	int rc = fedrun_vocab_create(&cnt);
+	if (rc < 0)
+		return rc;
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		const char *p = lines[i];
+		while (*p && rc == 0) {
+			while (*p && is_space(*p))
+				p++;
+			const char *q = p;
+			while (*q && !is_space(*q))
+				q++;
+			if (q > p)
+				rc = fedrun_vocab_add(cnt, p, (size_t)(q - p), 1, NULL);
+			p = q;
+		}
+	}
+	if (rc < 0)
+		goto out;
+	if ((rc = fedrun_vocab_create(&v)) < 0)
+		goto out;
+	uint32_t N = fedrun_vocab_size(cnt), k = 0;
+	list = calloc(N ? N : 1, sizeof *list);
+	if (!list) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t id = 2; id < N; id++) {
+		const char *w = fedrun_vocab_word(cnt, id);
+		if (!strcmp(w, PAD_WORD) || !strcmp(w, BOS_WORD))
+			continue;
+		if (fedrun_vocab_count(cnt, id) < min_count)
+			continue;
+		list[k].w = w;
+		list[k++].c = fedrun_vocab_count(cnt, id);
+	}
+	qsort(list, k, sizeof *list, wc_cmp);
+	/* <unk>, <eos>, <pad>, <bos>, then the words. */
+	if ((rc = fedrun_vocab_add(v, PAD_WORD, strlen(PAD_WORD), 0, NULL)) < 0 ||
+	    (rc = fedrun_vocab_add(v, BOS_WORD, strlen(BOS_WORD), 0, NULL)) < 0)
+		goto out;
+	for (uint32_t i = 0; i < k && rc == 0; i++) {
+		if (max_size && fedrun_vocab_size(v) >= max_size)
+			break;
+		rc = fedrun_vocab_add(v, list[i].w, strlen(list[i].w), list[i].c, NULL);
+	}
+	if (rc < 0)
+		goto out;
+	rc = words_finish(v, out);
+	v = NULL;
+out:
+	free(list);
+	fedrun_vocab_destroy(cnt);
+	fedrun_vocab_destroy(v);
+	return rc;
+}
+
+int tfm_tok_words_load(const char *path, struct tfm_tok **out)
+{
+	struct fedrun_vocab *v;
+	int rc = fedrun_vocab_load(path, &v);
+	if (rc < 0)
+		return rc;
+	return words_finish(v, out);
+}
+
+int tfm_tok_words_save(const struct tfm_tok *t, const char *path)
+{
+	if (t->type != TFM_TOK_WORDS)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: not a words tokenizer");
+	return fedrun_vocab_save(t->v, path);
+}
+
+#ifndef HAVE_SENTENCEPIECE
+static int no_spm(const char *what)
+{
+	return fedrun_error(FEDRUN_ECONFIG,
+			    "%s: \"sentencepiece\" needs SentencePiece, and fedrun was built "
+			    "without it (install libsentencepiece-dev and run configure "
+			    "again), or use \"type\": \"words\"",
+			    what);
+}
+#endif
+
+int tfm_tok_spm_load(const char *path, const char *what, struct tfm_tok **out)
+{
+#ifdef HAVE_SENTENCEPIECE
+	struct tfm_spm *s;
+	(void)what;
+	int rc = tfm_spm_load(path, &s);
+	if (rc < 0)
+		return rc;
+	struct tfm_tok *t = calloc(1, sizeof *t);
+	if (!t) {
+		tfm_spm_destroy(s);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	t->type = TFM_TOK_SPM;
+	t->spm = s;
+	t->pad = tfm_spm_pad(s);
+	t->bos = tfm_spm_bos(s);
+	t->eos = tfm_spm_eos(s);
+	t->unk = tfm_spm_unk(s);
+	t->size = tfm_spm_size(s);
+	*out = t;
+	return 0;
+#else
+	(void)path;
+	(void)out;
+	return no_spm(what);
+#endif
+}
+
+int tfm_tok_spm_train(const char *const *files, uint32_t n, uint32_t vocab_size,
+		      const char *model_type, double character_coverage, uint64_t seed,
+		      const char *model_path, const char *what)
+{
+#ifdef HAVE_SENTENCEPIECE
+	(void)what;
+	struct tfm_spm_train_opts o = {.vocab_size = vocab_size,
+				       .model_type = model_type,
+				       .character_coverage = character_coverage,
+				       .threads = 1,
+				       .seed = seed};
+	return tfm_spm_train(files, n, &o, model_path);
+#else
+	(void)files, (void)n, (void)vocab_size, (void)model_type, (void)character_coverage;
+	(void)seed, (void)model_path;
+	return no_spm(what);
+#endif
+}
+
+void tfm_tok_destroy(struct tfm_tok *t)
+{
+	if (!t)
+		return;
+	fedrun_vocab_destroy(t->v);
+#ifdef HAVE_SENTENCEPIECE
+	if (t->spm)
+		tfm_spm_destroy(t->spm);
+#endif
+	free(t);
+}
+
+int tfm_tok_type(const struct tfm_tok *t)
+{
+	return t->type;
+}
+uint32_t tfm_tok_size(const struct tfm_tok *t)
+{
+	return t->size;
+}
+int32_t tfm_tok_pad(const struct tfm_tok *t)
+{
+	return t->pad;
+}
+int32_t tfm_tok_bos(const struct tfm_tok *t)
+{
+	return t->bos;
+}
+int32_t tfm_tok_eos(const struct tfm_tok *t)
+{
+	return t->eos;
+}
+int32_t tfm_tok_unk(const struct tfm_tok *t)
+{
+	return t->unk;
+}
+
+int tfm_tok_encode(const struct tfm_tok *t, const char *text, size_t len, int32_t **ids,
+		   uint32_t *n)
+{
+#ifdef HAVE_SENTENCEPIECE
+	if (t->type == TFM_TOK_SPM)
+		return tfm_spm_encode(t->spm, text, len, ids, n);
+#endif
+	uint32_t cap = 0, k = 0;
+	int32_t *v = NULL;
+	size_t i = 0;
+	while (i < len) {
+		while (i < len && is_space(text[i]))
+			i++;
+		size_t j = i;
+		while (j < len && !is_space(text[j]))
+			j++;
+		if (j > i) {
+			if (k == cap) {
+				cap = cap ? 2 * cap : 16;
+				int32_t *nv = realloc(v, cap * sizeof *v);
+				if (!nv) {
+					free(v);
+					return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+				}
+				v = nv;
+			}
+			int32_t id = (int32_t)fedrun_vocab_lookup(t->v, text + i, j - i);
+			/* The specials' own spellings in text are words we
+			 * do not know. */
+			if (id == t->pad || id == t->bos || id == t->eos)
+				id = t->unk;
+			v[k++] = id;
+		}
+		i = j;
+	}
+	*ids = v;
+	*n = k;
+	return 0;
+}
+
+int tfm_tok_decode(const struct tfm_tok *t, const int32_t *ids, uint32_t n, char **text)
+{
+#ifdef HAVE_SENTENCEPIECE
+	if (t->type == TFM_TOK_SPM) {
+		/* the model's specials are dropped before SentencePiece sees
+		 * them */
+		int32_t *keep = malloc((n ? n : 1) * sizeof *keep);
+		if (!keep)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (ids[i] != t->pad && ids[i] != t->bos && ids[i] != t->eos)
+				keep[k++] = ids[i];
+		int rc = tfm_spm_decode(t->spm, keep, k, text);
+		free(keep);
+		return rc;
+	}
+#endif
+	size_t len = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *w = fedrun_vocab_word(t->v, (uint32_t)ids[i]);
+		len += (w ? strlen(w) : 5) + 1;
+	}
+	char *s = malloc(len), *p = s;
+	if (!s)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		if (ids[i] == t->pad || ids[i] == t->bos || ids[i] == t->eos)
+			continue;
+		const char *w = ids[i] >= 0 ? fedrun_vocab_word(t->v, (uint32_t)ids[i]) : NULL;
+		if (!w)
+			w = FEDRUN_VOCAB_UNK_WORD;
+		if (p != s)
+			*p++ = ' ';
+		size_t l = strlen(w);
+		memcpy(p, w, l);
+		p += l;
+	}
+	*p = 0;
+	*text = s;
+	return 0;
+}

@@ -1,0 +1,431 @@
+/* The transformer's loops: local training over token-count batches (the
+ * clients' optimizer through fedrun_optim_step, with the inverse_sqrt or
+ * noam warm-up schedules and FedProx's proximal term), evaluation (loss,
+ * nll, perplexity, and BLEU and chrF by decoding), and decoding for
+ * `fedrun translate`. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "beam.h"
+#include "transformer.h"
+
+int tfm_worker_create(void *model, void **worker)
+{
+	struct tfm_model *m = model;
+	struct tfm_worker *w = calloc(1, sizeof *w);
+	if (!w)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	int rc = tfm_work_create(&m->cfg, m->layout, m->be, &w->w);
+	if (rc == 0 && !(w->grad = fedrun_arena_alloc(m->layout->total)))
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc < 0) {
+		tfm_worker_destroy(m, w);
+		return rc;
+	}
+	*worker = w;
+	return 0;
+}
+
+void tfm_worker_destroy(void *model, void *worker)
+{
+	(void)model;
+	struct tfm_worker *w = worker;
+	if (!w)
+		return;
+	tfm_work_destroy(w->w);
+	fedrun_arena_free(w->grad);
+	tfm_batchbuf_free(&w->bb);
+	free(w);
+}
+
+static int get_worker(struct tfm_model *m, void *worker, struct tfm_worker **w, bool *temp)
+{
+	*temp = !worker;
+	if (worker) {
+		*w = worker;
+		return 0;
+	}
+	return tfm_worker_create(m, (void **)w);
+}
+
+static bool has_prox(const struct fedrun_train_args *a)
+{
+	return a->size >= offsetof(struct fedrun_train_args, prox_anchor) + sizeof a->prox_anchor &&
+	       a->prox_mu > 0 && a->prox_anchor;
+}
+
+/* The learning rate of update number `step` (1-based). */
+static double lr_at(const struct tfm_model *m, const struct fedrun_optim_cfg *o, uint64_t step)
+{
+	switch (m->lr_schedule) {
+	case TFM_LR_INVERSE_SQRT:
+		return fedrun_lr_inverse_sqrt(step, o->lr, m->warmup, m->warmup_init_lr);
+	case TFM_LR_NOAM: /* clients.optimizer.lr is the factor */
+		return fedrun_lr_noam(step, m->cfg.dim, m->warmup, o->lr);
+	default:
+		return o->lr;
+	}
+}
+
+int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, float *params,
+	      struct fedrun_train_stats *stats)
+{
+	struct tfm_model *m = model;
+	stats->loss = 0;
+	stats->samples = 0;
+	if (args->client >= m->nclients)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: no client %u", args->client);
+	const struct tfm_split *s = &m->clients[args->client].split[FEDRUN_SPLIT_TRAIN];
+	if (s->absent || s->n == 0)
+		return 0; /* an evaluation-only client */
+	uint32_t *start = NULL, nb = 0, *perm = NULL;
+	int rc = tfm_batch_plan(s, args->batch, &start, &nb);
+	if (rc < 0)
+		return rc;
+	struct tfm_worker *w = NULL;
+	bool temp = false;
+	if (!(perm = malloc(nb * sizeof *perm))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = get_worker(m, worker, &w, &temp)) < 0)
+		goto out;
+	/* The batch order of each epoch and the dropout masks come from
+	 * streams of (seed, round, client): the same whichever thread runs
+	 * the client. */
+	struct fedrun_rng shuf, drop;
+	fedrun_rng_init(&shuf, args->seed, FEDRUN_RNG_SHUFFLE, args->round, args->client);
+	fedrun_rng_init(&drop, args->seed, FEDRUN_RNG_DROPOUT, args->round, args->client);
+	const uint64_t steps = args->steps ? args->steps : (uint64_t)args->epochs * nb;
+	const uint64_t n = m->layout->total;
+	const bool prox = has_prox(args);
+	double loss_sum = 0;
+	uint64_t tokens = 0;
+	for (uint64_t k = 0; k < steps; k++) {
+		if (k % nb == 0) { /* a new epoch, a new order */
+			for (uint32_t i = 0; i < nb; i++)
+				perm[i] = i;
+			fedrun_rng_shuffle_u32(&shuf, perm, nb);
+		}
+		uint32_t bi = perm[k % nb];
+		struct tfm_batch b;
+		if ((rc = tfm_batch_fill(m, s, s->order + start[bi], start[bi + 1] - start[bi],
+					 &w->bb, &b)) < 0)
+			goto out;
+		memset(w->grad, 0, n * sizeof(float));
+		double ls = 0;
+		uint64_t nt = 0;
+		if ((rc = tfm_forward_backward(w->w, params, &b, &drop, w->grad, &ls, NULL, &nt)) <
+		    0)
+			goto out;
+		if (nt == 0)
+			continue;
+		/* FedProx (Li et al. 2020, eq. 2): the gradient of μ/2·||w −
+		 * w_t||² joins the loss's before clipping and the step. */
+		if (prox)
+			fedrun_prox_grad(args, n, params, w->grad);
+		double lr = lr_at(m, args->optim, *args->optim_step + 1);
+		fedrun_optim_step(args->optim, lr, n, params, w->grad, args->optim_state,
+				  args->optim_step);
+		loss_sum += ls;
+		tokens += nt;
+	}
+	stats->loss = tokens ? loss_sum / (double)tokens : 0;
+	stats->samples = tokens;
+out:
+	if (temp)
+		tfm_worker_destroy(m, w);
+	free(perm);
+	free(start);
+	return rc;
+}
+
+/* Sums of loss, nll and target tokens over a split; with grad, the
+ * gradient of the split's mean loss into w->grad. */
+static int split_loss(struct tfm_model *m, struct tfm_worker *w, const float *params,
+		      const struct tfm_split *s, bool with_grad, double *loss, double *nll,
+		      uint64_t *ntok)
+{
+	uint32_t *start = NULL, nb = 0;
+	int rc = tfm_batch_plan(s, m->eval_batch, &start, &nb);
+	if (rc < 0)
+		return rc;
+	*loss = *nll = 0;
+	*ntok = 0;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < s->n; i++)
+		total += s->tlen[i] + 1;
+	if (with_grad)
+		memset(w->grad, 0, m->layout->total * sizeof(float));
+	float *g = NULL;
+	if (with_grad && !(g = fedrun_arena_alloc(m->layout->total)))
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t bi = 0; bi < nb && rc == 0; bi++) {
+		struct tfm_batch b;
+		if ((rc = tfm_batch_fill(m, s, s->order + start[bi], start[bi + 1] - start[bi],
+					 &w->bb, &b)) < 0)
+			break;
+		double l = 0, nl = 0;
+		uint64_t nt = 0;
+		if (g)
+			memset(g, 0, m->layout->total * sizeof(float));
+		if ((rc = tfm_forward_backward(w->w, params, &b, NULL, g, &l, &nl, &nt)) < 0)
+			break;
+		/* the batch's mean-loss gradient, weighted by its share of
+		 * the split's tokens */
+		if (g && nt)
+			for (uint64_t j = 0; j < m->layout->total; j++)
+				w->grad[j] += g[j] * (float)((double)nt / (double)total);
+		*loss += l;
+		*nll += nl;
+		*ntok += nt;
+	}
+	fedrun_arena_free(g);
+	free(start);
+	return rc;
+}
+
+struct step_ud {
+	struct tfm_work *w;
+	const float *params;
+};
+
+static int step_cb(void *ud, uint32_t t, const int32_t *tokens, const int32_t *parent,
+		   float *logprobs)
+{
+	struct step_ud *u = ud;
+	return tfm_decode_step(u->w, u->params, t, tokens, parent, logprobs);
+}
+
+/* The decoder has no position limit of its own; this bounds runaway
+ * hypotheses. */
+#define TFM_DECODE_CAP 1024
+
+static _Thread_local const uint32_t *order_len;
+static int by_src_len(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	if (order_len[i] != order_len[j])
+		return order_len[i] < order_len[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* Decodes the k sentences idx[0 .. k) as one batch with worker w. */
+static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const float *params,
+			const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
+			const uint32_t *idx, uint32_t k, char **out)
+{
+	const uint32_t beam = d->beam ? d->beam : 1;
+	uint32_t Ts = 1, steps = 1;
+	for (uint32_t r = 0; r < k; r++)
+		if (slen[idx[r]] + 1 > Ts)
+			Ts = slen[idx[r]] + 1;
+	int32_t *sbuf = malloc((size_t)k * Ts * sizeof *sbuf), *lens = malloc(k * sizeof *lens);
+	uint32_t *maxl = malloc(k * sizeof *maxl);
+	struct tfm_hyp *hyp = calloc(k, sizeof *hyp);
+	int rc = sbuf && lens && maxl && hyp ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t r = 0; r < k && rc == 0; r++) {
+		uint32_t i = idx[r], a = slen[i];
+		int32_t *row = sbuf + (size_t)r * Ts;
+		if (a)
+			memcpy(row, src[i], a * sizeof *row);
+		row[a] = m->cfg.eos_id;
+		for (uint32_t t = a + 1; t < Ts; t++)
+			row[t] = m->cfg.pad_id;
+		lens[r] = (int32_t)(a + 1);
+		maxl[r] = tfm_max_len(d->max_len_a, d->max_len_b, a, TFM_DECODE_CAP);
+		if (maxl[r] > steps)
+			steps = maxl[r];
+	}
+	if (rc == 0)
+		rc = tfm_encode(w->w, params, k, Ts, sbuf, lens, beam, steps);
+	if (rc == 0) {
+		struct step_ud u = {.w = w->w, .params = params};
+		struct tfm_search_opts so = {.beam = beam, .len_penalty = d->len_penalty};
+		rc = beam == 1 ? tfm_greedy(k, maxl, m->cfg.vocab, m->cfg.bos_id, m->cfg.eos_id,
+					    step_cb, &u, hyp)
+			       : tfm_beam_search(&so, k, maxl, m->cfg.vocab, m->cfg.bos_id,
+						 m->cfg.eos_id, step_cb, &u, hyp);
+		for (uint32_t r = 0; r < k && rc == 0; r++)
+			rc = tfm_tok_decode(m->tok, hyp[r].tokens, hyp[r].len, &out[idx[r]]);
+		tfm_hyp_free(hyp, k);
+	}
+	free(sbuf);
+	free(lens);
+	free(maxl);
+	free(hyp);
+	return rc;
+}
+
+int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
+		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
+		   uint32_t n, uint32_t threads, char **out)
+{
+	uint32_t *ord = malloc((n ? n : 1) * sizeof *ord);
+	if (!ord)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	/* Sentences sorted by source length, then cut into batches: each
+	 * batch is decoded on its own, so the translations do not depend on
+	 * how batches are spread over threads. */
+	for (uint32_t i = 0; i < n; i++)
+		ord[i] = i;
+	order_len = slen;
+	qsort(ord, n, sizeof *ord, by_src_len);
+	order_len = NULL;
+	const uint32_t B = d->batch ? d->batch : 1, nb = (uint32_t)(((uint64_t)n + B - 1) / B);
+	uint32_t nt = threads < 1 ? 1 : threads > nb ? nb : threads;
+	int *rcs = calloc(nb ? nb : 1, sizeof *rcs);
+	char **msgs = calloc(nb ? nb : 1, sizeof *msgs);
+	int rc = rcs && msgs ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc == 0) {
+#pragma omp parallel num_threads(nt) if (nt > 1)
+		{
+			struct tfm_worker *tw = w;
+			int wr = 0;
+#ifdef _OPENMP
+			if (omp_get_thread_num() > 0)
+				wr = tfm_worker_create(m, (void **)&tw);
+#endif
+#pragma omp for schedule(dynamic, 1)
+			for (uint32_t c = 0; c < nb; c++) {
+				uint32_t i0 = c * B, k = n - i0 < B ? n - i0 : B;
+				int r = wr < 0 ? wr
+					       : decode_chunk(m, tw, params, d, src, slen, ord + i0,
+							      k, out);
+				if (r < 0) {
+					rcs[c] = r;
+					msgs[c] = strdup(fedrun_error_message());
+				}
+			}
+			if (tw != w && wr == 0)
+				tfm_worker_destroy(m, tw);
+		}
+		for (uint32_t c = 0; c < nb; c++) {
+			if (rcs[c] < 0 && rc == 0)
+				rc = fedrun_error(rcs[c], "%s",
+						  msgs[c] ? msgs[c] : "transformer: decoding");
+			free(msgs[c]);
+		}
+	}
+	free(rcs);
+	free(msgs);
+	free(ord);
+	return rc;
+}
+
+static void put(struct fedrun_eval *out, const char *name, double v)
+{
+	if (out->n >= FEDRUN_METRICS_MAX)
+		return;
+	snprintf(out->m[out->n].name, sizeof out->m[out->n].name, "%s", name);
+	out->m[out->n++].value = v;
+}
+
+/* Corpus BLEU and chrF of the split's decoded sources against its raw
+ * reference lines. */
+static int split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *params,
+		      const struct tfm_split *s, uint32_t threads, double *bleu, double *chrf)
+{
+	char **hyp = calloc(s->n ? s->n : 1, sizeof *hyp);
+	if (!hyp)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	int rc = tfm_decode_ids(m, w, params, &m->decode, s->src, s->slen, s->n, threads, hyp);
+	if (rc == 0) {
+		struct fedrun_bleu_opts bo;
+		fedrun_bleu_opts_init(&bo);
+		bo.tokenize = (enum fedrun_bleu_tokenizer)m->bleu_tok;
+		const char *const *refs[1] = {(const char *const *)s->ref};
+		struct fedrun_bleu_score bs;
+		rc = fedrun_bleu_corpus_score(&bo, s->n, (const char *const *)hyp, 1, refs, &bs);
+		struct fedrun_chrf_opts co;
+		fedrun_chrf_opts_init(&co);
+		struct fedrun_chrf_score cs;
+		if (rc == 0)
+			rc = fedrun_chrf_corpus_score(&co, s->n, (const char *const *)hyp, 1, refs,
+						      &cs);
+		if (rc == 0) {
+			*bleu = bs.score;
+			*chrf = cs.score;
+		}
+	}
+	for (uint32_t i = 0; i < s->n; i++)
+		free(hyp[i]);
+	free(hyp);
+	return rc;
+}
+
+int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_split split,
+		 int64_t client, struct fedrun_eval *out)
+{
+	struct tfm_model *m = model;
+	int rc;
+	const struct tfm_split *s = tfm_split_get(m, split, client, &rc);
+	if (!s)
+		return rc;
+	if (s->n == 0)
+		return fedrun_error(FEDRUN_ENOENT, "transformer: %s: the %s split has no pairs",
+				    client < 0 ? "all clients" : m->clients[client].name,
+				    split == FEDRUN_SPLIT_TRAIN	  ? "train"
+				    : split == FEDRUN_SPLIT_VALID ? "valid"
+								  : "test");
+	struct tfm_worker *w;
+	bool temp;
+	if ((rc = get_worker(m, worker, &w, &temp)) < 0)
+		return rc;
+	double loss, nll;
+	uint64_t ntok;
+	rc = split_loss(m, w, params, s, false, &loss, &nll, &ntok);
+	if (rc == 0) {
+		out->n = 0;
+		put(out, "loss", ntok ? loss / (double)ntok : 0);
+		put(out, "nll", ntok ? nll / (double)ntok : 0);
+		put(out, "ppl", exp(ntok ? nll / (double)ntok : 0));
+		put(out, "tokens", (double)ntok);
+	}
+	bool bleu = split != FEDRUN_SPLIT_TRAIN &&
+		    (m->eval_bleu == TFM_EVAL_BLEU_ALL ||
+		     (m->eval_bleu == TFM_EVAL_BLEU_TEST && split == FEDRUN_SPLIT_TEST));
+	if (rc == 0 && bleu) {
+		double b = 0, c = 0;
+		/* Only the server's evaluation of the union decodes on the
+		 * run's threads: clients are evaluated in parallel already. */
+		uint32_t nt = client == FEDRUN_ALL_CLIENTS ? m->host->threads(m->host->ctx) : 1;
+		if ((rc = split_bleu(m, w, params, s, nt, &b, &c)) == 0) {
+			put(out, "bleu", b);
+			put(out, "chrf", c);
+		}
+	}
+	if (temp)
+		tfm_worker_destroy(m, w);
+	return rc;
+}
+
+int tfm_loss_grad(void *model, void *worker, const float *params, enum fedrun_split split,
+		  int64_t client, float *grad, double *loss)
+{
+	struct tfm_model *m = model;
+	int rc;
+	const struct tfm_split *s = tfm_split_get(m, split, client, &rc);
+	if (!s)
+		return rc;
+	struct tfm_worker *w;
+	bool temp;
+	if ((rc = get_worker(m, worker, &w, &temp)) < 0)
+		return rc;
+	double l, nl;
+	uint64_t nt;
+	rc = split_loss(m, w, params, s, grad != NULL, &l, &nl, &nt);
+	if (rc == 0) {
+		*loss = nt ? l / (double)nt : 0;
+		if (grad)
+			memcpy(grad, w->grad, m->layout->total * sizeof(float));
+	}
+	if (temp)
+		tfm_worker_destroy(m, w);
+	return rc;
+}

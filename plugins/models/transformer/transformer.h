@@ -1,0 +1,117 @@
+/* The transformer model plugin's private header: the model (options, data,
+ * tokenizer, network configuration), its parallel data (data.c), the
+ * token-count batching (batch.c) and the loops (train.c). fedrun-models(7)
+ * documents every option. */
+#ifndef TFM_PLUGIN_H
+#define TFM_PLUGIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <fedrun/fedrun.h>
+#include "net.h"
+#include "tok.h"
+
+/* One split of one client: n sentence pairs, as token ids (no bos/eos),
+ * and the raw target lines (the references BLEU scores against). */
+struct tfm_split {
+	uint32_t n;
+	int32_t **src, **tgt;
+	uint32_t *slen, *tlen;
+	char **ref;  /* raw target lines, n */
+	bool absent; /* the client has no such split */
+	/* Pair order sorted by length (batch.c), computed at load. */
+	uint32_t *order;
+};
+
+struct tfm_client {
+	char name[64];
+	struct tfm_split split[3]; /* enum fedrun_split */
+};
+
+/* Decoding settings (the "decode" object). */
+struct tfm_decode {
+	uint32_t beam, batch;
+	double len_penalty, max_len_a, max_len_b;
+};
+
+enum { TFM_LR_CONSTANT = 0, TFM_LR_INVERSE_SQRT = 1, TFM_LR_NOAM = 2 };
+enum { TFM_EVAL_BLEU_TEST = 0, TFM_EVAL_BLEU_ALL = 1, TFM_EVAL_BLEU_NONE = 2 };
+
+struct tfm_model {
+	const struct fedrun_host *host;
+	const struct fedrun_backend_ops *be;
+	struct tfm_cfg cfg;
+	struct fedrun_layout *layout;
+	struct tfm_tok *tok;
+	uint32_t nclients;
+	struct tfm_client *clients;
+	struct tfm_split all[3]; /* views over the union (pointers borrowed) */
+	uint32_t max_len;	 /* training pairs with a longer side dropped */
+	uint32_t eval_batch;	 /* tokens per evaluation batch */
+	struct tfm_decode decode;
+	int bleu_tok; /* enum fedrun_bleu_tokenizer */
+	int eval_bleu;
+	int lr_schedule;
+	uint64_t warmup;
+	double warmup_init_lr;
+};
+
+/* ---- data.c ---- */
+/* Reads (or generates) the clients' pairs from the "data" section; the
+ * tokenizer is built there too (it is trained on the training data). */
+int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
+		  json_t *data_config);
+void tfm_data_free(struct tfm_model *m);
+/* The split of client (or FEDRUN_ALL_CLIENTS); NULL with FEDRUN_ENOENT set
+ * when absent. */
+const struct tfm_split *tfm_split_get(const struct tfm_model *m, enum fedrun_split split,
+				      int64_t client, int *rc);
+
+/* ---- batch.c ---- */
+/* Sorts the pairs of s by (max side, source length, index) into s->order:
+ * consecutive pairs are then of similar length (the length buckets). */
+int tfm_batch_sort(struct tfm_split *s);
+/* Cuts the sorted order into batches of at most `tokens` rows x longest
+ * side (a longer pair alone is a batch of its own): *nb batches, batch i
+ * holding order[start[i] .. start[i + 1]). start is malloc'd (nb + 1). */
+int tfm_batch_plan(const struct tfm_split *s, uint32_t tokens, uint32_t **start, uint32_t *nb);
+/* Lengths with the eos/bos the network sees: source m + 1, target n + 1. */
+static inline uint32_t tfm_pair_len(const struct tfm_split *s, uint32_t i)
+{
+	uint32_t a = s->slen[i] + 1, b = s->tlen[i] + 1;
+	return a > b ? a : b;
+}
+
+/* Padded arrays of one batch (grown on demand). */
+struct tfm_batchbuf {
+	uint64_t cap_src, cap_tgt;
+	uint32_t cap_b;
+	int32_t *src, *tgt_in, *tgt_out, *src_len, *tgt_len;
+};
+void tfm_batchbuf_free(struct tfm_batchbuf *bb);
+/* Fills bb and b with pairs idx[0 .. k) of s. */
+int tfm_batch_fill(const struct tfm_model *m, const struct tfm_split *s, const uint32_t *idx,
+		   uint32_t k, struct tfm_batchbuf *bb, struct tfm_batch *b);
+
+/* ---- train.c ---- */
+struct tfm_worker {
+	struct tfm_work *w;
+	float *grad;
+	struct tfm_batchbuf bb;
+};
+int tfm_worker_create(void *model, void **worker);
+void tfm_worker_destroy(void *model, void *worker);
+int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, float *params,
+	      struct fedrun_train_stats *stats);
+int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_split split,
+		 int64_t client, struct fedrun_eval *out);
+int tfm_loss_grad(void *model, void *worker, const float *params, enum fedrun_split split,
+		  int64_t client, float *grad, double *loss);
+/* Decodes n tokenized sources with the given settings, in batches of
+ * d->batch sentences of similar length spread over `threads` threads (w
+ * serves the first): out[i] malloc'd detokenized text. */
+int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
+		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
+		   uint32_t n, uint32_t threads, char **out);
+
+#endif

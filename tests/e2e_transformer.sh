@@ -1,0 +1,63 @@
+#!/bin/sh
+# transformer end to end, on the synthetic copy task of
+# examples/transformer-copy.json (2 clients, fedavg, tiny preset):
+#  - the server model learns the task: test BLEU above 90 (the issue asks
+#    for it within a minute on 2 cores; the time taken is printed);
+#  - a short run gives the same final.safetensors for --threads 1 and 2,
+#    and after SIGTERM + --resume;
+#  - with `fedrun translate` (ABI 1.1) the trained model copies its input.
+. "$top_srcdir/tests/lib.sh"
+p="$top_srcdir/examples/transformer-copy.json"
+t0=$(date +%s)
+run_ok --threads 2 "$p" --set output.dir=copy
+t1=$(date +%s)
+bleu=$(metric copy/metrics.jsonl bleu test)
+chrf=$(metric copy/metrics.jsonl chrf test)
+[ -n "$bleu" ] || die "no test BLEU in the metrics"
+awk -v b="$bleu" 'BEGIN { exit !(b > 90) }' || die "copy task: test BLEU $bleu, not above 90"
+for t in decoder.embed.weight encoder.layers.0.self_attn.q_proj.weight \
+	decoder.layers.1.cross_attn.out_proj.bias; do
+	grep -q "\"$t\"" copy/final.safetensors || die "no tensor $t in final.safetensors"
+done
+
+# Reproducibility of a short run (dropout on, so its stream counts too).
+short="--set rounds=6 --set clients.steps=8 --set model.dropout=0.1 --set eval.every=3"
+run_ok --threads 1 "$p" $short --set output.dir=a
+run_ok --threads 2 "$p" $short --set output.dir=b
+cmp a/final.safetensors b/final.safetensors || die "--threads 1 and 2 differ"
+# The server's decoding runs on the run's threads: the same BLEU for both.
+[ "$(metric a/metrics.jsonl bleu test)" = "$(metric b/metrics.jsonl bleu test)" ] ||
+	die "test BLEU differs between --threads 1 and 2"
+
+# SIGTERM once a checkpoint of round 2 exists, then --resume with the
+# short run's 6 rounds: the same model as the uninterrupted run.
+"$FEDRUN" -q --threads 2 "$p" $short --set output.dir=term --set rounds=400 \
+	--set output.checkpoint_every=1 >/dev/null 2>term.err &
+pid=$!
+i=0
+while [ ! -e term/checkpoints/round-000002.safetensors ] && [ $i -lt 6000 ]; do
+	sleep 0.02; i=$((i + 1))
+done
+kill -s TERM $pid
+wait $pid
+st=$?
+[ "$st" -eq 130 ] || { cat term.err; die "SIGTERM: exit $st, expected 130"; }
+done_round=$(ls term/checkpoints | tail -n 1 | sed 's/round-0*\([0-9]*\).*/\1/')
+if [ "$done_round" -lt 6 ]; then
+	run_ok --threads 1 --resume "$p" $short --set output.dir=term --set output.checkpoint_every=1
+	cmp a/final.safetensors term/final.safetensors || die "SIGTERM + resume differs"
+	resumed="and after SIGTERM + --resume"
+else
+	resumed="(the SIGTERM run reached round $done_round before the signal: resume not compared)"
+fi
+
+# fedrun translate, when the engine has it.
+translated=
+if "$FEDRUN" --help 2>&1 | grep -q "translate"; then
+	printf 'w1 w2 w3 w4\nw5 w6 w7 w8 w9 w10\n' >in.txt
+	"$FEDRUN" translate copy <in.txt >out.txt 2>tr.err || { cat tr.err; die "fedrun translate failed"; }
+	cmp in.txt out.txt || { cat out.txt; die "the copy model does not copy"; }
+	translated=", fedrun translate copies"
+fi
+echo "transformer: copy task test BLEU $bleu chrF $chrf in $((t1 - t0)) s (wall, --threads 2);" \
+	"identical models for --threads 1 and 2 $resumed$translated"
