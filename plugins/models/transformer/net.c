@@ -135,8 +135,12 @@ struct tfm_work {
 	uint32_t D, H, F, V, dh;
 	float emb_scale; /* sqrt(D), sec. 3.4 */
 
-	/* training activations, for up to capB x capTs / capTt */
-	uint32_t capB, capTs, capTt;
+	/* training activations, sized by what the largest batches seen so far
+	 * need, each quantity on its own: source and target tokens (B Ts,
+	 * B Tt) and the attention caches' floats. Taking the largest B and the
+	 * longest T separately would multiply a batch of many short pairs by
+	 * the length of one long pair (evaluation sees both). */
+	uint64_t capNs, capNt, capAss, capAtt, capAts;
 	float *mem;
 	int32_t *tc;				      /* (Nt) compacted targets */
 	int32_t *rowidx;			      /* (Nt) rows that have a target */
@@ -535,13 +539,12 @@ static void carve_blk(struct carve *k, struct blk *b, uint64_t N, uint64_t D, in
 	b->mask = mask ? take_bytes(k, N * D) : NULL;
 }
 
-/* The training arena for capB x capTs / capTt. */
+/* The training arena for the capacities cap*. */
 static void carve_train(struct tfm_work *w, struct carve *k)
 {
-	const uint64_t B = w->capB, Ns = B * w->capTs, Nt = B * w->capTt;
+	const uint64_t Ns = w->capNs, Nt = w->capNt;
 	const uint64_t N = Ns > Nt ? Ns : Nt, D = w->D, F = w->F, V = w->V;
 	const int dm = w->c.dropout > 0, hm = w->c.relu_dropout > 0;
-	const float ap = w->c.attn_dropout;
 	const int gelu = w->c.activation != FEDRUN_ACT_RELU;
 	w->tc = (int32_t *)take(k, Nt);
 	w->rowidx = (int32_t *)take(k, Nt);
@@ -555,7 +558,7 @@ static void carve_train(struct tfm_work *w, struct carve *k)
 		carve_blk(k, &e->ff, Ns, D, dm);
 		e->qkv = take(k, Ns * 3 * D);
 		e->a = take(k, Ns * D);
-		e->ac = take(k, attn_floats(w, w->capB, w->capTs, w->capTs, ap));
+		e->ac = take(k, w->capAss);
 		e->h = take(k, Ns * F);
 		e->hpre = gelu ? take(k, Ns * F) : NULL;
 		e->hmask = hm ? take_bytes(k, Ns * F) : NULL;
@@ -567,11 +570,11 @@ static void carve_train(struct tfm_work *w, struct carve *k)
 		carve_blk(k, &e->ff, Nt, D, dm);
 		e->qkv = take(k, Nt * 3 * D);
 		e->a = take(k, Nt * D);
-		e->ac = take(k, attn_floats(w, w->capB, w->capTt, w->capTt, ap));
+		e->ac = take(k, w->capAtt);
 		e->q = take(k, Nt * D);
 		e->kv = take(k, Ns * 2 * D);
 		e->c = take(k, Nt * D);
-		e->cc = take(k, attn_floats(w, w->capB, w->capTt, w->capTs, ap));
+		e->cc = take(k, w->capAts);
 		e->h = take(k, Nt * F);
 		e->hpre = gelu ? take(k, Nt * F) : NULL;
 		e->hmask = hm ? take_bytes(k, Nt * F) : NULL;
@@ -596,11 +599,20 @@ static void carve_train(struct tfm_work *w, struct carve *k)
 
 static int reserve_train(struct tfm_work *w, uint32_t B, uint32_t Ts, uint32_t Tt)
 {
-	if (B <= w->capB && Ts <= w->capTs && Tt <= w->capTt && w->mem)
+	const float ap = w->c.attn_dropout;
+	const uint64_t ns = (uint64_t)B * Ts, nt = (uint64_t)B * Tt;
+	const uint64_t ass = attn_floats(w, B, Ts, Ts, ap), att = attn_floats(w, B, Tt, Tt, ap);
+	const uint64_t ats = attn_floats(w, B, Tt, Ts, ap);
+	if (ns <= w->capNs && nt <= w->capNt && ass <= w->capAss && att <= w->capAtt &&
+	    ats <= w->capAts && w->mem)
 		return 0;
-	w->capB = B > w->capB ? B : w->capB;
-	w->capTs = Ts > w->capTs ? Ts : w->capTs;
-	w->capTt = Tt > w->capTt ? Tt : w->capTt;
+#define GROW_(cap, v) ((cap) = (v) > (cap) ? (v) : (cap))
+	GROW_(w->capNs, ns);
+	GROW_(w->capNt, nt);
+	GROW_(w->capAss, ass);
+	GROW_(w->capAtt, att);
+	GROW_(w->capAts, ats);
+#undef GROW_
 	struct carve k = {NULL, 0};
 	carve_train(w, &k);
 	if (w->mem)
@@ -608,7 +620,7 @@ static int reserve_train(struct tfm_work *w, uint32_t B, uint32_t Ts, uint32_t T
 	w->mem = NULL;
 	int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&w->mem);
 	if (rc < 0) {
-		w->capB = w->capTs = w->capTt = 0;
+		w->capNs = w->capNt = w->capAss = w->capAtt = w->capAts = 0;
 		return fedrun_error_wrap(rc, "transformer: activations for %u x (%u, %u): ", B, Ts,
 					 Tt);
 	}
