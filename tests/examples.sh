@@ -16,6 +16,30 @@ for f in "$top_srcdir"/examples/*.json; do
 		[ -e "$top_srcdir/examples/$rel" ] || missing="$missing $rel"
 	done
 	target=$f
+	extra=
+	if [ -n "$missing" ] && grep -q '"src": *"' "$f"; then
+		# A translation pipeline whose corpus directory (data.dir) is not
+		# built: a stand-in tree with PREFIX.SRC and PREFIX.TGT for every
+		# prefix of data.clients. Validation trains the SentencePiece
+		# tokenizer, and the stand-in text is too small for the example's
+		# vocabulary size, so this validation lowers that one key.
+		mirror="$work/mirror-$n"
+		mkdir -p "$mirror/examples"
+		cp "$f" "$mirror/examples/$name"
+		src=$(sed -n 's/.*"src": *"\([^"]*\)".*/\1/p' "$f" | head -n 1)
+		tgt=$(sed -n 's/.*"tgt": *"\([^"]*\)".*/\1/p' "$f" | head -n 1)
+		for rel in $missing; do
+			for pre in $(grep -o '"\(train\|valid\|test\)": *"[^"]*"' "$f" | sed 's/.*: *"\(.*\)"/\1/'); do
+				mkdir -p "$(dirname "$mirror/examples/$rel/$pre")"
+				cp "$standin" "$mirror/examples/$rel/$pre.$src"
+				cp "$standin" "$mirror/examples/$rel/$pre.$tgt"
+			done
+		done
+		target="$mirror/examples/$name"
+		extra="--set model.tokenizer.vocab_size=64"
+		stood=$((stood + 1))
+		missing=
+	fi
 	if [ -n "$missing" ]; then
 		mirror="$work/mirror-$n"
 		mkdir -p "$mirror/examples"
@@ -28,7 +52,7 @@ for f in "$top_srcdir"/examples/*.json; do
 		target="$mirror/examples/$name"
 		stood=$((stood + 1))
 	fi
-	"$FEDRUN" validate "$target" >/dev/null 2>err || { cat err; die "$name does not validate"; }
+	"$FEDRUN" validate $extra "$target" >/dev/null 2>err || { cat err; die "$name does not validate"; }
 	n=$((n + 1))
 done
 [ $n -gt 0 ] || die "no examples found"
