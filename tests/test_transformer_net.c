@@ -13,6 +13,7 @@
 #include "fedrun/error.h"
 #include "nn_testutil.h"
 #include "net.h"
+#include "beam.h"
 
 static struct tfm_cfg tiny(uint32_t D, uint32_t H, int pre, int tie)
 {
@@ -481,6 +482,100 @@ START_TEST(test_decode_matches_forward)
 }
 END_TEST
 
+/* Beam search over the real network equals exhaustive search (issue 5): a
+ * tiny model with a vocabulary of 5 (pad 0, bos 2, eos 3 and two words)
+ * and max_len 4 has 1 + 4 + 16 + 64 = 85 hypotheses (every token but eos
+ * before the last position, eos forced at the fourth); a beam of 64 holds
+ * every live prefix, so the search must return the hypothesis that scores
+ * best over all 85. The exhaustive side scores each one with the FULL
+ * forward pass (tfm_forward_logits, log softmax in double), independently
+ * of the incremental decoder and the search; loop i picks the seed and the
+ * length penalty (0, 1, 0.6). */
+struct step_ud {
+	struct tfm_work *w;
+	const float *p;
+};
+
+static int net_step(void *ud, uint32_t t, const int32_t *tokens, const int32_t *parent,
+		    float *logprobs)
+{
+	struct step_ud *u = ud;
+	return tfm_decode_step(u->w, u->p, t, tokens, parent, logprobs);
+}
+
+START_TEST(test_beam_exhaustive)
+{
+	const double alphas[3] = {0.0, 1.0, 0.6};
+	const double alpha = alphas[_i % 3];
+	struct tfm_cfg c = tiny(16, 4, _i % 2, TFM_TIE_ALL);
+	c.vocab = 5;
+	c.bos_id = 2;
+	c.eos_id = 3;
+	struct net n;
+	net_make(&n, &c, 100 + (uint64_t)_i);
+	const uint32_t V = 5, L = 4, Ts = 3;
+	const int32_t src[3] = {1, 4, 4}, sl[1] = {3};
+
+	/* Exhaustive: every sequence of L - 1 or fewer non-eos tokens, then
+	 * eos. Sequence k of length m: its digits in base 4 over {0,1,2,4}. */
+	const int32_t alpha4[4] = {0, 1, 2, 4};
+	double best_score = -INFINITY, best_lp = 0.0;
+	int32_t best[4] = {0};
+	uint32_t best_len = 0;
+	float logits[4 * 5];
+	for (uint32_t m = 0; m < L; m++) {
+		uint32_t count = 1;
+		for (uint32_t j = 0; j < m; j++)
+			count *= 4;
+		for (uint32_t k = 0; k < count; k++) {
+			int32_t y[4], ti[4], to[4], tl[1] = {(int32_t)m + 1};
+			uint32_t code = k;
+			for (uint32_t j = 0; j < m; j++, code /= 4)
+				y[j] = alpha4[code % 4];
+			y[m] = 3;
+			ti[0] = 2;
+			for (uint32_t j = 0; j <= m; j++) {
+				if (j > 0)
+					ti[j] = y[j - 1];
+				to[j] = y[j];
+			}
+			struct tfm_batch b = {.B = 1, .Ts = Ts, .Tt = m + 1, .src = src,
+					      .src_len = sl, .tgt_in = ti, .tgt_out = to,
+					      .tgt_len = tl};
+			ck_assert_int_eq(tfm_forward_logits(n.w, n.p, &b, logits), 0);
+			double lp = 0.0, row[5];
+			for (uint32_t j = 0; j <= m; j++) {
+				log_softmax_d(logits + j * V, V, row);
+				lp += row[y[j]];
+			}
+			double score = lp / pow((double)(m + 1), alpha);
+			if (score > best_score) {
+				best_score = score;
+				best_lp = lp;
+				best_len = m + 1;
+				memcpy(best, y, sizeof y);
+			}
+		}
+	}
+
+	const uint32_t beam = 64, ml[1] = {L};
+	ck_assert_int_eq(tfm_encode(n.w, n.p, 1, Ts, src, sl, beam, L), 0);
+	struct step_ud u = {n.w, n.p};
+	struct tfm_search_opts o = {.beam = beam, .len_penalty = alpha};
+	struct tfm_hyp h;
+	ck_assert_int_eq(tfm_beam_search(&o, 1, ml, V, 2, 3, net_step, &u, &h), 0);
+	ck_assert_uint_eq(h.len, best_len);
+	for (uint32_t j = 0; j < best_len; j++)
+		ck_assert_int_eq(h.tokens[j], best[j]);
+	/* float incremental decoding against the double log softmax of the
+	 * float full pass: observed differences near 1e-6 */
+	ck_assert_double_eq_tol(h.score, best_score, 1e-4);
+	ck_assert_double_eq_tol(h.logprob, best_lp, 1e-4);
+	tfm_hyp_free(&h, 1);
+	net_free(&n);
+}
+END_TEST
+
 START_TEST(test_layout)
 {
 	static const int ties[] = {TFM_TIE_NONE, TFM_TIE_DECODER, TFM_TIE_ALL};
@@ -627,6 +722,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("net");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_layout);
+	tcase_add_loop_test(tc, test_beam_exhaustive, 0, 6);
 	tcase_add_test(tc, test_init);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_accumulates);
