@@ -265,49 +265,47 @@ static int add_ffn(struct fedrun_layout *l, const char *p, uint64_t D, uint64_t 
 	return rc;
 }
 
+/* One layer's tensors, in arena order: self-attention and its norm,
+ * (decoder: encoder-decoder attention and its norm,) feed-forward and its
+ * norm, all under STACK.layers.I. */
+static int add_layer(struct fedrun_layout *l, const char *stack, uint32_t i, int cross, uint64_t D,
+		     uint64_t F)
+{
+	char p[96];
+	snprintf(p, sizeof p, "%s.layers.%u.self_attn.", stack, i);
+	int rc = add_attn(l, p, D);
+	snprintf(p, sizeof p, "%s.layers.%u.self_attn_norm", stack, i);
+	if (rc == 0)
+		rc = add_ln(l, p, D);
+	snprintf(p, sizeof p, "%s.layers.%u.cross_attn.", stack, i);
+	if (rc == 0 && cross)
+		rc = add_attn(l, p, D);
+	snprintf(p, sizeof p, "%s.layers.%u.cross_attn_norm", stack, i);
+	if (rc == 0 && cross)
+		rc = add_ln(l, p, D);
+	snprintf(p, sizeof p, "%s.layers.%u.ffn.", stack, i);
+	if (rc == 0)
+		rc = add_ffn(l, p, D, F);
+	snprintf(p, sizeof p, "%s.layers.%u.ffn_norm", stack, i);
+	if (rc == 0)
+		rc = add_ln(l, p, D);
+	return rc;
+}
+
 static int build_layout(const struct tfm_cfg *c, struct fedrun_layout *l)
 {
 	const uint64_t D = c->dim, F = c->ffn, V = c->vocab;
-	char p[96];
 	int rc = 0;
 	if (c->tie != TFM_TIE_ALL)
 		rc = add2(l, "encoder.embed.weight", V, D);
-	for (uint32_t i = 0; i < c->enc_layers && rc == 0; i++) {
-		snprintf(p, sizeof p, "encoder.layers.%u.self_attn.", i);
-		rc = add_attn(l, p, D);
-		snprintf(p, sizeof p, "encoder.layers.%u.self_attn_norm", i);
-		if (rc == 0)
-			rc = add_ln(l, p, D);
-		snprintf(p, sizeof p, "encoder.layers.%u.ffn.", i);
-		if (rc == 0)
-			rc = add_ffn(l, p, D, F);
-		snprintf(p, sizeof p, "encoder.layers.%u.ffn_norm", i);
-		if (rc == 0)
-			rc = add_ln(l, p, D);
-	}
+	for (uint32_t i = 0; i < c->enc_layers && rc == 0; i++)
+		rc = add_layer(l, "encoder", i, 0, D, F);
 	if (rc == 0 && c->pre_norm)
 		rc = add_ln(l, "encoder.norm", D);
 	if (rc == 0)
 		rc = add2(l, "decoder.embed.weight", V, D);
-	for (uint32_t i = 0; i < c->dec_layers && rc == 0; i++) {
-		snprintf(p, sizeof p, "decoder.layers.%u.self_attn.", i);
-		rc = add_attn(l, p, D);
-		snprintf(p, sizeof p, "decoder.layers.%u.self_attn_norm", i);
-		if (rc == 0)
-			rc = add_ln(l, p, D);
-		snprintf(p, sizeof p, "decoder.layers.%u.cross_attn.", i);
-		if (rc == 0)
-			rc = add_attn(l, p, D);
-		snprintf(p, sizeof p, "decoder.layers.%u.cross_attn_norm", i);
-		if (rc == 0)
-			rc = add_ln(l, p, D);
-		snprintf(p, sizeof p, "decoder.layers.%u.ffn.", i);
-		if (rc == 0)
-			rc = add_ffn(l, p, D, F);
-		snprintf(p, sizeof p, "decoder.layers.%u.ffn_norm", i);
-		if (rc == 0)
-			rc = add_ln(l, p, D);
-	}
+	for (uint32_t i = 0; i < c->dec_layers && rc == 0; i++)
+		rc = add_layer(l, "decoder", i, 1, D, F);
 	if (rc == 0 && c->pre_norm)
 		rc = add_ln(l, "decoder.norm", D);
 	if (rc == 0 && c->tie == TFM_TIE_NONE)
