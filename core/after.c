@@ -123,7 +123,9 @@ static int finetune_client(struct run *r, struct worker *w, uint32_t i, void *p)
 		.seed = (uint64_t)r->cfg.seed, .epochs = (uint32_t)r->cfg.ft_epochs,
 		.steps = (uint64_t)r->cfg.ft_steps, .batch = (uint32_t)r->cfg.ft_batch,
 		.optim = &r->cfg.ft_optim, .optim_state = optim, .optim_step = &step,
-		.prox_mu = 0, .prox_anchor = NULL};
+		.prox_mu = 0, .prox_anchor = NULL,
+		/* fine-tuning continues the run's schedule (a fresh optimizer) */
+		.sched_step = r->cfg.lr_clock == LR_CLOCK_GLOBAL ? r->global_step : 0};
 	struct fedrun_train_stats stats = {0};
 	int rc = r->model_ops->train(r->model.state, w->model_worker, &args, params, &stats);
 	fedrun_arena_free(optim);

@@ -81,10 +81,12 @@ int checkpoint_write(struct run *r)
 	struct fedrun_st_file f;
 	fedrun_st_init(&f);
 	char (*names)[FEDRUN_NAME_MAX + 64] = NULL;
-	uint64_t *steps = NULL;
+	uint64_t *steps = NULL, one = 1;
 	rc = add_meta(&f, r, r->round);
 	if (rc == 0)
 		rc = fedrun_st_add_layout(&f, r->layout, r->theta);
+	if (rc == 0)
+		rc = fedrun_st_add(&f, "__server__.step", FEDRUN_U64, 1, &one, &r->global_step);
 	if (rc == 0 && run_push(r)) {
 		rc = fedrun_st_add(&f, "__server__.init", FEDRUN_F32, 1, &r->layout->total, r->theta_init);
 		if (rc == 0)
@@ -112,7 +114,6 @@ int checkpoint_write(struct run *r)
 		}
 	for (uint32_t i = 0; rc == 0 && i < r->ncstates; i++) {
 		const struct client_state *cs = &r->cstates[i];
-		uint64_t one = 1;
 		steps[i] = cs->step;
 		snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.step", cs->client);
 		rc = fedrun_st_add(&f, names[k++], FEDRUN_U64, 1, &one, &steps[i]);
@@ -201,6 +202,15 @@ int checkpoint_load(struct run *r, const char *path)
 		goto out;
 	}
 	r->round = (uint32_t)strtoul(rd, NULL, 10);
+	const struct fedrun_st_tensor *gs = fedrun_st_find(&f, "__server__.step");
+	if (!gs || gs->dtype != FEDRUN_U64 || gs->bytes != 8) {
+		rc = fedrun_error(FEDRUN_EFORMAT,
+				  "%s: the server's global step '__server__.step' is %s (checkpoints "
+				  "written before fedrun saved it cannot be resumed)",
+				  path, gs ? "not one u64" : "missing");
+		goto out;
+	}
+	memcpy(&r->global_step, gs->data, 8);
 	rc = fedrun_st_load_layout(&f, r->layout, r->theta, "__");
 	if (rc < 0) {
 		fedrun_error_wrap(rc, "%s: ", path);

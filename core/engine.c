@@ -44,7 +44,7 @@ struct client_state *run_client_state(struct run *r, uint32_t client, int *rc)
 	memmove(&cs[lo + 1], &cs[lo], (r->ncstates - lo) * sizeof *cs);
 	r->ncstates++;
 	cs[lo] = (struct client_state){.client = client};
-	if (r->cfg.optim_state_keep && r->optim_floats &&
+	if (r->cfg.optim_state == OPTIM_STATE_KEEP && r->optim_floats &&
 	    !(cs[lo].optim = fedrun_arena_alloc(r->optim_floats))) {
 		memmove(&cs[lo], &cs[lo + 1], (r->ncstates - lo - 1) * sizeof *cs);
 		r->ncstates--;
@@ -166,6 +166,7 @@ struct round_ctx {
 	size_t *push_own_len;
 	void **pull;
 	size_t *pull_len;
+	uint64_t *updates; /* optimizer updates each client made */
 };
 
 static int first_bad_tensor(const struct fedrun_layout *l, const float *arena, const char **name)
@@ -218,24 +219,31 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 			memcpy(w->params + l->t[t].offset, view.tensor[t], l->t[t].numel * sizeof(float));
 	memcpy(w->before, w->params, l->total * sizeof(float));
 
+	/* The optimizer state and its step count (clients.optimizer_state):
+	 * the client's own (keep), or a zeroed scratch whose bias correction
+	 * starts at 0 (reset) or at the server's global step (continue). */
 	float *optim = w->optim_scratch;
-	uint64_t scratch_step = 0, *step = &scratch_step;
-	if (r->cfg.optim_state_keep) {
+	uint64_t scratch_step = r->cfg.optim_state == OPTIM_STATE_CONTINUE ? r->global_step : 0;
+	uint64_t *step = &scratch_step;
+	if (r->cfg.optim_state == OPTIM_STATE_KEEP) {
 		optim = cs->optim;
 		step = &cs->step;
 	} else if (optim) {
 		memset(optim, 0, r->optim_floats * sizeof(float));
 	}
+	const uint64_t step0 = *step;
 	struct fedrun_train_args args = {
 		.size = sizeof args, .round = rc_->info.round, .client = c,
 		.seed = (uint64_t)r->cfg.seed, .epochs = (uint32_t)r->cfg.epochs,
 		.steps = (uint64_t)r->cfg.steps, .batch = (uint32_t)r->cfg.batch,
 		.optim = &r->cfg.optim, .optim_state = optim, .optim_step = step,
-		.prox_mu = r->cfg.hints.prox_mu, .prox_anchor = w->before};
+		.prox_mu = r->cfg.hints.prox_mu, .prox_anchor = w->before,
+		.sched_step = r->cfg.lr_clock == LR_CLOCK_GLOBAL ? r->global_step : step0};
 	struct fedrun_train_stats stats = {0};
 	rc = r->model_ops->train(r->model.state, w->model_worker, &args, w->params, &stats);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "client %u: training: ", c);
+	rc_->updates[i] = *step - step0;
 	const char *bad;
 	if (first_bad_tensor(l, w->params, &bad))
 		return fedrun_error(FEDRUN_ENUMERIC,
@@ -411,10 +419,11 @@ static int run_round(struct run *r, uint32_t round)
 	ctx.push_own_len = calloc(m, sizeof *ctx.push_own_len);
 	ctx.pull = calloc(m, sizeof *ctx.pull);
 	ctx.pull_len = calloc(m, sizeof *ctx.pull_len);
+	ctx.updates = calloc(m, sizeof *ctx.updates);
 	ups = calloc(m, sizeof *ups);
 	views = calloc((size_t)m * l->n, sizeof *views);
 	if (!ctx.pull || !ctx.pull_len || !ups || !views || !ctx.push_own ||
-	    !ctx.push_own_len) {
+	    !ctx.push_own_len || !ctx.updates) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -435,6 +444,14 @@ static int run_round(struct run *r, uint32_t round)
 	rc = parallel_for(r, m, train_client, &ctx);
 	if (rc < 0)
 		goto out;
+	/* The global step advances by the longest chain of updates of the
+	 * round: the server model after round t is t rounds of parallel local
+	 * training deep, and one client reproduces centralized training's
+	 * step count exactly. */
+	uint64_t most = 0;
+	for (uint32_t i = 0; i < m; i++)
+		most = ctx.updates[i] > most ? ctx.updates[i] : most;
+	r->global_step += most;
 	r->bytes_push = 0;
 	for (uint32_t i = 0; i < m; i++)
 		r->bytes_push += run_push(r) ? ctx.push_own_len[i] : ctx.push_len;
@@ -454,7 +471,9 @@ static int run_round(struct run *r, uint32_t round)
 						.train_loss = v.train_loss, .tensor = v.tensor};
 		loss_sum += v.train_loss * (double)v.n_samples;
 		n_sum += (double)v.n_samples;
-		if ((rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, v.train_loss)) < 0)
+		if ((rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, v.train_loss)) < 0 ||
+		    (rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "updates", NULL,
+				    (double)ctx.updates[i])) < 0)
 			goto out;
 	}
 	if ((rc = attack_server(&r->attack, l, ups, m)) < 0)
@@ -496,6 +515,8 @@ static int run_round(struct run *r, uint32_t round)
 	rc = run_event(r, -1, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, train_loss);
 	if (rc == 0)
 		rc = run_event(r, -1, -1, "clients", NULL, m);
+	if (rc == 0)
+		rc = run_event(r, -1, -1, "global_step", NULL, (double)r->global_step);
 	if (rc == 0 && r->cfg.eval_every > 0 &&
 	    (round % r->cfg.eval_every == 0 || round == r->cfg.rounds))
 		rc = evaluate_all(r, (enum fedrun_split)r->cfg.eval_split);
@@ -514,6 +535,7 @@ out:
 	free(ctx.push_own_len);
 	free(ctx.pull);
 	free(ctx.pull_len);
+	free(ctx.updates);
 	free(push);
 	free(ups);
 	free(views);
@@ -536,10 +558,10 @@ static int workers_create(struct run *r)
 		w->before = fedrun_arena_alloc(r->layout->total);
 		w->mask = calloc(r->layout->n, 1);
 		w->view = calloc(r->layout->n, sizeof *w->view);
-		if (r->optim_floats && !r->cfg.optim_state_keep)
+		if (r->optim_floats && r->cfg.optim_state != OPTIM_STATE_KEEP)
 			w->optim_scratch = fedrun_arena_alloc(r->optim_floats);
 		if (!w->params || !w->before || !w->mask || !w->view ||
-		    (r->optim_floats && !r->cfg.optim_state_keep && !w->optim_scratch))
+		    (r->optim_floats && r->cfg.optim_state != OPTIM_STATE_KEEP && !w->optim_scratch))
 			return fedrun_error(FEDRUN_ENOMEM, "out of memory for worker buffers");
 		if (r->model_ops->worker_create) {
 			int rc = r->model_ops->worker_create(r->model.state, &w->model_worker);

@@ -18,7 +18,8 @@ struct run_cfg {
 	/* clients */
 	double fraction;
 	int64_t epochs, steps, batch;
-	int optim_state_keep; /* 0 reset each round, 1 keep */
+	int optim_state;      /* OPTIM_STATE_*: clients.optimizer_state */
+	int lr_clock;         /* LR_CLOCK_*: clients.lr_clock */
 	int direction;        /* selector: DIR_PULL, DIR_PUSH or DIR_BOTH */
 	struct fedrun_client_hints hints; /* from the aggregator */
 	struct fedrun_optim_cfg optim;
@@ -57,6 +58,19 @@ struct metric_event {
 };
 
 enum { DIR_PULL = 0, DIR_PUSH = 1, DIR_BOTH = 2 };
+
+/* clients.optimizer_state, in the order of its choices: the moments are
+ * zeroed each round and the bias correction restarts (reset); each client
+ * keeps its moments and its step count from its previous round (keep); the
+ * moments are zeroed but the bias correction continues from the server's
+ * global step (continue). */
+enum { OPTIM_STATE_RESET = 0, OPTIM_STATE_KEEP = 1, OPTIM_STATE_CONTINUE = 2 };
+
+/* clients.lr_clock: the step a learning-rate schedule reads is the server's
+ * global step plus the client's updates this round (global), or the
+ * client's own optimizer step count (client: each client its own clock,
+ * restarted each round unless the state is kept). */
+enum { LR_CLOCK_GLOBAL = 0, LR_CLOCK_CLIENT = 1 };
 
 /* What the engine keeps of a client between the rounds it takes part in:
  * its optimizer state (clients.optimizer_state "keep") and, when the
@@ -104,6 +118,10 @@ struct run {
 	float *server_prev, *server_delta; /* for central privacy only */
 	float *theta_init, *theta_last;    /* push selection: θ_0 and θ_{t−1} */
 	uint32_t round; /* last completed round */
+	/* The global step: the sum over completed rounds of the largest
+	 * number of updates a client of the round made (with one client, its
+	 * own step count). Learning-rate schedules continue from it. */
+	uint64_t global_step;
 	uint32_t first_round; /* the first round this process runs */
 
 	struct worker *workers;
@@ -137,7 +155,7 @@ static inline bool run_push(const struct run *r)
 
 static inline bool run_keeps_clients(const struct run *r)
 {
-	return r->cfg.optim_state_keep || run_push(r);
+	return r->cfg.optim_state == OPTIM_STATE_KEEP || run_push(r);
 }
 
 int checkpoint_write(struct run *r);

@@ -40,14 +40,14 @@ static void expect_refusal(const char *name, int code, const char *const *parts)
 
 START_TEST(test_refuse_major)
 {
-	const char *parts[] = {"ABI major 2", "ABI 1.1", NULL};
+	const char *parts[] = {"ABI major 2", "ABI 1.2", NULL};
 	expect_refusal("bad_major", FEDRUN_EABI, parts);
 }
 END_TEST
 
 START_TEST(test_refuse_minor)
 {
-	const char *parts[] = {"needs ABI 1.8", "newer than this fedrun's 1.1", NULL};
+	const char *parts[] = {"needs ABI 1.9", "newer than this fedrun's 1.2", NULL};
 	expect_refusal("bad_minor", FEDRUN_EABI, parts);
 }
 END_TEST

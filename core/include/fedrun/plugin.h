@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 1
+#define FEDRUN_ABI_MINOR 2
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -214,6 +214,14 @@ struct fedrun_train_args {
 	 * received); fedrun_prox_grad() adds its gradient. */
 	double prox_mu;
 	const float *prox_anchor;
+	/* ABI 1.2: the step a learning-rate schedule has reached before this
+	 * call's first update: the server's global step (the sum over past
+	 * rounds of the most updates a client made in the round), or with
+	 * clients.lr_clock "client" the optimizer's own *optim_step. A model
+	 * with a schedule uses step sched_step + k + 1 for its k-th update
+	 * (k from 0) in this call. Check size before reading it; older hosts
+	 * leave it out, and *optim_step + 1 is the step to use. */
+	uint64_t sched_step;
 };
 
 struct fedrun_train_stats {

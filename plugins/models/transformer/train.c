@@ -53,6 +53,18 @@ static int get_worker(struct tfm_model *m, void *worker, struct tfm_worker **w, 
 	return tfm_worker_create(m, (void **)w);
 }
 
+/* The schedule's step before this call's first update: the host's
+ * sched_step (ABI 1.2: the run's global step, or the optimizer's own
+ * count), or for older hosts the optimizer's own count. */
+static uint64_t sched_base(const struct fedrun_train_args *a)
+{
+#if FEDRUN_ABI_MINOR >= 2
+	if (a->size >= offsetof(struct fedrun_train_args, sched_step) + sizeof a->sched_step)
+		return a->sched_step;
+#endif
+	return *a->optim_step;
+}
+
 static bool has_prox(const struct fedrun_train_args *a)
 {
 	return a->size >= offsetof(struct fedrun_train_args, prox_anchor) + sizeof a->prox_anchor &&
@@ -104,6 +116,8 @@ int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, f
 	const uint64_t steps = args->steps ? args->steps : (uint64_t)args->epochs * nb;
 	const uint64_t n = m->layout->total;
 	const bool prox = has_prox(args);
+	const uint64_t base = sched_base(args);
+	uint64_t updates = 0;
 	double loss_sum = 0;
 	uint64_t tokens = 0;
 	for (uint64_t k = 0; k < steps; k++) {
@@ -129,7 +143,9 @@ int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, f
 		 * w_t||² joins the loss's before clipping and the step. */
 		if (prox)
 			fedrun_prox_grad(args, n, params, w->grad);
-		double lr = lr_at(m, args->optim, *args->optim_step + 1);
+		double lr = lr_at(m, args->optim, base + updates + 1);
+		if (updates++ == 0) /* the rate of the round's first update, logged */
+			m->host->metric(m->host->ctx, "lr", args->client, NULL, lr);
 		fedrun_optim_step(args->optim, lr, n, params, w->grad, args->optim_state,
 				  args->optim_step);
 		loss_sum += ls;
