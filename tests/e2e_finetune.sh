@@ -100,4 +100,12 @@ ls run2/finetuned >list
 [ -e run2/eval_matrix.tsv ] && die "eval_matrix.tsv without eval.matrix"
 cmp -s run/finetuned/client-2.safetensors run2/finetuned/client-2.safetensors ||
 	die "client 2's fine-tuned model depends on which other clients are fine-tuned"
+# rounds 0 from init: no training rounds; the init model is the server's
+# row of the table (the same numbers as in the run it came from) and every
+# client is fine-tuned from it.
+run_ok p.json --set rounds=0 --set init=run/final.safetensors --set output.dir=zero
+grep -q '"split":"train","metric":"train_loss"' zero/metrics.jsonl && die "rounds 0 trained"
+[ "$(ls zero/finetuned | wc -l)" -eq 3 ] || die "rounds 0: not three fine-tuned models"
+[ "$(grep '^server' zero/eval_matrix.tsv)" = "$(grep '^server' run/eval_matrix.tsv)" ] ||
+	die "rounds 0: the server row is not the init model's"
 echo "finetune: ok"
