@@ -1,0 +1,216 @@
+#!/bin/sh
+# Reproduces the experiments of Passban, Roosta, Gupta, Chadha and Chung
+# (2022), "Training Mixed-Domain Translation Models via Federated Learning",
+# on the gettext corpora (English -> German, five domain clients), and writes
+# results.md and figures. See repro/passban2022/README.md.
+#
+# Usage: repro/passban2022/run.sh [OPTIONS]
+#   --quick          every step on a small slice (1000 training pairs a
+#                    domain, 30 dev and test), the tiny preset and 50 steps
+#                    of fine-tuning: minutes, for CI; the numbers mean nothing
+#   --out DIR        run directories, results.md and figures
+#                    (default runs/passban2022, or runs/passban2022-quick)
+#   --data DIR       the corpus built by data/gettext/build.sh for all its
+#                    domains (default data/gettext/out-en-de; built there when
+#                    missing, which downloads 49 Debian packages)
+#   --threads N      fedrun --threads (default 2)
+#   --steps T        the fine-tuning budget in steps (default 200; 50 with
+#                    --quick): data combination trains T steps, every
+#                    federated client T steps in all (T/R a round), each
+#                    domain alone T steps, the chain T/5 a domain
+#   --force          rerun stages that are already complete
+# Stages whose run directory holds a .complete file are kept, so an
+# interrupted reproduction continues where it stopped.
+set -eu
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+die() {
+	echo "run.sh: $*" >&2
+	exit 1
+}
+
+quick=0 out= data= threads=2 steps= force=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--force) force=1 ;;
+	--out | --data | --threads | --steps)
+		[ $# -ge 2 ] || die "$1 needs a value"
+		case $1 in
+		--out) out=$2 ;;
+		--data) data=$2 ;;
+		--threads) threads=$2 ;;
+		--steps) steps=$2 ;;
+		esac
+		shift
+		;;
+	-h | --help)
+		sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+	shift
+done
+case $threads in '' | *[!0-9]* | 0) die "--threads needs a positive number" ;; esac
+if [ $quick = 1 ]; then
+	: "${out:=runs/passban2022-quick}" "${steps:=50}"
+else
+	: "${out:=runs/passban2022}" "${steps:=200}"
+fi
+case $steps in '' | *[!0-9]* | 0) die "--steps needs a positive number" ;; esac
+[ $((steps % 50)) -eq 0 ] || die "--steps must be a multiple of 50 (T/50 steps a round at 50 rounds)"
+: "${data:=$top/data/gettext/out-en-de}"
+
+# fedrun: $FEDRUN, else the build tree's, else the installed one.
+if [ -z "${FEDRUN:-}" ]; then
+	if [ -x "$top/fedrun" ]; then
+		FEDRUN=$top/fedrun
+		: "${FEDRUN_PLUGIN_PATH:=$top/plugins/.libs}"
+		export FEDRUN_PLUGIN_PATH
+	else
+		FEDRUN=fedrun
+	fi
+fi
+command -v "$FEDRUN" >/dev/null 2>&1 || die "no fedrun: build it (make) or set FEDRUN"
+PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+t_start=$(date +%s)
+times=$out/times.tsv
+[ -e "$times" ] || printf 'stage\tseconds\n' >"$times"
+
+# ---- data ---------------------------------------------------------------
+client_domains="cli git packaging gnome office"
+generic_domains="finance gnupg graphics mail media system toolchain"
+if [ ! -e "$data/stats.tsv" ]; then
+	echo "run.sh: building the gettext corpus in $data (all domains)"
+	"$top/data/gettext/build.sh" en de "$data"
+fi
+for d in $client_domains $generic_domains; do
+	[ -e "$data/$d/train.en" ] || die "$data/$d: missing; build the corpus with all domains: data/gettext/build.sh en de $data"
+done
+# $out/data: the domains (sliced with --quick) and two unions made by
+# concatenation in the order above: generic (the 7 pre-training domains)
+# and five (the 5 client domains, data combination's training set).
+dd=$out/data
+rm -rf "$dd"
+mkdir -p "$dd"
+for d in $client_domains $generic_domains; do
+	mkdir -p "$dd/$d"
+	for s in train dev test; do
+		for l in en de; do
+			if [ $quick = 1 ]; then
+				case $s in train) n=1000 ;; *) n=30 ;; esac
+				head -n $n "$data/$d/$s.$l" >"$dd/$d/$s.$l"
+			else
+				ln -s "$data/$d/$s.$l" "$dd/$d/$s.$l"
+			fi
+		done
+	done
+done
+union() { # NAME DOMAINS...
+	u=$1
+	shift
+	mkdir -p "$dd/$u"
+	for s in train dev test; do
+		for l in en de; do
+			for d in "$@"; do cat "$dd/$d/$s.$l"; done >"$dd/$u/$s.$l"
+		done
+	done
+}
+union generic $generic_domains
+union five $client_domains
+# No held-out sentence of any domain (or union) in any training set.
+"$top/data/gettext/check-overlap.sh" "$dd" >"$out/overlap.tsv" ||
+	die "the corpus leaks held-out sentences into training sets: see $out/overlap.tsv"
+
+# ---- stages ---------------------------------------------------------------
+common="--set data.dir=$dd --set output.overwrite=true"
+if [ $quick = 1 ]; then
+	common="$common --set model.preset=tiny --set model.decode.batch=20"
+fi
+ex=$top/examples
+
+# stage NAME PIPELINE [fedrun options]: runs PIPELINE into $out/NAME unless
+# that is complete; its output goes to $out/NAME.log.
+stage() {
+	name=$1 pipe=$2
+	shift 2
+	if [ $force = 0 ] && [ -e "$out/$name/.complete" ]; then
+		echo "run.sh: $name: complete, kept"
+		return 0
+	fi
+	echo "run.sh: $name: $(basename "$pipe") $*"
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	if ! "$FEDRUN" --threads "$threads" "$pipe" $common --set output.dir="$out/$name" "$@" \
+		>"$out/$name.log" 2>&1; then
+		tail -n 5 "$out/$name.log" >&2
+		die "$name failed: see $out/$name.log"
+	fi
+	t1=$(date +%s)
+	printf '%s\t%s\n' "$name" $((t1 - t0)) >>"$times"
+	echo "run.sh: $name: $((t1 - t0)) s"
+	touch "$out/$name/.complete"
+}
+
+T=$steps
+# The generic model: trained centrally on the 7 other domains (the
+# pipeline's 6 epochs; 1 with --quick), with its own SentencePiece model.
+if [ $quick = 1 ]; then
+	stage generic "$ex/passban2022-generic.json" --set rounds=1 \
+		--set model.tokenizer.vocab_size=400
+else
+	stage generic "$ex/passban2022-generic.json"
+fi
+init="--set init=$out/generic/final.safetensors --set model.tokenizer.model=$out/generic/spm.model"
+
+# Table 2: each domain fine-tuned alone (rounds 0: the generic model,
+# fine-tuned on each client), data combination, chained fine-tuning.
+stage alone "$ex/passban2022-alone.json" $init --set finetune.steps=$T
+stage combined "$ex/passban2022-combined.json" $init --set clients.steps=$((T / 5))
+prev=$out/generic/final.safetensors
+k=0
+for d in $client_domains; do
+	k=$((k + 1))
+	last=false
+	[ $k -eq 5 ] && last=true
+	stage chained-$k "$ex/passban2022-chained.json" \
+		--set init="$prev" --set model.tokenizer.model="$out/generic/spm.model" \
+		--set clients.steps=$((T / 5)) --set eval.matrix=$last \
+		--set "data.clients=[{\"name\":\"stage\",\"train\":\"$d/train\",\"valid\":\"$d/dev\"},$(
+			for e in $client_domains; do printf '{"name":"%s","valid":"%s/dev","test":"%s/test"},' "$e" "$e" "$e"; done |
+				sed 's/,$//')]"
+	prev=$out/chained-$k/final.safetensors
+done
+
+# Table 4 (and Table 5's 5 rounds, Table 6's "all"): the five clients from
+# the generic model, T steps each in 5 rounds, then each fine-tuned.
+r5=$((T / 5)) r10=$((T / 10)) r50=$((T / 50))
+stage federated "$ex/passban2022-federated.json" $init --set clients.steps=$r5 \
+	--set finetune.steps=$r5
+# Table 5: 10 and 50 rounds at the same steps.
+stage rounds10 "$ex/passban2022-rounds10.json" $init --set clients.steps=$r10
+stage rounds50 "$ex/passban2022-rounds50.json" $init --set clients.steps=$r50
+# Table 6: what travels in the pull.
+for s in dp-greater dp-less random; do
+	stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
+done
+
+# Optimizer state and schedule clock (clients.optimizer_state,
+# clients.lr_clock): the federated setting of Table 4 with Adam's state
+# reset each round, reset with its bias correction continued, and kept but
+# with each client's own schedule clock (fedrun's behaviour before the
+# global clock); "federated" itself keeps the state on the global clock.
+for s in reset continue client-clock; do
+	stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
+done
+
+t_end=$(date +%s)
+printf 'total\t%s\n' $((t_end - t_start)) >>"$times"
+"$here/results.sh" --steps "$T" $([ $quick = 1 ] && echo --quick) "$out"
+echo "run.sh: $out/results.md ($((t_end - t_start)) s this call)"
