@@ -461,6 +461,47 @@ START_TEST(test_train_deterministic)
 }
 END_TEST
 
+/* The schedule reads the host's sched_step (ABI 1.2): the first update of
+ * a call uses step sched_step + 1, whatever the optimizer's own count;
+ * a host that predates the field (a smaller args.size) gets the
+ * optimizer's count + 1. The logged "lr" is that first update's rate. */
+START_TEST(test_sched_step)
+{
+	struct fakehost fh;
+	fakehost_init(&fh, 3);
+	void *m = synth_model(&fh, "copy", NULL);
+	const struct fedrun_layout *l = ops()->layout(m);
+	float *p = fedrun_arena_alloc(l->total);
+	ck_assert_int_eq(ops()->init_params(m, 1, p), 0);
+	struct fedrun_optim_cfg oc = {
+	    .kind = FEDRUN_OPTIM_ADAM, .lr = 0.01, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8};
+	float *state = fedrun_arena_alloc(fedrun_optim_state_floats(&oc, l->total));
+	const uint64_t sched[] = {0, 7, 19, 20, 500};
+	for (int i = 0; i < 5; i++) {
+		for (int old = 0; old < 2; old++) {
+			memset(state, 0, fedrun_optim_state_floats(&oc, l->total) * sizeof(float));
+			uint64_t step = old ? sched[i] : 3; /* the optimizer's own count */
+			struct fedrun_train_args a = {
+			    .size = old ? (uint32_t)offsetof(struct fedrun_train_args, sched_step)
+					: (uint32_t)sizeof a,
+			    .round = 1, .client = 0, .seed = 7, .steps = 2, .batch = 120,
+			    .optim = &oc, .optim_state = state, .optim_step = &step,
+			    .sched_step = old ? 12345 : sched[i]};
+			struct fedrun_train_stats st;
+			ck_assert_msg(ops()->train(m, NULL, &a, p, &st) == 0, "%s", fedrun_error_message());
+			double want = fedrun_lr_inverse_sqrt(sched[i] + 1, 0.01, 20, 0);
+			double got = fakehost_metric(&fh, "lr", 0, NULL);
+			ck_assert_msg(got == want, "sched_step %llu (%s host): lr %.17g, schedule %.17g",
+				      (unsigned long long)sched[i], old ? "1.1" : "1.2", got, want);
+			ck_assert_uint_eq(step, (old ? sched[i] : 3) + 2); /* two updates counted */
+		}
+	}
+	fedrun_arena_free(state);
+	fedrun_arena_free(p);
+	ops()->destroy(m);
+}
+END_TEST
+
 static const char *test_run_dir(void *ctx)
 {
 	(void)ctx;
@@ -553,6 +594,7 @@ static Suite *transformer_suite(void)
 	tcase_add_test(tc, test_clients_and_maxlen);
 	tcase_add_test(tc, test_batching);
 	tcase_add_test(tc, test_train_deterministic);
+	tcase_add_test(tc, test_sched_step);
 	tcase_add_test(tc, test_learns_copy);
 	suite_add_tcase(s, tc);
 	return s;
