@@ -297,12 +297,81 @@ int final_write(struct run *r)
 	return rc;
 }
 
+static void shape_str(const uint64_t *shape, uint32_t ndim, char *buf, size_t n)
+{
+	size_t a = 0;
+	buf[0] = 0;
+	for (uint32_t d = 0; d < ndim && a < n; d++)
+		a += (size_t)snprintf(buf + a, n - a, "%s%" PRIu64, d ? "x" : "", shape[d]);
+}
+
+/* An init file whose tensors have other shapes than the model's: names the
+ * first such tensor and the likely cause. When only the first dimension
+ * differs, by the same sizes for every such tensor, that is the vocabulary
+ * (embeddings are vocabulary x width): the model was built with another
+ * tokenizer than the run that wrote the file. Returns 0 when the shapes
+ * agree (fedrun_st_load_layout reports any other misfit). */
+static int init_misfit(const struct fedrun_st_file *f, const struct fedrun_layout *l,
+		       const char *path)
+{
+	const struct fedrun_tensor_info *first = NULL;
+	const struct fedrun_st_tensor *first_s = NULL;
+	bool vocab = true;
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct fedrun_tensor_info *t = &l->t[i];
+		const struct fedrun_st_tensor *s = fedrun_st_find(f, t->name);
+		if (!s || s->dtype != FEDRUN_F32)
+			continue;
+		bool rest = s->ndim == t->ndim; /* the same but for dimension 0 */
+		for (uint32_t d = 1; rest && d < t->ndim; d++)
+			rest = s->shape[d] == t->shape[d];
+		if (rest && (t->ndim == 0 || s->shape[0] == t->shape[0]))
+			continue;
+		if (!first) {
+			first = t;
+			first_s = s;
+		}
+		vocab = vocab && rest && t->ndim > 0 && t->shape[0] == first->shape[0] &&
+			s->shape[0] == first_s->shape[0];
+	}
+	if (!first)
+		return 0;
+	char want[96], got[96], tok[4200];
+	shape_str(first->shape, first->ndim, want, sizeof want);
+	shape_str(first_s->shape, first_s->ndim, got, sizeof got);
+#define MISFIT_(...)                                                                          \
+	fedrun_error(FEDRUN_EFORMAT, "init: tensor '%s' is %s in %s, the model has %s: " __VA_ARGS__)
+	if (!vocab)
+		return MISFIT_("the model's options (preset, sizes) differ from those of the model the "
+			       "file holds: use the model section of the run that wrote it",
+			       first->name, got, path, want);
+	/* The init run's tokenizer, when the file lies in a run directory. */
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path) + 1 : 0;
+	snprintf(tok, sizeof tok, "%.*sspm.model", dl, path);
+	bool spm = access(tok, R_OK) == 0;
+	if (!spm)
+		snprintf(tok, sizeof tok, "%.*svocab.txt", dl, path);
+	if (spm || access(tok, R_OK) == 0)
+		return MISFIT_("was the model built with the init run's tokenizer? set "
+			       "model.tokenizer.%s to %s",
+			       first->name, got, path, want, spm ? "model" : "vocab", tok);
+	return MISFIT_("was the model built with the tokenizer (vocabulary) the file was trained "
+		       "with? set model.tokenizer.model to that run's spm.model",
+		       first->name, got, path, want);
+#undef MISFIT_
+}
+
 int init_load(struct run *r, const char *path)
 {
 	struct fedrun_st_file f;
 	int rc = fedrun_st_read(&f, path);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "init: ");
+	if ((rc = init_misfit(&f, r->layout, path)) < 0) {
+		fedrun_st_fini(&f);
+		return rc;
+	}
 	rc = fedrun_st_load_layout(&f, r->layout, r->theta, "__");
 	fedrun_st_fini(&f);
 	if (rc < 0)

@@ -645,7 +645,8 @@ int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opt
 }
 
 /* Compares the resolved pipeline with the one a run directory holds; only
- * "rounds" may differ (a resumed run may be extended). */
+ * "rounds" (a resumed run may be extended) and "output.dir" (the directory
+ * may have been moved) may differ. */
 static int same_pipeline(const struct run *r, const char *saved_path)
 {
 	json_t *saved;
@@ -655,6 +656,8 @@ static int same_pipeline(const struct run *r, const char *saved_path)
 	json_t *now = json_deep_copy(r->pipeline);
 	json_object_del(saved, "rounds");
 	json_object_del(now, "rounds");
+	json_object_del(json_object_get(saved, "output"), "dir");
+	json_object_del(json_object_get(now, "output"), "dir");
 	const char *key;
 	json_t *v;
 	rc = 0;

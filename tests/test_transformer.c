@@ -516,11 +516,13 @@ START_TEST(test_learns_copy)
 	fh.host.run_dir = test_run_dir;
 	json_t *mc;
 	void *m = synth_model(&fh, "copy", &mc);
-	/* the vocabulary went to the run directory, its path into the section */
+	/* the vocabulary went to the run directory, its name (relative to
+	 * the directory, which may be moved) into the section */
 	char vocab[128];
 	snprintf(vocab, sizeof vocab, "%s/vocab.txt", dir);
 	ck_assert_str_eq(
-	    json_string_value(json_object_get(json_object_get(mc, "tokenizer"), "vocab")), vocab);
+	    json_string_value(json_object_get(json_object_get(mc, "tokenizer"), "vocab")),
+	    "vocab.txt");
 	ck_assert_int_eq(access(vocab, R_OK), 0);
 	const struct fedrun_layout *l = ops()->layout(m);
 	float *p = fedrun_arena_alloc(l->total);
@@ -551,10 +553,13 @@ START_TEST(test_learns_copy)
 	ops()->destroy(m);
 
 	/* As fedrun translate does it: the resolved model section, no data
-	 * (so no clients, and the saved vocabulary), the trained params. */
+	 * (so no clients, and the saved vocabulary, found relative to the run
+	 * directory), the trained params. */
 	fh.host.run_dir = NULL;
+	fedrun_opts_set_base_dir(dir);
 	void *t;
 	ck_assert_msg(try_create(&fh, mc, NULL, &t) == 0, "%s", fedrun_error_message());
+	fedrun_opts_set_base_dir(NULL);
 	ck_assert_uint_eq(ops()->num_clients(t), 0);
 	ck_assert_uint_eq(ops()->layout(t)->total, total);
 	const char *src[3] = {"w1 w2 w3", "w4 w0 w5 w2 w2", "w3 w3 w1"};
@@ -582,6 +587,69 @@ START_TEST(test_learns_copy)
 }
 END_TEST
 
+static char *slurp(const char *path)
+{
+	char *data;
+	size_t n;
+	ck_assert_msg(fedrun_read_file(path, &data, &n) == 0, "%s", fedrun_error_message());
+	return data;
+}
+
+/* A tokenizer file the pipeline gives is copied into the run directory,
+ * byte for byte, and the section names the copy relative to it; created
+ * again (a resumed run), the copy is left as it is; without a run
+ * directory (validate, translate) the file is read where it is. */
+START_TEST(test_tokenizer_in_run_dir)
+{
+	make_dir();
+	char src[160], copy[160];
+	snprintf(src, sizeof src, "%s/given.txt", dir);
+	write_file("given.txt", "w0\t9\nw1\t8\nw2\t7\nw3\t6\nw4\t5\nw5\t4\n");
+	char *want = slurp(src);
+	/* the run directory (test_run_dir gives `dir`): dir/run */
+	size_t dl = strlen(dir);
+	ck_assert_uint_lt(dl + 5, sizeof dir);
+	memcpy(dir + dl, "/run", 5);
+	ck_assert_int_eq(fedrun_mkdir_p(dir), 0);
+	snprintf(copy, sizeof copy, "%s/vocab.txt", dir);
+	struct fakehost fh;
+	fakehost_init(&fh, 1);
+	fh.host.run_dir = test_run_dir;
+	char mj[320];
+	snprintf(mj, sizeof mj,
+		 "{\"preset\": \"tiny\", \"tokenizer\": {\"type\": \"words\", \"vocab\": \"%s\"}}",
+		 src);
+	for (int k = 0; k < 2; k++) {
+		json_t *mc = parse(mj), *dc = parse(synth_data);
+		void *m;
+		ck_assert_msg(try_create(&fh, mc, dc, &m) == 0, "%s", fedrun_error_message());
+		ck_assert_str_eq(
+		    json_string_value(json_object_get(json_object_get(mc, "tokenizer"), "vocab")),
+		    "vocab.txt");
+		char *got = slurp(copy);
+		ck_assert_str_eq(got, want);
+		free(got);
+		ops()->destroy(m);
+		json_decref(mc);
+		json_decref(dc);
+	}
+	/* no run directory: the given file, read where it is */
+	fh.host.run_dir = NULL;
+	unlink(copy);
+	json_t *mc = parse(mj);
+	void *m;
+	ck_assert_msg(try_create(&fh, mc, NULL, &m) == 0, "%s", fedrun_error_message());
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(mc, "tokenizer"), "vocab")), src);
+	ck_assert_int_ne(access(copy, F_OK), 0);
+	ops()->destroy(m);
+	json_decref(mc);
+	free(want);
+	dir[dl] = 0;
+	remove_dir();
+}
+END_TEST
+
 static Suite *transformer_suite(void)
 {
 	Suite *s = suite_create("transformer");
@@ -596,6 +664,7 @@ static Suite *transformer_suite(void)
 	tcase_add_test(tc, test_train_deterministic);
 	tcase_add_test(tc, test_sched_step);
 	tcase_add_test(tc, test_learns_copy);
+	tcase_add_test(tc, test_tokenizer_in_run_dir);
 	suite_add_tcase(s, tc);
 	return s;
 }

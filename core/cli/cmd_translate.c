@@ -260,9 +260,10 @@ static int run(const struct cli *c)
 	}
 	json_t *seed = json_object_get(pipeline, "seed");
 	tc.seed = json_is_integer(seed) ? (uint64_t)json_integer_value(seed) : 0;
-	/* Relative paths in a run's pipeline.json were resolved against the
-	 * working directory of `fedrun run`: they are taken as they are. */
-	fedrun_opts_set_base_dir(NULL);
+	/* Relative paths in a pipeline are relative to its directory, as for
+	 * `fedrun run`: a run's pipeline.json names the tokenizer the run
+	 * keeps ("spm.model"), so the run directory may be moved. */
+	fedrun_opts_set_base_dir(rundir);
 
 	if (c->checkpoint) {
 		ckpt = strdup(c->checkpoint);

@@ -412,8 +412,111 @@ static const char *run_dir(const struct fedrun_host *h)
 	return NULL;
 }
 
+/* A run's tokenizer file: DIR/NAME gets the bytes of `src` (the file the
+ * pipeline gives, or one just trained into a temporary file), atomically,
+ * unless it already holds exactly these bytes. So a resumed run, which trains
+ * the same tokenizer again (one thread, the run's seed: the same bytes) or
+ * copies the same file, leaves the file its checkpoints were trained with
+ * untouched. The section then records NAME at `key`: relative, so that the
+ * run directory can be moved (readers of RUN/pipeline.json resolve it
+ * against RUN). The caller has loaded `src` already: nothing unreadable
+ * reaches the run directory. */
+static int tok_install(const struct tfm_model *m, const char *dir, const char *src,
+		       const char *name, json_t *tok_config, const char *key)
+{
+	char *data = NULL, *old = NULL, *path = fedrun_path_resolve(dir, name);
+	size_t n, on;
+	if (!path)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	int rc = fedrun_read_file(src, &data, &n);
+	if (rc < 0) {
+		fedrun_error_wrap(rc, "model.tokenizer.%s: ", key);
+		goto out;
+	}
+	if (fedrun_read_file(path, &old, &on) == 0) {
+		if (on == n && memcmp(old, data, n) == 0)
+			goto record;
+		m->host->log(m->host->ctx, FEDRUN_LOG_WARN,
+			     "model.tokenizer: %s held another tokenizer; replacing it", path);
+	}
+	fedrun_error_clear();
+	if ((rc = fedrun_write_file_atomic(path, data, n)) < 0) {
+		fedrun_error_wrap(rc, "model.tokenizer: ");
+		goto out;
+	}
+record:
+	if (json_object_set_new(tok_config, key, json_string(name)))
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+out:
+	free(old);
+	free(data);
+	free(path);
+	return rc;
+}
+
+/* Creates an empty temporary file in /tmp; *out gets its name (new string). */
+static int tmp_file(const char *what, char **out)
+{
+	char tmpl[64];
+	snprintf(tmpl, sizeof tmpl, "/tmp/fedrun-%s-XXXXXX", what);
+	int fd = mkstemp(tmpl);
+	if (fd < 0)
+		return fedrun_error(FEDRUN_EIO, "transformer: cannot create %s: %s", tmpl,
+				    strerror(errno));
+	close(fd);
+	if (!(*out = strdup(tmpl))) {
+		unlink(tmpl);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* The words tokenizer: the vocabulary file given, or one built from the
+ * training lines; in a run, kept as RUN/vocab.txt. */
+static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t *tok_config,
+			   struct raw (*raw)[3], const char *dir)
+{
+	int rc;
+	if (c->vocab) {
+		if ((rc = tfm_tok_words_load(c->vocab, &m->tok)) < 0 || !dir)
+			return rc;
+		return tok_install(m, dir, c->vocab, "vocab.txt", tok_config, "vocab");
+	}
+	uint64_t n = 0;
+	for (uint32_t k = 0; k < m->nclients; k++)
+		n += 2 * raw[k][0].src.n;
+	if (n == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer: no training data to build the words "
+				    "vocabulary from; give \"vocab\": a vocabulary file");
+	const char **lines = malloc(n * sizeof *lines);
+	if (!lines)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	uint64_t j = 0;
+	for (uint32_t k = 0; k < m->nclients; k++)
+		for (uint64_t i = 0; i < raw[k][0].src.n; i++) {
+			lines[j++] = raw[k][0].src.l[i];
+			lines[j++] = raw[k][0].tgt.l[i];
+		}
+	rc = tfm_tok_words_train(lines, n, (uint32_t)c->max_size, (uint64_t)c->min_count, &m->tok);
+	free(lines);
+	if (rc < 0 || !dir)
+		return rc;
+	char *tmp;
+	if ((rc = tmp_file("vocab", &tmp)) < 0)
+		return rc;
+	if ((rc = tfm_tok_words_save(m->tok, tmp)) == 0)
+		rc = tok_install(m, dir, tmp, "vocab.txt", tok_config, "vocab");
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 /* Builds or loads the tokenizer. Training lines: raw[k][TRAIN] src + tgt;
- * files: the same as files when the data came from files (nfiles > 0). */
+ * files: the same as files when the data came from files (nfiles > 0).
+ * In a run (host->run_dir) the tokenizer ends up in the run directory,
+ * trained or copied there (tok_install); without one (fedrun validate,
+ * fedrun translate) a given file is read where it is. */
 static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*raw)[3],
 			  const char *const *files, uint32_t nfiles)
 {
@@ -422,41 +525,13 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 	if (rc < 0)
 		return rc;
 	const char *dir = run_dir(m->host);
-	if (c.type == TFM_TOK_WORDS) {
-		if (c.vocab)
-			return tfm_tok_words_load(c.vocab, &m->tok);
-		uint64_t n = 0;
-		for (uint32_t k = 0; k < m->nclients; k++)
-			n += 2 * raw[k][0].src.n;
-		if (n == 0)
-			return fedrun_error(FEDRUN_ECONFIG,
-					    "model.tokenizer: no training data to build the words "
-					    "vocabulary from; give \"vocab\": a vocabulary file");
-		const char **lines = malloc(n * sizeof *lines);
-		if (!lines)
-			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		uint64_t j = 0;
-		for (uint32_t k = 0; k < m->nclients; k++)
-			for (uint64_t i = 0; i < raw[k][0].src.n; i++) {
-				lines[j++] = raw[k][0].src.l[i];
-				lines[j++] = raw[k][0].tgt.l[i];
-			}
-		rc = tfm_tok_words_train(lines, n, (uint32_t)c.max_size, (uint64_t)c.min_count,
-					 &m->tok);
-		free(lines);
-		if (rc < 0 || !dir)
+	if (c.type == TFM_TOK_WORDS)
+		return words_tokenizer(m, &c, tok_config, raw, dir);
+	if (c.model) {
+		if ((rc = tfm_tok_spm_load(c.model, "model.tokenizer.type", &m->tok)) < 0 || !dir)
 			return rc;
-		char *path = fedrun_path_resolve(dir, "vocab.txt");
-		if (!path)
-			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		rc = tfm_tok_words_save(m->tok, path);
-		if (rc == 0 && json_object_set_new(tok_config, "vocab", json_string(path)))
-			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		free(path);
-		return rc;
+		return tok_install(m, dir, c.model, "spm.model", tok_config, "model");
 	}
-	if (c.model)
-		return tfm_tok_spm_load(c.model, "model.tokenizer.type", &m->tok);
 	uint64_t ntrain = 0;
 	for (uint32_t k = 0; k < m->nclients; k++)
 		ntrain += raw[k][0].src.n;
@@ -465,52 +540,39 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 				    "model.tokenizer: no training data to train SentencePiece on; "
 				    "give \"model\": a SentencePiece .model file");
 	/* Train SentencePiece jointly on every client's source and target
-	 * training text: the files, or the generated lines written out. */
-	char tmpl[] = "/tmp/fedrun-spm-XXXXXX";
-	char *train_txt = NULL, *model_path = NULL;
+	 * training text: the files, or the generated lines written out. The
+	 * model goes to a temporary file, then into the run directory. */
+	char *train_txt = NULL, *model_tmp = NULL;
 	if (nfiles == 0) {
-		int fd = mkstemp(tmpl);
-		if (fd < 0)
-			return fedrun_error(FEDRUN_EIO, "transformer: cannot create %s: %s", tmpl,
-					    strerror(errno));
-		FILE *fp = fdopen(fd, "w");
+		if ((rc = tmp_file("spm", &train_txt)) < 0)
+			return rc;
+		FILE *fp = fopen(train_txt, "w");
 		for (uint32_t k = 0; fp && k < m->nclients; k++)
 			for (uint64_t i = 0; i < raw[k][0].src.n; i++)
 				fprintf(fp, "%s\n%s\n", raw[k][0].src.l[i], raw[k][0].tgt.l[i]);
 		if (!fp || fclose(fp) != 0) {
-			unlink(tmpl);
-			return fedrun_error(FEDRUN_EIO, "transformer: cannot write %s", tmpl);
+			rc = fedrun_error(FEDRUN_EIO, "transformer: cannot write %s", train_txt);
+			goto out;
 		}
-		train_txt = tmpl;
 	}
-	char mtmpl[] = "/tmp/fedrun-spm-model-XXXXXX";
-	if (dir) {
-		model_path = fedrun_path_resolve(dir, "spm.model");
-	} else {
-		int fd = mkstemp(mtmpl);
-		if (fd >= 0)
-			close(fd);
-		model_path = fd >= 0 ? strdup(mtmpl) : NULL;
-	}
-	if (!model_path) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "transformer: cannot make a model file name");
+	if ((rc = tmp_file("spm-model", &model_tmp)) < 0)
 		goto out;
-	}
 	const char *one[1] = {train_txt};
 	rc = tfm_tok_spm_train(train_txt ? one : files, train_txt ? 1 : nfiles,
 			       (uint32_t)c.vocab_size, c.model_type ? "bpe" : "unigram",
-			       c.character_coverage, m->host->seed(m->host->ctx), model_path,
+			       c.character_coverage, m->host->seed(m->host->ctx), model_tmp,
 			       "model.tokenizer.type");
 	if (rc == 0)
-		rc = tfm_tok_spm_load(model_path, "model.tokenizer.type", &m->tok);
-	if (rc == 0 && dir && json_object_set_new(tok_config, "model", json_string(model_path)))
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	if (!dir)
-		unlink(model_path);
+		rc = tfm_tok_spm_load(model_tmp, "model.tokenizer.type", &m->tok);
+	if (rc == 0 && dir)
+		rc = tok_install(m, dir, model_tmp, "spm.model", tok_config, "model");
 out:
 	if (train_txt)
 		unlink(train_txt);
-	free(model_path);
+	if (model_tmp)
+		unlink(model_tmp);
+	free(train_txt);
+	free(model_tmp);
 	return rc;
 }
 
