@@ -6,7 +6,8 @@
 # length filters, other languages ignored, the pinned deterministic splits,
 # held-out strings kept out of every domain's training data, the output
 # layout and statistics, both directions, and the error messages. Also
-# po.awk alone on PO input that msgfmt would not pass (fuzzy, obsolete).
+# po.awk alone on PO input that msgfmt would not pass (fuzzy, obsolete), and
+# check-overlap.sh on the output and on copies with planted leaks.
 set -u
 export LC_ALL=C
 srcdir=${srcdir:-.}
@@ -144,6 +145,106 @@ sh "$build" --from-dir "$tmp/tree" --max-tokens 30 de en "$tmp/rev" >/dev/null 2
 check "de-en: files named by language" [ -f "$tmp/rev/alpha/train.de" ]
 check "de-en: same split, columns swapped" [ "$(cat "$tmp/rev/alpha/test.tsv")" = "Dokument drucken${tab}Print the document" ]
 check "de-en: same files" cmp -s "$tmp/rev/all/train.en" "$out/all/train.en"
+
+# check-overlap.sh on the fixture corpus, then on copies with leaks planted.
+overlap="$srcdir/data/gettext/check-overlap.sh"
+sh "$overlap" "$out" >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: the built corpus passes" [ $? -eq 0 ]
+check "check-overlap: quiet when nothing leaks" [ ! -s "$tmp/err" ]
+check "check-overlap: all domains and the union" has "$tmp/ov" "# en-de, 3 domains: all alpha beta; pairs: 146 train, 4 dev, 6 test"
+check "check-overlap: the union found" has "$tmp/ov" "# all contains alpha beta"
+for c in test-pair test-en dev-pair dev-en; do
+	check "check-overlap: $c-in-train 0" grep -qx "$c-in-train$tab[0-9]*${tab}146${tab}0${tab}0${tab}0" "$tmp/ov"
+done
+check "check-overlap: no test string shared between domains" has "$tmp/ov" "test-en-in-other-test${tab}6${tab}6${tab}0${tab}0${tab}any"
+check "check-overlap: result ok" has "$tmp/ov" "result${tab}ok"
+sh "$overlap" "$out" beta >"$tmp/ov" 2>&1
+check "check-overlap: one domain named" has "$tmp/ov" "# en-de, 1 domains: beta; pairs: 46 train, 1 dev, 2 test"
+
+plant() { # NAME: a fresh copy of the corpus in $tmp/NAME
+	rm -rf "${tmp:?}/$1"
+	cp -R "$out" "$tmp/$1"
+}
+plant leak
+printf 'Outgoing mail server\n' >>"$tmp/leak/alpha/train.en"
+printf 'Postausgangsserver\n' >>"$tmp/leak/alpha/train.de"
+sh "$overlap" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: a test pair in another domain's train set fails" [ $? -eq 1 ]
+check "check-overlap: the pair counted in beta and all" has "$tmp/ov" "test-pair-in-train${tab}6${tab}147${tab}2${tab}1${tab}0"
+check "check-overlap: and its English" has "$tmp/ov" "test-en-in-train${tab}6${tab}147${tab}2${tab}1${tab}0"
+check "check-overlap: result LEAK" has "$tmp/ov" "result${tab}LEAK"
+check "check-overlap: the pair and its domains named" has "$tmp/err" \
+	"check-overlap.sh: test-pair-in-train: beta/test line 1 is in train of alpha: Outgoing mail server${tab}Postausgangsserver"
+
+plant leak
+printf 'Outgoing mail server\n' >>"$tmp/leak/alpha/train.en"
+printf 'Ausgangsserver\n' >>"$tmp/leak/alpha/train.de"
+sh "$overlap" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: a test sentence's English alone in a train set fails" [ $? -eq 1 ]
+check "check-overlap: English only, no pair" has "$tmp/ov" "test-pair-in-train${tab}6${tab}147${tab}0${tab}0${tab}0"
+check "check-overlap: English only counted" has "$tmp/ov" "test-en-in-train${tab}6${tab}147${tab}2${tab}1${tab}0"
+check "check-overlap: the English sentence named" has "$tmp/err" \
+	"check-overlap.sh: test-en-in-train: beta/test line 1 is in train of alpha: Outgoing mail server"
+
+plant leak
+cat "$out/alpha/dev.en" >>"$tmp/leak/beta/train.en"
+cat "$out/alpha/dev.de" >>"$tmp/leak/beta/train.de"
+cat "$out/alpha/dev.en" >>"$tmp/leak/all/train.en"
+cat "$out/alpha/dev.de" >>"$tmp/leak/all/train.de"
+sh "$overlap" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: a dev pair in a train set fails" [ $? -eq 1 ]
+check "check-overlap: dev pair counted" has "$tmp/ov" "dev-pair-in-train${tab}4${tab}148${tab}2${tab}1${tab}0"
+check "check-overlap: dev pair named with both train sets" has "$tmp/err" \
+	"check-overlap.sh: dev-pair-in-train: alpha/dev line 1 is in train of all,beta: %d files were deleted${tab}%d Dateien wurden gelöscht"
+
+# Quotes, a backslash and a tab turned space on the held-out side.
+plant leak
+grep '^Say "hello"' "$out/alpha/train.tsv" | cut -f1 >>"$tmp/leak/beta/test.en"
+grep '^Say "hello"' "$out/alpha/train.tsv" | cut -f2 >>"$tmp/leak/beta/test.de"
+sh "$overlap" "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: a train pair of alpha in beta's test set fails" [ $? -eq 1 ]
+check "check-overlap: backslash and quotes kept in the message" has "$tmp/err" \
+	"check-overlap.sh: test-en-in-train: beta/test line 3 is in train of alpha: Say \"hello\" to C:\\temp"
+
+# Test sets may share sentences: counted, not a failure.
+plant leak
+cat "$out/alpha/test.en" >>"$tmp/leak/beta/test.en"
+cat "$out/alpha/test.de" >>"$tmp/leak/beta/test.de"
+sh "$overlap" "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: a test sentence in two domains passes" [ $? -eq 0 ]
+check "check-overlap: and is counted" has "$tmp/ov" "test-en-in-other-test${tab}4${tab}4${tab}2${tab}1${tab}any"
+
+# The other direction: the English side is TGT.
+sh "$overlap" --src de --tgt en "$tmp/rev" >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: de-en passes" [ $? -eq 0 ]
+rm -rf "$tmp/leak"
+cp -R "$tmp/rev" "$tmp/leak"
+printf 'Postausgang\n' >>"$tmp/leak/alpha/train.de"
+printf 'Outgoing mail server\n' >>"$tmp/leak/alpha/train.en"
+sh "$overlap" --src de --tgt en "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: de-en, the English side found" has "$tmp/ov" "test-en-in-train${tab}3${tab}74${tab}1${tab}1${tab}0"
+check "check-overlap: de-en, no German-keyed pair" has "$tmp/ov" "test-pair-in-train${tab}3${tab}74${tab}0${tab}0${tab}0"
+
+# A tab inside a sentence does not join two different pairs.
+mkdir -p "$tmp/tabs/x"
+printf 'a\tb\n' >"$tmp/tabs/x/train.en"
+printf 'c\n' >"$tmp/tabs/x/train.de"
+printf 'a\n' >"$tmp/tabs/x/test.en"
+printf 'b\tc\n' >"$tmp/tabs/x/test.de"
+: >"$tmp/tabs/x/dev.en"
+: >"$tmp/tabs/x/dev.de"
+sh "$overlap" "$tmp/tabs" >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: a b TAB c is not a TAB b c" [ $? -eq 0 ]
+
+# Errors: misaligned files, a missing domain.
+plant leak
+echo extra >>"$tmp/leak/alpha/dev.de"
+sh "$overlap" "$tmp/leak" >/dev/null 2>"$tmp/err"
+check "check-overlap: misaligned files fail" [ $? -eq 2 ]
+check "check-overlap: misaligned files named" grep -q 'alpha/dev.de: more lines than .*alpha/dev.en' "$tmp/err"
+sh "$overlap" "$out" gamma >/dev/null 2>"$tmp/err"
+check "check-overlap: unknown domain fails" [ $? -eq 2 ]
+check "check-overlap: unknown domain named" grep -q 'gamma/train.en: missing' "$tmp/err"
 
 sh "$build" --from-dir "$tmp/tree" --domains beta en de "$tmp/beta_only" >/dev/null 2>&1
 check "--domains: no alpha" [ ! -d "$tmp/beta_only/alpha" ]
