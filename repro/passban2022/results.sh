@@ -74,7 +74,7 @@ t2_specs="alone:server:generic"
 for d in $domains; do t2_specs="$t2_specs alone:$d:$d alone"; done
 t2_specs="$t2_specs combined:server:data combination chained-5:server:chained fine-tuning"
 t4_specs="federated:server:server (= each client after the last push)"
-for d in $domains; do t4_specs="$t4_specs federated:$d:${d}^c fine-tuned after the last round"; done
+for d in $domains; do t4_specs="$t4_specs federated:$d:client $d fine-tuned after the last round"; done
 t5_specs="federated:server:5 rounds rounds10:server:10 rounds rounds50:server:50 rounds"
 t6_specs="federated:server:all dp-greater:server:dp_greater dp-less:server:dp_less random:server:random"
 ta_specs="federated:server:keep, global clock (Table 4) reset:server:reset, global clock continue:server:continue, global clock client-clock:server:keep, each client's own clock"
@@ -148,7 +148,7 @@ beats() {
 server="server (= each client after the last push)"
 r=$(beats "$out/table4.tsv" "$server" "$out/table2.tsv" generic)
 above=${r%%	*} below=${r#*	}
-r=$(beats "$out/table4.tsv" "@^c fine-tuned after the last round" "$out/table4.tsv" "$server")
+r=$(beats "$out/table4.tsv" "client @ fine-tuned after the last round" "$out/table4.tsv" "$server")
 ftwins=${r%%	*} ftloses=${r#*	}
 all_m=$(mean_of "$out/table6.tsv" all)
 dpg_m=$(mean_of "$out/table6.tsv" dp_greater)
@@ -168,6 +168,10 @@ if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 	"$PLOT" curve --metric loss --split valid --client packaging \
 		--title "Figure 3: packaging (smallest domain) validation loss per round" \
 		-o "$out/fig3-rounds" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
+	"$PLOT" curve --metric loss --split valid --client packaging --x step \
+		--xlabel "global step (each client's updates so far)" \
+		--title "Figure 3 against steps: packaging validation loss" \
+		-o "$out/fig3-steps" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
 	figs=1
 fi
 
@@ -209,7 +213,7 @@ fi
 	echo "Five clients, all in every round, start from the generic model; each makes T/5 steps"
 	echo "a round for 5 rounds (T in all, as in the paper, where every client trains as many"
 	echo "steps as data combination); FedAvg weighted by client size. After the last push every"
-	echo "client holds the server model (its row is the server's); *D^c fine-tuned* is client D"
+	echo "client holds the server model (its row is the server's); *client D fine-tuned* is client D"
 	echo "fine-tuned T/5 more steps on its own data."
 	echo
 	header model
@@ -268,6 +272,7 @@ fi
 		echo
 		echo "![Table 2](fig-table2.svg) ![Table 4](fig-table4.svg) ![Table 5](fig-table5.svg)"
 		echo "![Table 6](fig-table6.svg) ![curves](fig-curves.svg) ![Figure 3](fig3-rounds.svg)"
+		echo "![Figure 3 against steps](fig3-steps.svg)"
 		echo
 		echo "PNG files of the same names are next to the SVGs; \`.dat\` files hold the curves' numbers."
 		echo
