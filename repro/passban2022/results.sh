@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Writes OUT/results.md and OUT/fig-*.{png,svg} from the run directories
 # that repro/passban2022/run.sh left in OUT (it calls this at its end; run it
 # again on its own to remake the tables and figures).
@@ -28,15 +28,26 @@ done
 [ $# -eq 1 ] || die "usage: results.sh [--quick] [--steps T] OUT"
 out=$1
 domains="cli git packaging gnome office"
-for r in generic alone combined chained-5 federated rounds10 rounds50 dp-greater dp-less random \
+# A stage that is not complete (an interrupted run.sh) shows as "not run"
+# rows and its figures' lines are left out; the generic model is needed.
+[ -e "$out/generic/.complete" ] || die "$out/generic: not complete (run run.sh)"
+missing=""
+for r in alone combined chained-5 federated rounds10 rounds50 dp-greater dp-less random \
 	reset continue client-clock; do
-	[ -e "$out/$r/.complete" ] || die "$out/$r: not complete (run run.sh)"
+	[ -e "$out/$r/.complete" ] || missing="$missing $r"
 done
+done_() { [ -e "$out/$1/.complete" ]; }
 
 # matrix METRIC RUN MODEL [LABEL]: a table row "LABEL<TAB>v1...<TAB>mean"
 # of METRIC (bleu, chrf) for MODEL (a row of RUN/eval_matrix.tsv: "server"
 # or a client's name) over the five domains.
 matrix() {
+	if ! done_ "$2"; then
+		printf '%s' "${4:-$3}"
+		for d in $domains; do printf '\t-'; done
+		printf '\t-\n'
+		return 0
+	fi
 	awk -F'\t' -v metric="$1" -v model="$3" -v label="${4:-$3}" -v doms="$domains" '
 	/^# / { inblock = ($0 == "# " metric " on test"); hdr = 0; next }
 	inblock && $1 == "model" { for (i = 2; i <= NF; i++) col[$i] = i; hdr = 1; next }
@@ -52,7 +63,12 @@ matrix() {
 # reads pairs of lines (bleu row, chrf row) from stdin.
 md_rows() {
 	awk -F'\t' 'NR % 2 == 1 { for (i = 1; i <= NF; i++) b[i] = $i; n = NF; next }
-	{ line = "| " b[1]; for (i = 2; i <= n; i++) line = line sprintf(" | %.1f (%.1f)", b[i], $i); print line " |" }'
+	{
+		line = "| " b[1]
+		for (i = 2; i <= n; i++)
+			line = line (b[i] == "-" ? " | not run" : sprintf(" | %.1f (%.1f)", b[i], $i))
+		print line " |"
+	}'
 }
 header() {
 	printf '| %s |' "$1"
@@ -77,7 +93,7 @@ t4_specs="federated:server:server (= each client after the last push)"
 for d in $domains; do t4_specs="$t4_specs federated:$d:client $d fine-tuned after the last round"; done
 t5_specs="federated:server:5 rounds rounds10:server:10 rounds rounds50:server:50 rounds"
 t6_specs="federated:server:all dp-greater:server:dp_greater dp-less:server:dp_less random:server:random"
-ta_specs="federated:server:keep, global clock (Table 4) reset:server:reset, global clock continue:server:continue, global clock client-clock:server:keep, each client's own clock"
+ta_specs="federated:server:keep, global clock (Table 4) reset:server:reset, global clock continue:server:continue, global clock client-clock:server:reset, each client's own clock (the old defaults)"
 
 # The specs hold spaces in labels: split on the RUN:MODEL: prefixes.
 specs() { echo "$1" | sed 's/ \([a-z0-9-]*:[a-z]*:\)/\n\1/g'; }
@@ -154,21 +170,48 @@ all_m=$(mean_of "$out/table6.tsv" all)
 dpg_m=$(mean_of "$out/table6.tsv" dp_greater)
 dpl_m=$(mean_of "$out/table6.tsv" dp_less)
 dp_goal=$(awk -v a="$all_m" -v g="$dpg_m" -v l="$dpl_m" 'BEGIN { print (a - l < a - g) ? "met" : "missed" }')
+# The goals as lines of results.md; "not measured" where a stage is missing.
+nm() { # STAGE...: the ones not complete, or nothing
+	local m="" x
+	for x in "$@"; do done_ "$x" || m="$m $x"; done
+	[ -z "$m" ] || echo "**not measured** (not run:$m)"
+}
+g1=$(nm federated combined)
+: "${g1:=**$goal1** (server $fed_mean, data combination $comb_mean, gap $gap)}"
+g2=$(nm federated)
+: "${g2:=**$([ "$above" -eq 5 ] && echo met || echo missed)** ($above of 5$([ -n "$below" ] && echo "; not on:$below"))}"
+g3=$(nm federated)
+: "${g3:=**$([ "$ftwins" -eq 5 ] && echo met || echo missed)** ($ftwins of 5$([ -n "$ftloses" ] && echo "; not:$ftloses"))}"
+g4=$(nm federated dp-greater dp-less)
+: "${g4:=**$dp_goal** (mean BLEU: all $all_m, dp_greater $dpg_m, dp_less $dpl_m)}"
 
 # Figures (gnuplot through tools/fedrun-plot).
 figs=""
+# curve OPTIONS... LABEL=RUN...: fedrun-plot curve over the complete runs.
+curve() {
+	local args=() a n=0
+	for a in "$@"; do
+		if [[ $a == *=$out/* ]]; then
+			done_ "${a##*/}" || continue
+			n=$((n + 1))
+		fi
+		args+=("$a")
+	done
+	[ $n -gt 0 ] || return 0
+	"$PLOT" curve "${args[@]}"
+}
 if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 	"$PLOT" bars --title "Table 2: test BLEU, centralized baselines" --ylabel BLEU -o "$out/fig-table2" "$out/table2.tsv"
 	"$PLOT" bars --title "Table 4: test BLEU, federated server and fine-tuned clients" --ylabel BLEU -o "$out/fig-table4" "$out/table4.tsv"
 	"$PLOT" bars --title "Table 5: test BLEU by number of rounds (same steps)" --ylabel BLEU -o "$out/fig-table5" "$out/table5.tsv"
 	"$PLOT" bars --title "Table 6: test BLEU by what is pulled" --ylabel BLEU -o "$out/fig-table6" "$out/table6.tsv"
-	"$PLOT" curve --metric loss --split valid --title "Server validation loss per round (5 rounds)" \
+	curve --metric loss --split valid --title "Server validation loss per round (5 rounds)" \
 		-o "$out/fig-curves" "data combination=$out/combined" "federated (all)=$out/federated" \
 		"dp_greater=$out/dp-greater" "dp_less=$out/dp-less" "random=$out/random"
-	"$PLOT" curve --metric loss --split valid --client packaging \
+	curve --metric loss --split valid --client packaging \
 		--title "Figure 3: packaging (smallest domain) validation loss per round" \
 		-o "$out/fig3-rounds" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
-	"$PLOT" curve --metric loss --split valid --client packaging --x step \
+	curve --metric loss --split valid --client packaging --x step \
 		--xlabel "global step (each client's updates so far)" \
 		--title "Figure 3 against steps: packaging validation loss" \
 		-o "$out/fig3-steps" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
@@ -240,8 +283,9 @@ fi
 	echo
 	echo "| selector | tensors | share of all | parameters | share of all | bytes | share of all |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
-	ta=$(traffic federated)
+	ta=$(done_ federated && traffic federated || true)
 	for s in federated:all dp-greater:dp_greater dp-less:dp_less random:random; do
+		done_ federated && done_ ${s%%:*} || continue
 		tr=$(traffic ${s%%:*})
 		printf '%s\t%s\t%s\n' "${s#*:}" "$tr" "$ta"
 	done | awk -F'\t' '{ printf "| %s | %d | %.1f%% | %d | %.1f%% | %d | %.1f%% |\n", $1, $2, 100 * $2 / $5, $3, 100 * $3 / $6, $4, 100 * $4 / $7 }'
@@ -250,8 +294,10 @@ fi
 	echo
 	echo "The federated setting of Table 4 (server after 5 rounds, no fine-tuning) with each"
 	echo "choice of \`clients.optimizer_state\` on the global schedule clock, and with the"
-	echo "clock of each client's own steps (\`clients.lr_clock\` \"client\", fedrun's behaviour"
-	echo "before the global clock; with the state kept)."
+	echo "clock of each client's own steps with the state reset (\`clients.lr_clock\` \"client\","
+	echo "\"reset\": fedrun's defaults before the global clock, where every round starts the"
+	echo "warm-up again). With the state kept, each client's own clock is the global clock here,"
+	echo "since every client makes the same T/5 steps a round."
 	echo
 	header "optimizer state, clock"
 	rows_of "$ta_specs" | md_rows
@@ -259,14 +305,15 @@ fi
 	echo "## Goals"
 	echo
 	echo "- Federated server within 1.5 BLEU of data combination (mean over the five domains):"
-	echo "  **$goal1** (server $fed_mean, data combination $comb_mean, gap $gap)."
-	echo "- Federated server above the generic model on every domain: **$([ $above -eq 5 ] && echo met || echo missed)**"
-	echo "  ($above of 5$([ -n "$below" ] && echo "; not on:$below"))."
-	echo "- Clients fine-tuned after the last round beat the server on their own domain:"
-	echo "  **$([ $ftwins -eq 5 ] && echo met || echo missed)** ($ftwins of 5$([ -n "$ftloses" ] && echo "; not:$ftloses"))."
-	echo "- dp_less loses less BLEU against all than dp_greater: **$dp_goal** (mean BLEU: all $all_m,"
-	echo "  dp_greater $dpg_m, dp_less $dpl_m)."
+	echo "  $g1."
+	echo "- Federated server above the generic model on every domain: $g2."
+	echo "- Clients fine-tuned after the last round beat the server on their own domain: $g3."
+	echo "- dp_less loses less BLEU against all than dp_greater: $g4."
 	echo
+	if [ -n "$missing" ]; then
+		echo "Stages not run (their rows say so):$missing."
+		echo
+	fi
 	if [ -n "$figs" ]; then
 		echo "## Figures"
 		echo

@@ -203,9 +203,10 @@ done
 
 # Optimizer state and schedule clock (clients.optimizer_state,
 # clients.lr_clock): the federated setting of Table 4 with Adam's state
-# reset each round, reset with its bias correction continued, and kept but
-# with each client's own schedule clock (fedrun's behaviour before the
-# global clock); "federated" itself keeps the state on the global clock.
+# reset each round, reset with its bias correction continued, and reset on
+# each client's own schedule clock (fedrun's defaults before the global
+# clock: every round starts the warm-up again); "federated" itself keeps the
+# state on the global clock.
 for s in reset continue client-clock; do
 	stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
 done
