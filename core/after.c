@@ -351,7 +351,9 @@ int run_after(struct run *r)
 		if (rc == 0) {
 			r->host.log(r, FEDRUN_LOG_INFO, "fine-tuning %u clients from the final model",
 				    r->nft);
+			r->metric_prefix = "finetune.";
 			rc = run_parallel_for(r, r->nft, finetune_client, &a);
+			r->metric_prefix = NULL;
 		}
 	}
 	if (rc == 0 && r->cfg.eval_matrix)

@@ -122,6 +122,10 @@ struct run {
 	 * number of updates a client of the round made (with one client, its
 	 * own step count). Learning-rate schedules continue from it. */
 	uint64_t global_step;
+	/* Prefixed to the names of plugins' metrics during a phase after the
+	 * rounds ("finetune."), so that they do not pass for the last
+	 * round's; set only while no worker runs. */
+	const char *metric_prefix;
 	uint32_t first_round; /* the first round this process runs */
 
 	struct worker *workers;

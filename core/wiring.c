@@ -61,6 +61,12 @@ static int host_error(void *ctx, int code, const char *fmt, ...)
 static int host_metric(void *ctx, const char *name, int64_t client, const char *tensor,
 		       double value)
 {
+	const struct run *r = ctx;
+	char buf[128];
+	if (r->metric_prefix) { /* a phase's own name: "finetune.lr" */
+		snprintf(buf, sizeof buf, "%s%s", r->metric_prefix, name);
+		name = buf;
+	}
 	return run_event(ctx, client, -1, name, tensor, value);
 }
 

@@ -11,6 +11,7 @@
 #  - one client with a kept optimizer gives the same final model, byte for
 #    byte, under either clock: centralized training is unchanged;
 #  - optimizer_state "continue" trains and differs from "reset";
+#  - fine-tuning continues from the final global step (finetune.lr);
 #  - a run stopped after round 2 and resumed to round 3 gives the final
 #    model of an uninterrupted 3-round run (the global step is checkpointed).
 . "$top_srcdir/tests/lib.sh"
@@ -90,6 +91,20 @@ cmp one-global/final.safetensors one-client/final.safetensors ||
 run_ok "$pipe" --set output.dir=continue --set clients.optimizer_state=continue
 msg=$(check continue global) || die "optimizer_state continue: $msg"
 cmp -s global/final.safetensors continue/final.safetensors && die "continue gave the same model as reset"
+
+# Fine-tuning after the last round continues the schedule from the final
+# global step; its rates are finetune.lr, not the last round's lr.
+run_ok "$pipe" --set output.dir=ft --set 'finetune={"steps":3}'
+msg=$(check ft global) || die "with finetune: $msg"
+awk -F, 'NR > 1 && $4 == "global_step" { g = $6 } NR > 1 && $4 == "finetune.lr" { n++; v[$2] = $6 }
+END {
+	want = 0.003 * sqrt(20) * g ^ -0.5 # the schedule at step g + 1
+	if (n != 2) { print n " finetune.lr rows, expected 2"; exit 1 }
+	for (c = 0; c < 2; c++) {
+		d = v[c] - want; if (d < 0) d = -d
+		if (d > 1e-12 * want) { printf "client %d: finetune.lr %.17g, the schedule gives %.17g\n", c, v[c], want; exit 1 }
+	}
+}' ft/metrics.csv >msg || die "finetune: $(cat msg)"
 
 # Stopped after round 2, resumed to round 3.
 run_ok "$pipe" --set output.dir=part --set rounds=2 --set output.checkpoint_every=1

@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	--) shift; break ;;

@@ -30,5 +30,6 @@ END {
 		}
 	exit bad
 }' "$1"
-grep -q '^| dp_less | [0-9]' "$1" || { echo "no traffic row for dp_less"; exit 1; }
+grep -Eq '^\| dp_less \| [0-9]+ \| [0-9.]+% \| [0-9]+ \| [0-9.]+% \| [0-9]+ \| [0-9.]+% \|$' "$1" ||
+	{ echo "no traffic row for dp_less"; exit 1; }
 echo "$1: every table has its rows, with numbers"

@@ -3,7 +3,8 @@
 # that repro/passban2022/run.sh left in OUT (it calls this at its end; run it
 # again on its own to remake the tables and figures).
 #
-# Usage: repro/passban2022/results.sh [--quick] [--steps T] OUT
+# Usage: repro/passban2022/results.sh OUT
+# (T and --quick are read from OUT/settings, which run.sh writes.)
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,20 +14,10 @@ die() {
 	echo "results.sh: $*" >&2
 	exit 1
 }
-quick=0 steps=200
-while [ $# -gt 1 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--steps)
-		steps=$2
-		shift
-		;;
-	*) die "unknown option $1" ;;
-	esac
-	shift
-done
-[ $# -eq 1 ] || die "usage: results.sh [--quick] [--steps T] OUT"
+[ $# -eq 1 ] || die "usage: results.sh OUT"
 out=$1
+quick=0 steps=200
+[ -e "$out/settings" ] && . "$out/settings"
 domains="cli git packaging gnome office"
 # A stage that is not complete (an interrupted run.sh) shows as "not run"
 # rows and its figures' lines are left out; the generic model is needed.
@@ -157,7 +148,7 @@ beats() {
 	for d in $domains; do
 		a=$(cell_of "$1" "$(echo "$2" | sed "s/@/$d/")" $d)
 		b=$(cell_of "$3" "$4" $d)
-		if awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > b) }'; then n=$((n + 1)); else not="$not $d ($a vs $b)"; fi
+		if awk -v a="$a" -v b="$b" 'BEGIN { exit !(a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a + 0 > b + 0) }'; then n=$((n + 1)); else not="$not $d ($a vs $b)"; fi
 	done
 	printf '%s\t%s\n' $n "$not"
 }
@@ -178,7 +169,7 @@ nm() { # STAGE...: the ones not complete, or nothing
 }
 g1=$(nm federated combined)
 : "${g1:=**$goal1** (server $fed_mean, data combination $comb_mean, gap $gap)}"
-g2=$(nm federated)
+g2=$(nm federated alone)
 : "${g2:=**$([ "$above" -eq 5 ] && echo met || echo missed)** ($above of 5$([ -n "$below" ] && echo "; not on:$below"))}"
 g3=$(nm federated)
 : "${g3:=**$([ "$ftwins" -eq 5 ] && echo met || echo missed)** ($ftwins of 5$([ -n "$ftloses" ] && echo "; not:$ftloses"))}"
@@ -329,7 +320,10 @@ fi
 	echo "Seconds per stage on this machine ($(nproc) cores; \`times.tsv\`):"
 	echo
 	echo '```'
-	cat "$out/times.tsv"
+	# the last time of each stage (a stage run again replaces its time)
+	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
+	END { print "stage\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
+	      print "all stages\t" s }' "$out/times.tsv"
 	echo '```'
 } >"$out/results.md"
 echo "results.sh: wrote $out/results.md"

@@ -19,8 +19,9 @@
 #                    federated client T steps in all (T/R a round), each
 #                    domain alone T steps, the chain T/5 a domain
 #   --force          rerun stages that are already complete
-# Stages whose run directory holds a .complete file are kept, so an
-# interrupted reproduction continues where it stopped.
+# A stage whose run directory holds a .complete file written with the same
+# fedrun arguments is kept, so an interrupted reproduction continues where
+# it stopped.
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,7 +48,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -125,8 +126,15 @@ union() { # NAME DOMAINS...
 union generic $generic_domains
 union five $client_domains
 # No held-out sentence of any domain (or union) in any training set.
-"$top/data/gettext/check-overlap.sh" "$dd" >"$out/overlap.tsv" ||
-	die "the corpus leaks held-out sentences into training sets: see $out/overlap.tsv"
+st=0
+"$top/data/gettext/check-overlap.sh" "$dd" >"$out/overlap.tsv" || st=$?
+case $st in
+0) ;;
+1) die "the corpus leaks held-out sentences into training sets: see $out/overlap.tsv" ;;
+*) die "data/gettext/check-overlap.sh could not check $dd (exit $st)" ;;
+esac
+# What results.sh needs to label the tables.
+printf 'steps=%s\nquick=%s\n' "$steps" "$quick" >"$out/settings"
 
 # ---- stages ---------------------------------------------------------------
 common="--set data.dir=$dd --set output.overwrite=true"
@@ -136,14 +144,18 @@ fi
 ex=$top/examples
 
 # stage NAME PIPELINE [fedrun options]: runs PIPELINE into $out/NAME unless
-# that is complete; its output goes to $out/NAME.log.
+# that is complete with the same arguments (RUN/.complete holds them); its
+# output goes to $out/NAME.log.
 stage() {
 	name=$1 pipe=$2
 	shift 2
-	if [ $force = 0 ] && [ -e "$out/$name/.complete" ]; then
+	args="$(basename "$pipe") $common $*"
+	if [ $force = 0 ] && [ -e "$out/$name/.complete" ] &&
+		[ "$(cat "$out/$name/.complete")" = "$args" ]; then
 		echo "run.sh: $name: complete, kept"
 		return 0
 	fi
+	rm -f "$out/$name/.complete"
 	echo "run.sh: $name: $(basename "$pipe") $*"
 	t0=$(date +%s)
 	# shellcheck disable=SC2086
@@ -155,7 +167,7 @@ stage() {
 	t1=$(date +%s)
 	printf '%s\t%s\n' "$name" $((t1 - t0)) >>"$times"
 	echo "run.sh: $name: $((t1 - t0)) s"
-	touch "$out/$name/.complete"
+	printf '%s\n' "$args" >"$out/$name/.complete"
 }
 
 T=$steps
@@ -213,5 +225,5 @@ done
 
 t_end=$(date +%s)
 printf 'total\t%s\n' $((t_end - t_start)) >>"$times"
-"$here/results.sh" --steps "$T" $([ $quick = 1 ] && echo --quick) "$out"
+"$here/results.sh" "$out"
 echo "run.sh: $out/results.md ($((t_end - t_start)) s this call)"
