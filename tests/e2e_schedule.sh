@@ -35,7 +35,7 @@ cat >p.json <<'EOF'
   "data": { "src": "src", "tgt": "tgt", "dir": "data",
             "clients": [ { "name": "big", "train": "big/train", "valid": "big/valid" },
                          { "name": "small", "train": "small/train", "valid": "small/valid" } ] },
-  "clients": { "fraction": 1.0, "epochs": 1, "batch": 300,
+  "clients": { "fraction": 1.0, "epochs": 1, "batch": 300, "optimizer_state": "reset",
                "optimizer": { "name": "adam", "lr": 0.003, "beta2": 0.98 } },
   "aggregator": { "plugin": "fedavg" },
   "eval": { "every": 3 },
