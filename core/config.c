@@ -22,7 +22,10 @@ static const struct fedrun_opt top_spec[] = {
 	O("name", FEDRUN_OPT_STRING, struct top, name, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("seed", FEDRUN_OPT_INT, struct top, seed, 0, 0, 9007199254740991.0, 0, NULL, NULL),
 	O("rounds", FEDRUN_OPT_INT, struct top, rounds, FEDRUN_OPT_REQUIRED, 0, 1e9, 0, NULL, NULL),
-	O("init", FEDRUN_OPT_PATH, struct top, init, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	/* Read (and checked readable) by the engine only in a fresh run: a
+	 * resumed one does not need it any more. */
+	O("init", FEDRUN_OPT_PATH, struct top, init, FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_UNREAD, 0, 0, 0,
+	  NULL, NULL),
 	O("model", FEDRUN_OPT_OBJECT, struct top, model, FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL, NULL),
 	O("data", FEDRUN_OPT_OBJECT, struct top, data, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("clients", FEDRUN_OPT_OBJECT, struct top, clients, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),

@@ -605,6 +605,9 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 	run_host_init(r);
 	fedrun_opts_set_base_dir(opts->base_dir);
 	int rc = run_config_parse(pipeline, &r->cfg);
+	if (rc == 0 && r->cfg.init && !opts->resume && access(r->cfg.init, R_OK) != 0)
+		rc = fedrun_error(FEDRUN_ENOENT, "init: cannot read file '%s': %s", r->cfg.init,
+				  strerror(errno));
 	if (rc == 0 && with_dir && (rc = prepare_dir_early(r)) == 0)
 		r->run_dir = r->cfg.dir;
 	if (rc == 0)
@@ -790,6 +793,12 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 		}
 	}
+	/* init is read before the run directory records the pipeline: a file
+	 * that does not fit leaves no run behind, so the corrected command
+	 * runs without output.overwrite (and an init inside the directory an
+	 * overwriting run clears is read before it goes). */
+	if (!opts->resume && r.cfg.init && (rc = init_load(&r, r.cfg.init)) < 0)
+		goto out;
 	if ((rc = prepare_dir(&r)) < 0 || (rc = workers_create(&r)) < 0)
 		goto out;
 	if (opts->resume) {
@@ -801,10 +810,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		free(path);
 		if (rc < 0 || (rc = metrics_truncate(r.cfg.dir, r.round)) < 0)
 			goto out;
-	} else if (r.cfg.init) {
-		if ((rc = init_load(&r, r.cfg.init)) < 0)
-			goto out;
-	} else {
+	} else if (!r.cfg.init) {
 		rc = r.model_ops->init_params(r.model.state, (uint64_t)r.cfg.seed, r.theta);
 		if (rc < 0) {
 			fedrun_error_wrap(rc, "model '%s': initialisation: ", r.model.desc->name);

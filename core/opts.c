@@ -152,7 +152,7 @@ static int parse_one(const struct fedrun_opt *o, json_t *section, const char *pa
 		char *full = fedrun_path_resolve(base_dir, json_string_value(v));
 		if (!full)
 			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		if (access(full, R_OK) != 0) {
+		if (!(o->flags & FEDRUN_OPT_UNREAD) && access(full, R_OK) != 0) {
 			int rc = fedrun_error(FEDRUN_ENOENT, "%s%s%s: cannot read file '%s': %s",
 					      path, *path ? "." : "", o->key, full, strerror(errno));
 			free(full);

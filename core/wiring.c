@@ -113,13 +113,19 @@ static const char *host_run_dir(void *ctx)
 	return r->run_dir_abs;
 }
 
+static bool host_resuming(void *ctx)
+{
+	const struct run *r = ctx;
+	return r->opts && r->opts->resume;
+}
+
 void run_host_init(struct run *r)
 {
 	r->host = (struct fedrun_host){
 		.size = sizeof(struct fedrun_host), .abi_minor = FEDRUN_ABI_MINOR, .ctx = r,
 		.log = host_log, .error = host_error, .metric = host_metric,
 		.loss_grad = host_loss_grad, .threads = host_threads, .seed = host_seed,
-		.run_dir = host_run_dir};
+		.run_dir = host_run_dir, .resuming = host_resuming};
 }
 
 /* Finds the plugin named by section `key` ("plugin", optional "path"). */

@@ -7,10 +7,12 @@
 #  - the run directory can be moved: fedrun translate gives the same lines
 #    from the new place (and from another working directory); a shorter run,
 #    moved, resumes there to the same final model as an uninterrupted run,
-#    and its spm.model is left as it was;
+#    and its spm.model is left as it was, also by a resume refused for
+#    another vocab_size;
 #  - a run that starts from another run's model (init) and tokenizer keeps
 #    its own copy of the tokenizer and translates once the other is gone;
-#  - init with another tokenizer fails with a message that says so;
+#  - init with another tokenizer fails with a message that says so and
+#    leaves no run behind (the corrected command needs no overwrite);
 #  - fedrun validate writes no tokenizer and creates no directory.
 # Skipped (77) when fedrun was built without SentencePiece.
 . "$top_srcdir/tests/lib.sh"
@@ -48,6 +50,14 @@ cmp -s spm.before part2/spm.model || die "--resume changed the run's spm.model"
 cmp -s run2/final.safetensors part2/final.safetensors ||
 	die "the moved and resumed run differs from the uninterrupted one"
 grep -q '"dir": "part2"' part2/pipeline.json || die "part2/pipeline.json lacks the new output.dir"
+# A resume the core refuses (another vocab_size) leaves the run's
+# tokenizer as it was: it is reused on --resume, never trained again.
+"$FEDRUN" -q --resume "$p" --set 'model.tokenizer={"type": "sentencepiece", "vocab_size": 30}' \
+	$short --set rounds=5 --set output.dir=part2 >/dev/null 2>refused.err &&
+	die "a resume with another vocab_size was accepted"
+grep -q "cannot resume: the pipeline's 'model' differs" refused.err ||
+	{ cat refused.err; die "the refused resume does not say why"; }
+cmp -s spm.before part2/spm.model || die "a refused --resume replaced the run's spm.model"
 
 # Starting from run2's model and tokenizer: a copy of the tokenizer.
 from="--set init=$work/run2/final.safetensors --set model.tokenizer.model=$work/run2/spm.model"
@@ -59,9 +69,24 @@ from="--set init=$work/run2/final.safetensors --set model.tokenizer.model=$work/
 run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=2 $from --set output.dir=ft
 cmp -s run2/spm.model ft/spm.model || die "ft/spm.model is not a copy of run2/spm.model"
 grep -q '"model": "spm.model"' ft/pipeline.json || die "ft/pipeline.json does not name its own spm.model"
+run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=3 $from --set output.dir=ft3
 rm -rf run2
 "$FEDRUN" translate ft <in.txt >out4.txt 2>tr.err || { cat tr.err; die "translate ft without run2 failed"; }
 [ "$(wc -l <out4.txt)" -eq 2 ] || die "translate ft: $(wc -l <out4.txt) lines, expected 2"
+# ... and resumes without it (its own copy is the tokenizer), to the
+# model an uninterrupted run of 3 rounds gives.
+run_ok --resume "$p" --set "model.tokenizer=$spm" $short --set rounds=3 $from --set output.dir=ft
+cmp -s ft/final.safetensors ft3/final.safetensors ||
+	die "ft, resumed without run2, differs from the uninterrupted ft3"
+# A resume that names another tokenizer file than the run's is refused.
+cp ft/spm.model ft.before
+head -c 100 ft/spm.model >other.model
+"$FEDRUN" -q --resume "$p" --set "model.tokenizer=$spm" $short --set rounds=4 \
+	--set init="$work/run2/final.safetensors" --set model.tokenizer.model="$work/other.model" \
+	--set output.dir=ft >/dev/null 2>other.err && die "a resume with another tokenizer file was accepted"
+grep -qF "model.tokenizer.model $work/other.model is another tokenizer than the run's" other.err ||
+	{ cat other.err; die "the resume with another tokenizer: the message does not say so"; }
+cmp -s ft.before ft/spm.model || die "a refused --resume replaced ft/spm.model"
 
 # Another tokenizer (a words vocabulary: 24 entries, not 27) than init's.
 "$FEDRUN" -q "$p" $short --set rounds=1 --set init="$work/ft/final.safetensors" \
@@ -70,4 +95,8 @@ grep -qF "tensor 'decoder.embed.weight' is 27x64 in $work/ft/final.safetensors, 
 	{ cat bad.err; die "init mismatch: the message does not name the tensor and shapes"; }
 grep -qF "init run's tokenizer? set model.tokenizer.model to $work/ft/spm.model" bad.err ||
 	{ cat bad.err; die "init mismatch: the message does not name the tokenizer to use"; }
+# The refused init left no run behind: the corrected command runs as is.
+[ -e bad/pipeline.json ] && die "a refused init left bad/pipeline.json"
+run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=1 --set init="$work/ft/final.safetensors" \
+	--set model.tokenizer.model="$work/ft/spm.model" --set output.dir=bad
 echo "tokenizer: kept in the run directory; moved runs translate and resume; init copies it"

@@ -221,6 +221,39 @@ START_TEST(test_opts_defaults_written)
 }
 END_TEST
 
+/* PATH: resolved against the base directory and written back; a missing
+ * file is an error, unless FEDRUN_OPT_UNREAD leaves the check to the
+ * caller. */
+START_TEST(test_opts_path)
+{
+	struct path_out {
+		const char *checked, *unread;
+	} o = {0};
+	static const struct fedrun_opt pspec[] = {
+	    {"checked", FEDRUN_OPT_PATH, offsetof(struct path_out, checked), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+	     NULL, NULL},
+	    {"unread", FEDRUN_OPT_PATH, offsetof(struct path_out, unread),
+	     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_UNREAD, 0, 0, 0, NULL, NULL},
+	    FEDRUN_OPT_END_,
+	};
+	fedrun_opts_set_base_dir("/nonexistent-dir");
+	json_t *j = json_loads("{\"unread\": \"gone.model\"}", 0, NULL);
+	ck_assert_int_eq(fedrun_opts_parse(pspec, j, "s", &o), 0);
+	ck_assert_str_eq(o.unread, "/nonexistent-dir/gone.model");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "unread")), "/nonexistent-dir/gone.model");
+	json_decref(j);
+	j = json_loads("{\"checked\": \"gone.model\"}", 0, NULL);
+	ck_assert_int_eq(fedrun_opts_parse(pspec, j, "s", &o), FEDRUN_ENOENT);
+	ck_assert_ptr_nonnull(strstr(fedrun_error_message(),
+				     "s.checked: cannot read file '/nonexistent-dir/gone.model'"));
+	json_decref(j);
+	j = json_loads("{\"unread\": \"\"}", 0, NULL);
+	ck_assert_int_eq(fedrun_opts_parse(pspec, j, "s", &o), FEDRUN_ECONFIG);
+	json_decref(j);
+	fedrun_opts_set_base_dir(NULL);
+}
+END_TEST
+
 /* ---- vector kernels ---- */
 
 START_TEST(test_vec)
@@ -533,6 +566,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_layout);
 	tcase_add_test(tc, test_opts);
 	tcase_add_test(tc, test_opts_defaults_written);
+	tcase_add_test(tc, test_opts_path);
 	tcase_add_test(tc, test_vec);
 	tcase_add_test(tc, test_optim_sgd_momentum);
 	tcase_add_test(tc, test_optim_adam);

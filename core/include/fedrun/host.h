@@ -68,6 +68,13 @@ struct fedrun_host {
 	 * size >= offsetof(struct fedrun_host, run_dir) + sizeof(void *)
 	 * (or abi_minor >= 1) before calling it. */
 	const char *(*run_dir)(void *ctx);
+
+	/* ABI 1.2. True when the run continues from its run directory
+	 * (--resume): files a plugin wrote there in the first call belong to
+	 * the run and must be reused or checked, never replaced. Check
+	 * size >= offsetof(struct fedrun_host, resuming) + sizeof(void *)
+	 * (or abi_minor >= 2) before calling it. */
+	bool (*resuming)(void *ctx);
 };
 
 #ifdef __cplusplus

@@ -31,8 +31,11 @@ enum fedrun_opt_flags {
 	FEDRUN_OPT_REQUIRED = 1u << 0, /* no default: missing is an error */
 	FEDRUN_OPT_MIN_OPEN = 1u << 1, /* range excludes min */
 	FEDRUN_OPT_MAX_OPEN = 1u << 2, /* range excludes max */
-	FEDRUN_OPT_OPTIONAL = 1u << 3  /* may be absent and has no default;
+	FEDRUN_OPT_OPTIONAL = 1u << 3, /* may be absent and has no default;
 					  stored as NULL / left untouched */
+	FEDRUN_OPT_UNREAD = 1u << 4    /* PATH: resolved, but not checked to be
+					  readable; the caller checks when it
+					  reads (e.g. not on --resume) */
 };
 
 struct fedrun_opt {

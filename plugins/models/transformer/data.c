@@ -161,16 +161,18 @@ struct tok_cfg {
 static const struct fedrun_opt tok_spec[] = {
     {"type", FEDRUN_OPT_CHOICE, offsetof(struct tok_cfg, type), 0, 0, 0, 0, "sentencepiece",
      "words|sentencepiece"},
-    {"model", FEDRUN_OPT_PATH, offsetof(struct tok_cfg, model), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
-     NULL},
+    /* model and vocab: read where they are, or on --resume not at all
+     * (the run's copy is the tokenizer: tok_reuse). */
+    {"model", FEDRUN_OPT_PATH, offsetof(struct tok_cfg, model),
+     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_UNREAD, 0, 0, 0, NULL, NULL},
     {"vocab_size", FEDRUN_OPT_INT, offsetof(struct tok_cfg, vocab_size), 0, 8, 1 << 24, 8000, NULL,
      NULL},
     {"model_type", FEDRUN_OPT_CHOICE, offsetof(struct tok_cfg, model_type), 0, 0, 0, 0, "unigram",
      "unigram|bpe"},
     {"character_coverage", FEDRUN_OPT_NUMBER, offsetof(struct tok_cfg, character_coverage),
      FEDRUN_OPT_MIN_OPEN, 0, 1, 1.0, NULL, NULL},
-    {"vocab", FEDRUN_OPT_PATH, offsetof(struct tok_cfg, vocab), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
-     NULL},
+    {"vocab", FEDRUN_OPT_PATH, offsetof(struct tok_cfg, vocab),
+     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_UNREAD, 0, 0, 0, NULL, NULL},
     {"max_size", FEDRUN_OPT_INT, offsetof(struct tok_cfg, max_size), 0, 0, 1 << 30, 0, NULL, NULL},
     {"min_count", FEDRUN_OPT_INT, offsetof(struct tok_cfg, min_count), 0, 0, 1e15, 1, NULL, NULL},
     FEDRUN_OPT_END_,
@@ -412,12 +414,79 @@ static const char *run_dir(const struct fedrun_host *h)
 	return NULL;
 }
 
+/* True when the run continues from its directory (--resume, ABI 1.2). */
+static bool resuming(const struct fedrun_host *h)
+{
+#if FEDRUN_ABI_MINOR >= 2
+	return h->size >= offsetof(struct fedrun_host, resuming) + sizeof h->resuming &&
+	       h->resuming && h->resuming(h->ctx);
+#else
+	(void)h;
+	return false;
+#endif
+}
+
+/* A tokenizer file the pipeline gives (model.tokenizer.KEY), before it
+ * is read: the options leave that check to us (FEDRUN_OPT_UNREAD). */
+static int tok_readable(const char *path, const char *key)
+{
+	if (access(path, R_OK) != 0)
+		return fedrun_error(FEDRUN_ENOENT, "model.tokenizer.%s: cannot read file '%s': %s",
+				    key, path, strerror(errno));
+	return 0;
+}
+
+/* On --resume, the tokenizer is the run's own DIR/NAME (what its
+ * checkpoints were trained with), not trained again nor copied over: a
+ * resume that the core refuses later (another pipeline) must not have
+ * replaced it, and the file the pipeline gave (`given`, another run's
+ * tokenizer) may be gone since. Where `given` is still readable it must
+ * hold the same bytes. Returns 1 when the run's file was loaded, 0 when
+ * there is none (the caller goes on as in a fresh run), or an error. */
+static int tok_reuse(struct tfm_model *m, const char *dir, const char *name, const char *given,
+		     json_t *tok_config, const char *key)
+{
+	char *path = fedrun_path_resolve(dir, name), *mine = NULL, *theirs = NULL;
+	size_t n, tn;
+	if (!path)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	int rc = 0;
+	if (access(path, F_OK) != 0)
+		goto out;
+	if ((rc = fedrun_read_file(path, &mine, &n)) < 0) {
+		fedrun_error_wrap(rc, "cannot resume: the run's tokenizer: ");
+		goto out;
+	}
+	if (given && fedrun_read_file(given, &theirs, &tn) == 0 &&
+	    (tn != n || memcmp(mine, theirs, n) != 0)) {
+		rc = fedrun_error(FEDRUN_ECONFIG,
+				  "cannot resume: model.tokenizer.%s %s is another tokenizer than "
+				  "the run's %s, which its checkpoints were trained with",
+				  key, given, path);
+		goto out;
+	}
+	fedrun_error_clear();
+	rc = strcmp(name, "spm.model") == 0 ? tfm_tok_spm_load(path, "model.tokenizer.type", &m->tok)
+					     : tfm_tok_words_load(path, &m->tok);
+	if (rc < 0) {
+		fedrun_error_wrap(rc, "cannot resume: the run's tokenizer: ");
+		goto out;
+	}
+	rc = json_object_set_new(tok_config, key, json_string(name))
+		 ? fedrun_error(FEDRUN_ENOMEM, "out of memory")
+		 : 1;
+out:
+	free(theirs);
+	free(mine);
+	free(path);
+	return rc;
+}
+
 /* A run's tokenizer file: DIR/NAME gets the bytes of `src` (the file the
  * pipeline gives, or one just trained into a temporary file), atomically,
- * unless it already holds exactly these bytes. So a resumed run, which trains
- * the same tokenizer again (one thread, the run's seed: the same bytes) or
- * copies the same file, leaves the file its checkpoints were trained with
- * untouched. The section then records NAME at `key`: relative, so that the
+ * unless it already holds exactly these bytes (a resumed run reuses the
+ * run's file instead: tok_reuse). The section then records NAME at `key`:
+ * relative, so that the
  * run directory can be moved (readers of RUN/pipeline.json resolve it
  * against RUN). The caller has loaded `src` already: nothing unreadable
  * reaches the run directory. */
@@ -477,8 +546,12 @@ static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t 
 			   struct raw (*raw)[3], const char *dir)
 {
 	int rc;
+	if (dir && resuming(m->host) &&
+	    (rc = tok_reuse(m, dir, "vocab.txt", c->vocab, tok_config, "vocab")) != 0)
+		return rc < 0 ? rc : 0;
 	if (c->vocab) {
-		if ((rc = tfm_tok_words_load(c->vocab, &m->tok)) < 0 || !dir)
+		if ((rc = tok_readable(c->vocab, "vocab")) < 0 ||
+		    (rc = tfm_tok_words_load(c->vocab, &m->tok)) < 0 || !dir)
 			return rc;
 		return tok_install(m, dir, c->vocab, "vocab.txt", tok_config, "vocab");
 	}
@@ -527,8 +600,12 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 	const char *dir = run_dir(m->host);
 	if (c.type == TFM_TOK_WORDS)
 		return words_tokenizer(m, &c, tok_config, raw, dir);
+	if (dir && resuming(m->host) &&
+	    (rc = tok_reuse(m, dir, "spm.model", c.model, tok_config, "model")) != 0)
+		return rc < 0 ? rc : 0;
 	if (c.model) {
-		if ((rc = tfm_tok_spm_load(c.model, "model.tokenizer.type", &m->tok)) < 0 || !dir)
+		if ((rc = tok_readable(c.model, "model")) < 0 ||
+		    (rc = tfm_tok_spm_load(c.model, "model.tokenizer.type", &m->tok)) < 0 || !dir)
 			return rc;
 		return tok_install(m, dir, c.model, "spm.model", tok_config, "model");
 	}
