@@ -13,7 +13,10 @@
 #   --data DIR       the corpus built by data/gettext/build.sh for all its
 #                    domains (default data/gettext/out-en-de; built there when
 #                    missing, which downloads 49 Debian packages)
-#   --threads N      fedrun --threads (default 2)
+#   --threads N      threads in all (default 2)
+#   --jobs J         after the generic model, J stages at a time, each
+#                    with N/J threads (default 1; J = N uses the cores best:
+#                    the stages are independent apart from the chain)
 #   --steps T        the fine-tuning budget in steps (default 200; 50 with
 #                    --quick): data combination trains T steps, every
 #                    federated client T steps in all (T/R a round), each
@@ -32,23 +35,24 @@ die() {
 	exit 1
 }
 
-quick=0 out= data= threads=2 steps= force=0
+quick=0 out='' data='' threads=2 jobs=1 steps='' force=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--force) force=1 ;;
-	--out | --data | --threads | --steps)
+	--out | --data | --threads | --jobs | --steps)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
 		--out) out=$2 ;;
 		--data) data=$2 ;;
 		--threads) threads=$2 ;;
+		--jobs) jobs=$2 ;;
 		--steps) steps=$2 ;;
 		esac
 		shift
 		;;
 	-h | --help)
-		sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case $threads in '' | *[!0-9]* | 0) die "--threads needs a positive number" ;; esac
+case $jobs in '' | *[!0-9]* | 0) die "--jobs needs a positive number" ;; esac
 if [ $quick = 1 ]; then
 	: "${out:=runs/passban2022-quick}" "${steps:=50}"
 else
@@ -76,7 +81,6 @@ if [ -z "${FEDRUN:-}" ]; then
 	fi
 fi
 command -v "$FEDRUN" >/dev/null 2>&1 || die "no fedrun: build it (make) or set FEDRUN"
-PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -143,6 +147,12 @@ if [ $quick = 1 ]; then
 fi
 ex=$top/examples
 
+# claim NAME: true for the job that takes NAME first (run.sh --jobs: the
+# jobs walk the same list of stages and each runs those it claims).
+claim() {
+	mkdir "$claims/$1" 2>/dev/null
+}
+
 # stage NAME PIPELINE [fedrun options]: runs PIPELINE into $out/NAME unless
 # that is complete with the same arguments (RUN/.complete holds them); its
 # output goes to $out/NAME.log.
@@ -152,9 +162,11 @@ stage() {
 	args="$(basename "$pipe") $common $*"
 	if [ $force = 0 ] && [ -e "$out/$name/.complete" ] &&
 		[ "$(cat "$out/$name/.complete")" = "$args" ]; then
-		echo "run.sh: $name: complete, kept"
+		# (said once: not again by a job that finds another's stage done)
+		! claim "$name" || echo "run.sh: $name: complete, kept"
 		return 0
 	fi
+	claim "$name" || return 0
 	rm -f "$out/$name/.complete"
 	echo "run.sh: $name: $(basename "$pipe") $*"
 	t0=$(date +%s)
@@ -170,6 +182,9 @@ stage() {
 	printf '%s\n' "$args" >"$out/$name/.complete"
 }
 
+claims=$out/.claims # no other run.sh may use $out at the same time
+rm -rf "$claims"
+mkdir -p "$claims"
 T=$steps
 # The generic model: trained centrally on the 7 other domains (the
 # pipeline's 6 epochs; 1 with --quick), with its own SentencePiece model.
@@ -181,52 +196,82 @@ else
 fi
 init="--set init=$out/generic/final.safetensors --set model.tokenizer.model=$out/generic/spm.model"
 
-# Table 2: each domain fine-tuned alone (rounds 0: the generic model,
-# fine-tuned on each client), data combination, chained fine-tuning.
-stage alone "$ex/passban2022-alone.json" $init --set finetune.steps=$T
-stage combined "$ex/passban2022-combined.json" $init --set clients.steps=$((T / 5))
-prev=$out/generic/final.safetensors
-k=0
-for d in $client_domains; do
-	k=$((k + 1))
-	last=false
-	[ $k -eq 5 ] && last=true
-	stage chained-$k "$ex/passban2022-chained.json" \
-		--set init="$prev" --set model.tokenizer.model="$out/generic/spm.model" \
-		--set clients.steps=$((T / 5)) --set eval.matrix=$last \
-		--set "data.clients=[{\"name\":\"stage\",\"train\":\"$d/train\",\"valid\":\"$d/dev\"},$(
-			for e in $client_domains; do printf '{"name":"%s","valid":"%s/dev","test":"%s/test"},' "$e" "$e" "$e"; done |
-				sed 's/,$//')]"
-	prev=$out/chained-$k/final.safetensors
-done
+# Chained fine-tuning (Table 2): the domains in sequence, each stage from
+# the one before; one job runs the whole chain.
+chain() {
+	claim chained || return 0
+	prev=$out/generic/final.safetensors
+	k=0
+	for d in $client_domains; do
+		k=$((k + 1))
+		last=false
+		[ $k -eq 5 ] && last=true
+		stage chained-$k "$ex/passban2022-chained.json" \
+			--set init="$prev" --set model.tokenizer.model="$out/generic/spm.model" \
+			--set clients.steps=$((T / 5)) --set eval.matrix=$last \
+			--set "data.clients=[{\"name\":\"stage\",\"train\":\"$d/train\",\"valid\":\"$d/dev\"},$(
+				for e in $client_domains; do printf '{"name":"%s","valid":"%s/dev","test":"%s/test"},' "$e" "$e" "$e"; done |
+					sed 's/,$//')]"
+		prev=$out/chained-$k/final.safetensors
+	done
+}
 
-# Table 4 (and Table 5's 5 rounds, Table 6's "all"): the five clients from
-# the generic model, T steps each in 5 rounds, then each fine-tuned.
-r5=$((T / 5)) r10=$((T / 10)) r50=$((T / 50))
-stage federated "$ex/passban2022-federated.json" $init --set clients.steps=$r5 \
-	--set finetune.steps=$r5
-# Optimizer state and schedule clock (clients.optimizer_state,
-# clients.lr_clock): the federated setting of Table 4 with Adam's state
-# reset each round, reset with its bias correction continued, and reset on
-# each client's own schedule clock (fedrun's defaults before the global
-# clock: every round starts the warm-up again); "federated" itself keeps the
-# state on the global clock. These run right after "federated": they
-# decide the default of clients.optimizer_state.
-for s in reset continue; do
-	stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
-done
+# The stages after the generic model, in the order of the tables; every
+# job (--jobs) walks this list and runs the stages it claims.
+stages() {
+	# Table 2: each domain fine-tuned alone (rounds 0: the generic model,
+	# fine-tuned on each client), data combination, chained fine-tuning.
+	stage alone "$ex/passban2022-alone.json" $init --set finetune.steps=$T
+	stage combined "$ex/passban2022-combined.json" $init --set clients.steps=$((T / 5))
+	chain
 
-# Table 5: 10 and 50 rounds at the same steps.
-stage rounds10 "$ex/passban2022-rounds10.json" $init --set clients.steps=$r10
-stage rounds50 "$ex/passban2022-rounds50.json" $init --set clients.steps=$r50
-# Table 6: what travels in the pull.
-for s in dp-greater dp-less random; do
-	stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
-done
+	# Table 4 (and Table 5's 5 rounds, Table 6's "all"): the five clients from
+	# the generic model, T steps each in 5 rounds, then each fine-tuned.
+	r5=$((T / 5)) r10=$((T / 10)) r50=$((T / 50))
+	stage federated "$ex/passban2022-federated.json" $init --set clients.steps=$r5 \
+		--set finetune.steps=$r5
+	# Optimizer state and schedule clock (clients.optimizer_state,
+	# clients.lr_clock): the federated setting of Table 4 with Adam's state
+	# reset each round, reset with its bias correction continued, and reset on
+	# each client's own schedule clock (fedrun's defaults before the global
+	# clock: every round starts the warm-up again); "federated" itself keeps the
+	# state on the global clock. These run right after "federated": they
+	# decide the default of clients.optimizer_state.
+	for s in reset continue; do
+		stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
+	done
 
-# The schedule clock: fedrun's defaults before the global clock (state
-# reset, every round starts the warm-up again); last, as it matters least.
-stage client-clock "$ex/passban2022-client-clock.json" $init --set clients.steps=$r5
+	# Table 5: 10 and 50 rounds at the same steps.
+	stage rounds10 "$ex/passban2022-rounds10.json" $init --set clients.steps=$r10
+	stage rounds50 "$ex/passban2022-rounds50.json" $init --set clients.steps=$r50
+	# Table 6: what travels in the pull.
+	for s in dp-greater dp-less random; do
+		stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
+	done
+
+	# The schedule clock: fedrun's defaults before the global clock (state
+	# reset, every round starts the warm-up again); last, as it matters least.
+	stage client-clock "$ex/passban2022-client-clock.json" $init --set clients.steps=$r5
+}
+
+if [ "$jobs" -eq 1 ]; then
+	stages
+else
+	# Each job: its own fedrun thread count, its own exit status.
+	threads=$((threads / jobs))
+	[ "$threads" -ge 1 ] || threads=1
+	pids=
+	j=0
+	while [ $j -lt "$jobs" ]; do
+		stages &
+		pids="$pids $!"
+		j=$((j + 1))
+	done
+	st=0
+	for p in $pids; do wait "$p" || st=1; done
+	[ $st -eq 0 ] || die "a stage failed (its message is above)"
+fi
+rm -rf "$claims"
 
 t_end=$(date +%s)
 printf 'total\t%s\n' $((t_end - t_start)) >>"$times"
