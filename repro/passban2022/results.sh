@@ -325,5 +325,11 @@ fi
 	END { print "stage\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
 	      print "all stages\t" s }' "$out/times.tsv"
 	echo '```'
+	echo
+	# With --jobs J the stages overlap: the wall clock of each run.sh call
+	# that reached its end ("total" lines; a call cut short writes none).
+	awk -F'\t' '$1 == "total" && $2 > 0 { printf "%s%s s", (n++ ? ", " : ""), $2 }
+	END { if (n) print ""; else print "none" }' "$out/times.tsv" |
+		sed 's/^/Wall clock of the run.sh calls that ran stages to the end (`--jobs` runs stages side by side): /'
 } >"$out/results.md"
 echo "results.sh: wrote $out/results.md"
