@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "engine.h"
 
 static const char *split_names[] = {"train", "valid", "test"};
@@ -330,6 +331,19 @@ static int matrix(struct run *r, struct after *a)
 		fflush(stdout);
 	}
 	return 0;
+}
+
+bool run_after_done(const struct run *r)
+{
+	char path[4096];
+	for (uint32_t i = 0; r->cfg.finetune && i < r->nft; i++) {
+		snprintf(path, sizeof path, "%s/finetuned/client-%u.safetensors", r->cfg.dir,
+			 r->ft_list[i]);
+		if (access(path, F_OK) != 0)
+			return false;
+	}
+	snprintf(path, sizeof path, "%s/eval_matrix.tsv", r->cfg.dir);
+	return !r->cfg.eval_matrix || access(path, F_OK) == 0;
 }
 
 int run_after(struct run *r)

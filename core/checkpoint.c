@@ -59,16 +59,43 @@ static int add_meta(struct fedrun_st_file *f, const struct run *r, uint32_t roun
 	return rc;
 }
 
-/* Removes checkpoints beyond the newest `keep`. */
+static int round_desc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Removes the checkpoints beyond the newest output.keep, found by name in
+ * the directory: they need not be checkpoint_every apart (a signal writes
+ * one whatever the round, and with checkpoint_every 0 it is the only one). */
 static void prune(const struct run *r)
 {
-	for (int64_t old = (int64_t)r->round - r->cfg.ckpt_every * r->cfg.ckpt_keep; old > 0;
-	     old -= r->cfg.ckpt_every) {
-		char path[4096];
-		ckpt_path(r, (uint32_t)old, path, sizeof path);
-		if (unlink(path) != 0)
-			break;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/checkpoints", r->cfg.dir);
+	DIR *d = opendir(path);
+	uint32_t *rounds = NULL, n = 0, cap = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		unsigned rd;
+		char tail[32];
+		if (sscanf(e->d_name, "round-%u.%31s", &rd, tail) != 2 || strcmp(tail, "safetensors") != 0)
+			continue;
+		if (n == cap) {
+			uint32_t *more = realloc(rounds, (cap = cap ? 2 * cap : 16) * sizeof *rounds);
+			if (!more)
+				break; /* pruning is best effort */
+			rounds = more;
+		}
+		rounds[n++] = rd;
 	}
+	if (d)
+		closedir(d);
+	if (n > 1)
+		qsort(rounds, n, sizeof *rounds, round_desc);
+	for (uint32_t i = (uint32_t)r->cfg.ckpt_keep; i < n; i++) {
+		ckpt_path(r, rounds[i], path, sizeof path);
+		unlink(path);
+	}
+	free(rounds);
 }
 
 int checkpoint_write(struct run *r)

@@ -685,6 +685,8 @@ static int same_pipeline(const struct run *r, const char *saved_path)
 /* A fresh run directory: refuses to overwrite a run unless output.overwrite
  * says so, in which case the old run's files go first (stale checkpoints
  * must not be resumed later). */
+static void clear_run(struct run *r);
+
 static int fresh_dir(struct run *r, bool check_only)
 {
 	char path[4096];
@@ -698,6 +700,16 @@ static int fresh_dir(struct run *r, bool check_only)
 	int rc = fedrun_mkdir_p(r->cfg.dir);
 	if (rc < 0 || !r->cfg.overwrite)
 		return rc;
+	clear_run(r);
+	return 0;
+}
+
+/* Removes a run's outputs (metrics, log, final and fine-tuned models, the
+ * table, checkpoints) from its directory: stale ones must not be resumed
+ * or read later. The pipeline and the plugins' files stay. */
+static void clear_run(struct run *r)
+{
+	char path[4096];
 	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors",
 			       "eval_matrix.tsv"};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
@@ -725,7 +737,6 @@ static int fresh_dir(struct run *r, bool check_only)
 			break;
 	}
 	fedrun_error_clear();
-	return 0;
 }
 
 /* Checks the run directory before the plugins are created: a fresh run
@@ -745,13 +756,15 @@ static int prepare_dir_early(struct run *r)
 
 /* Records the resolved pipeline (as the plugins left it) in the run
  * directory, on resume too ("rounds" may have been extended). */
-static int prepare_dir(struct run *r)
+static int prepare_dir(struct run *r, bool fresh)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
 	int rc = r->opts->resume ? same_pipeline(r, path) : fresh_dir(r, false);
 	if (rc < 0)
 		return rc;
+	if (r->opts->resume && fresh)
+		clear_run(r); /* what a run stopped before its first checkpoint left */
 	char *text = json_dumps(r->pipeline, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -762,10 +775,75 @@ static int prepare_dir(struct run *r)
 	return rc;
 }
 
+/* Where --resume starts: *ckpt gets the newest checkpoint (new string) and
+ * *round its round; a run that stopped before its first checkpoint starts
+ * again from round 0 (*fresh, with a notice). Returns 1 when the run is
+ * complete (final.safetensors of `rounds` rounds, written after everything
+ * else, and the after-round outputs there: nothing to do; it says so), 0 to
+ * go on, or an error. */
+static int resume_point(struct run *r, uint32_t *round, char **ckpt, bool *fresh)
+{
+	char final[4096];
+	snprintf(final, sizeof final, "%s/final.safetensors", r->cfg.dir);
+	int rc = checkpoint_latest(r->cfg.dir, round, ckpt);
+	if (rc == FEDRUN_ENOENT && access(final, F_OK) != 0) {
+		fedrun_error_clear();
+		*fresh = true;
+		r->host.log(r, FEDRUN_LOG_WARN,
+			    "%s has no checkpoint (the run stopped before its first): starting it "
+			    "again from round 0",
+			    r->cfg.dir);
+		return 0;
+	}
+	if (rc < 0 && rc != FEDRUN_ENOENT)
+		return rc;
+	/* The final model's round (fedrun.round), when there is one. */
+	uint32_t done = 0;
+	bool complete = false;
+	struct fedrun_st_file f;
+	if (access(final, F_OK) == 0) {
+		if ((rc = fedrun_st_read(&f, final)) < 0)
+			return fedrun_error_wrap(rc, "cannot resume: ");
+		const char *v = fedrun_st_meta_get(&f, "fedrun.round");
+		char *end = NULL;
+		unsigned long n = v ? strtoul(v, &end, 10) : 0;
+		complete = v && *v >= '0' && *v <= '9' && !*end && n <= UINT32_MAX;
+		done = (uint32_t)n;
+		fedrun_st_fini(&f);
+		if (!complete)
+			return fedrun_error(FEDRUN_EFORMAT,
+					    "cannot resume: %s has no valid fedrun.round", final);
+	}
+	fedrun_error_clear(); /* no checkpoint, but the final model */
+	uint32_t at = complete && done > (*ckpt ? *round : 0) ? done : *round;
+	if (at > (uint32_t)r->cfg.rounds)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "cannot resume: the run in %s is at round %u already, past rounds "
+				    "%" PRId64 "; set rounds to more than %u to extend it",
+				    r->cfg.dir, at, r->cfg.rounds, at);
+	/* (A run whose fine-tuned models or table are gone redoes them.) */
+	if (complete && done == (uint32_t)r->cfg.rounds && run_after_done(r)) {
+		free(*ckpt);
+		*ckpt = NULL;
+		r->host.log(r, FEDRUN_LOG_WARN,
+			    "the run in %s is complete (%u rounds): nothing to do; set rounds to more "
+			    "than %u to extend it",
+			    r->cfg.dir, done, done);
+		return 1;
+	}
+	if (!*ckpt)
+		return fedrun_error(FEDRUN_ENOENT,
+				    "cannot resume: %s holds the model of round %u but no checkpoint to "
+				    "extend it from",
+				    r->cfg.dir, done);
+	return 0;
+}
+
 int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			struct fedrun_registry *reg)
 {
 	struct run r;
+	char *ckpt = NULL; /* --resume: the checkpoint to start from */
 	int rc = run_setup(&r, pipeline, opts, reg, true);
 	if (rc < 0)
 		goto out;
@@ -793,21 +871,27 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 		}
 	}
+	/* --resume: from the newest checkpoint; from round 0 when the run
+	 * stopped before its first one; nothing to do when it is complete. */
+	bool fresh = !opts->resume;
+	if (opts->resume) {
+		uint32_t rd;
+		if ((rc = resume_point(&r, &rd, &ckpt, &fresh)) != 0) {
+			if (rc > 0) /* complete */
+				rc = 0;
+			goto out;
+		}
+	}
 	/* init is read before the run directory records the pipeline: a file
 	 * that does not fit leaves no run behind, so the corrected command
 	 * runs without output.overwrite (and an init inside the directory an
 	 * overwriting run clears is read before it goes). */
-	if (!opts->resume && r.cfg.init && (rc = init_load(&r, r.cfg.init)) < 0)
+	if (fresh && r.cfg.init && (rc = init_load(&r, r.cfg.init)) < 0)
 		goto out;
-	if ((rc = prepare_dir(&r)) < 0 || (rc = workers_create(&r)) < 0)
+	if ((rc = prepare_dir(&r, fresh)) < 0 || (rc = workers_create(&r)) < 0)
 		goto out;
-	if (opts->resume) {
-		uint32_t rd;
-		char *path;
-		if ((rc = checkpoint_latest(r.cfg.dir, &rd, &path)) < 0)
-			goto out;
-		rc = checkpoint_load(&r, path);
-		free(path);
+	if (ckpt) {
+		rc = checkpoint_load(&r, ckpt);
 		if (rc < 0 || (rc = metrics_truncate(r.cfg.dir, r.round)) < 0)
 			goto out;
 	} else if (!r.cfg.init) {
@@ -817,7 +901,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 		}
 	}
-	if (run_push(&r) && !opts->resume) {
+	if (run_push(&r) && fresh) {
 		memcpy(r.theta_init, r.theta, r.layout->total * sizeof(float));
 		memcpy(r.theta_last, r.theta, r.layout->total * sizeof(float));
 	}
@@ -831,7 +915,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	r.host.log(&r, FEDRUN_LOG_INFO, "fedrun %s: %s, %u clients, %" PRIu64 " parameters in %u tensors, %u threads%s",
 		   PACKAGE_VERSION, r.cfg.name, r.num_clients, fedrun_layout_numel(r.layout), r.layout->n,
 		   opts->threads, opts->resume ? ", resumed" : "");
-	if (!opts->resume && r.cfg.eval_every > 0) {
+	if (fresh && r.cfg.eval_every > 0) {
 		/* Round 0: the initial model, as a baseline. */
 		if ((rc = evaluate_all(&r, (enum fedrun_split)r.cfg.eval_split)) < 0 ||
 		    (rc = metrics_flush_round(&r, 0)) < 0)
@@ -858,9 +942,11 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		    (rc = metrics_flush_round(&r, r.round)) < 0)
 			goto out;
 	}
-	rc = final_write(&r);
+	/* final.safetensors last: its presence says the run is complete
+	 * (resume_point), the after-round phases included. */
+	rc = run_after(&r);
 	if (rc == 0)
-		rc = run_after(&r);
+		rc = final_write(&r);
 	if (rc == 0) {
 		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,
 			   r.cfg.dir);
@@ -878,6 +964,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 out:
 	if (rc < 0 && r.log)
 		fprintf(r.log, "error: %s\n", fedrun_error_message());
+	free(ckpt);
 	run_teardown(&r);
 	return rc;
 }

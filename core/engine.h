@@ -184,6 +184,8 @@ const char *run_client_name(struct run *r, uint32_t k, char *buf, size_t len);
 int run_finetune_clients(struct run *r);
 /* Fine-tuning and the model-by-domain table, after the last round. */
 int run_after(struct run *r);
+/* Whether the outputs of run_after (fine-tuned models, the table) exist. */
+bool run_after_done(const struct run *r);
 int run_parallel_for(struct run *r, uint32_t n,
 		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx);
 double run_now(void);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Interrupted runs: SIGTERM (checkpoint at the round's end, exit 130) and
 # SIGKILL (dies anywhere) are both resumed with --resume to the same
-# final.safetensors as an uninterrupted run. Damaged checkpoints are
-# refused with a clear message.
+# final.safetensors as an uninterrupted run, also without periodic
+# checkpoints and when killed before the first; a complete run is left as
+# it is. Damaged checkpoints are refused with a clear message.
 . "$top_srcdir/tests/lib.sh"
 p="$top_srcdir/tests/pipelines/repro.json"
 run_ok --threads 2 "$p" --set output.dir=ref
@@ -44,6 +45,57 @@ cmp ref/final.safetensors kill/final.safetensors || die "SIGKILL + resume differ
 # The resumed metrics hold each round once.
 n=$(grep -c '"client":null,"split":"train","metric":"train_loss"' kill/metrics.jsonl)
 [ "$n" -eq 24 ] || die "resumed metrics hold $n round summaries, expected 24"
+
+# at_round DIR N: waits (up to 30 s) until DIR's metrics reach round N.
+at_round() {
+	i=0
+	while ! grep -q "^{\"round\":$2," "$1/metrics.jsonl" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+}
+
+# SIGTERM without periodic checkpoints (checkpoint_every 0): the signal's
+# checkpoint is kept, and the run resumes from it.
+"$FEDRUN" -q --threads 2 "$p" --set output.dir=term0 --set rounds=400 \
+	--set output.checkpoint_every=0 >/dev/null 2>term0.err &
+pid=$!
+at_round term0 3
+kill -s TERM $pid
+st=0; wait $pid || st=$?
+[ "$st" -eq 130 ] || { cat term0.err; die "SIGTERM, checkpoint_every 0: exit $st, expected 130"; }
+[ "$(newest term0)" -ge 3 ] || die "SIGTERM, checkpoint_every 0: the signal's checkpoint is gone"
+run_ok --threads 2 --resume "$p" --set output.dir=term0 --set output.checkpoint_every=0
+cmp ref/final.safetensors term0/final.safetensors || die "SIGTERM (checkpoint_every 0) + resume differs"
+
+# Killed before its first checkpoint: --resume starts it again from round
+# 0, with a notice, to the same model and metrics with each round once.
+"$FEDRUN" -q --threads 2 "$p" --set output.dir=early --set output.checkpoint_every=1000 >/dev/null 2>&1 &
+pid=$!
+at_round early 2
+kill -s KILL $pid
+wait $pid || true
+[ "$(newest early)" -eq 0 ] || die "the early run wrote a checkpoint"
+"$FEDRUN" -q --threads 2 --resume "$p" --set output.dir=early --set output.checkpoint_every=1000 \
+	>/dev/null 2>early.err || { cat early.err; die "resume of a run killed before its first checkpoint failed"; }
+grep -q "has no checkpoint (the run stopped before its first): starting it again from round 0" early.err ||
+	{ cat early.err; die "no notice that the run starts again"; }
+cmp ref/final.safetensors early/final.safetensors || die "the restarted run differs"
+n=$(grep -c '"client":null,"split":"train","metric":"train_loss"' early/metrics.jsonl)
+[ "$n" -eq 24 ] || die "the restarted run's metrics hold $n round summaries, expected 24"
+
+# A complete run: --resume says so and changes nothing; fewer rounds than
+# it has are refused; more extend it.
+cp ref/metrics.jsonl ref.metrics
+cp ref/pipeline.json ref.pipeline
+"$FEDRUN" -q --resume "$p" --set output.dir=ref >/dev/null 2>done.err ||
+	{ cat done.err; die "--resume of a complete run failed"; }
+grep -q "is complete (24 rounds): nothing to do" done.err || { cat done.err; die "no 'complete' message"; }
+cmp -s ref.metrics ref/metrics.jsonl || die "--resume of a complete run changed its metrics"
+cmp -s ref.pipeline ref/pipeline.json || die "--resume of a complete run changed its pipeline.json"
+"$FEDRUN" -q --resume "$p" --set output.dir=ref --set rounds=20 >/dev/null 2>fewer.err &&
+	die "--resume with fewer rounds than done was accepted"
+grep -q "is at round 24 already, past rounds 20" fewer.err || { cat fewer.err; die "unclear message for fewer rounds"; }
+cmp -s ref.metrics ref/metrics.jsonl || die "a refused --resume changed the metrics"
 
 # A truncated checkpoint is refused, by --resume and as "init".
 run_ok --threads 2 "$p" --set output.dir=dmg --set rounds=3
