@@ -198,13 +198,47 @@ int checkpoint_latest(const char *dir, uint32_t *round, char **path)
 	return 0;
 }
 
+int checkpoint_round(const struct fedrun_st_file *f, const char *path, uint32_t *round)
+{
+	const char *v = fedrun_st_meta_get(f, "fedrun.round");
+	if (!v)
+		return fedrun_error(FEDRUN_EFORMAT, "%s: not a fedrun checkpoint (no fedrun.round)", path);
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || n > UINT32_MAX)
+		return fedrun_error(FEDRUN_EFORMAT, "%s: fedrun.round is \"%.20s\", not a round number",
+				    path, v);
+	/* A checkpoint's name says its round too: they must agree. */
+	const char *base = strrchr(path, '/');
+	unsigned named;
+	char tail[32];
+	if (sscanf(base ? base + 1 : path, "round-%u.%31s", &named, tail) == 2 &&
+	    strcmp(tail, "safetensors") == 0 && named != n)
+		return fedrun_error(FEDRUN_EFORMAT, "%s: fedrun.round is %lu, the file's name says %u",
+				    path, n, named);
+	*round = (uint32_t)n;
+	return 0;
+}
+
 int checkpoint_load(struct run *r, const char *path)
 {
 	struct fedrun_st_file f;
 	int rc = fedrun_st_read(&f, path);
 	if (rc < 0)
 		return rc;
+	/* Everything resume reads is covered by the checksum (header and
+	 * data), and the round is checked against the file's name. */
+	if (fedrun_st_checksum_kind(&f) != FEDRUN_ST_CHECKSUM_FULL) {
+		rc = fedrun_error(FEDRUN_EFORMAT,
+				  "%s: no checksum over its header and data (a file this fedrun did "
+				  "not write, or its checksum entry is damaged): not resumed",
+				  path);
+		goto out;
+	}
 	const char *rd = fedrun_st_meta_get(&f, "fedrun.round");
+	uint32_t want;
+	if ((rc = checkpoint_round(&f, path, &want)) < 0)
+		goto out;
 	if (run_push(r)) {
 		const char *names[2] = {"__server__.init", "__server__.last"};
 		float *dst[2] = {r->theta_init, r->theta_last};
@@ -228,7 +262,7 @@ int checkpoint_load(struct run *r, const char *path)
 				  path, model, r->model.desc->name);
 		goto out;
 	}
-	r->round = (uint32_t)strtoul(rd, NULL, 10);
+	r->round = want;
 	const struct fedrun_st_tensor *gs = fedrun_st_find(&f, "__server__.step");
 	if (!gs || gs->dtype != FEDRUN_U64 || gs->bytes != 8) {
 		rc = fedrun_error(FEDRUN_EFORMAT,
@@ -395,6 +429,11 @@ int init_load(struct run *r, const char *path)
 	int rc = fedrun_st_read(&f, path);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "init: ");
+	if (fedrun_st_checksum_kind(&f) == FEDRUN_ST_CHECKSUM_NONE)
+		r->host.log(r, FEDRUN_LOG_WARN,
+			    "init: %s has no fedrun checksum (not written by fedrun, or its entry is "
+			    "damaged): nothing verifies its contents",
+			    path);
 	if ((rc = init_misfit(&f, r->layout, path)) < 0) {
 		fedrun_st_fini(&f);
 		return rc;

@@ -804,15 +804,14 @@ static int resume_point(struct run *r, uint32_t *round, char **ckpt, bool *fresh
 	if (access(final, F_OK) == 0) {
 		if ((rc = fedrun_st_read(&f, final)) < 0)
 			return fedrun_error_wrap(rc, "cannot resume: ");
-		const char *v = fedrun_st_meta_get(&f, "fedrun.round");
-		char *end = NULL;
-		unsigned long n = v ? strtoul(v, &end, 10) : 0;
-		complete = v && *v >= '0' && *v <= '9' && !*end && n <= UINT32_MAX;
-		done = (uint32_t)n;
+		rc = fedrun_st_checksum_kind(&f) == FEDRUN_ST_CHECKSUM_FULL
+			     ? checkpoint_round(&f, final, &done)
+			     : fedrun_error(FEDRUN_EFORMAT,
+					    "%s: no checksum over its header and data", final);
 		fedrun_st_fini(&f);
-		if (!complete)
-			return fedrun_error(FEDRUN_EFORMAT,
-					    "cannot resume: %s has no valid fedrun.round", final);
+		if (rc < 0)
+			return fedrun_error_wrap(rc, "cannot resume: ");
+		complete = true;
 	}
 	fedrun_error_clear(); /* no checkpoint, but the final model */
 	uint32_t at = complete && done > (*ckpt ? *round : 0) ? done : *round;

@@ -165,6 +165,9 @@ static inline bool run_keeps_clients(const struct run *r)
 int checkpoint_write(struct run *r);
 int checkpoint_latest(const char *dir, uint32_t *round, char **path);
 int checkpoint_load(struct run *r, const char *path);
+/* A checkpoint's (or final model's) fedrun.round, validated: digits, in
+ * range, and the round its name gives (round-NNNNNN.safetensors). */
+int checkpoint_round(const struct fedrun_st_file *f, const char *path, uint32_t *round);
 int final_write(struct run *r);
 int init_load(struct run *r, const char *path);
 

@@ -1,7 +1,11 @@
 /* The safetensors format (Hugging Face): an 8-byte little-endian header
  * length, a JSON header naming each tensor's dtype, shape and byte range,
- * then the raw data. fedrun adds a "fedrun.checksum" metadata entry (a hash
- * of the data section) so that a corrupted checkpoint is refused, not loaded. */
+ * then the raw data. fedrun adds a "fedrun.checksum" metadata entry so that
+ * a corrupted checkpoint is refused, not loaded: "h2:" and 16 hex digits, a
+ * hash of the header without that entry (compact, keys sorted: the round
+ * number and the tensors' names, shapes and offsets) and of the data
+ * section. Files of fedrun 0.1.0 before it have 16 hex digits, a hash of the
+ * data section alone (FEDRUN_ST_CHECKSUM_DATA). */
 #include "config.h"
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,6 +16,7 @@
 
 #define HEADER_MAX (UINT64_C(100) << 20)
 #define CHECKSUM_KEY "fedrun.checksum"
+#define CHECKSUM_V2 "h2:"
 
 static const struct {
 	const char *name;
@@ -151,6 +156,40 @@ static void hash_hex(uint64_t h, char out[17])
 	snprintf(out, 17, "%016" PRIx64, h);
 }
 
+/* The "h2:" checksum of a header (its checksum entry left out) and of the
+ * data: the tensors of a file being written (f), or a file's data section
+ * read (data, n). -1 when out of memory. */
+static int header_sum(json_t *hdr, const struct fedrun_st_file *f, const char *data, uint64_t n,
+		      char out[24])
+{
+	json_t *copy = json_deep_copy(hdr);
+	if (!copy)
+		return -1;
+	json_object_del(json_object_get(copy, "__metadata__"), CHECKSUM_KEY);
+	char *canon = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(copy);
+	if (!canon)
+		return -1;
+	struct hasher hs;
+	hash_init(&hs);
+	uint64_t len = strlen(canon);
+	unsigned char len_le[8];
+	for (int b = 0; b < 8; b++)
+		len_le[b] = (unsigned char)(len >> (8 * b));
+	hash_update(&hs, len_le, 8);
+	hash_update(&hs, canon, len);
+	free(canon);
+	if (f)
+		for (uint32_t i = 0; i < f->n; i++)
+			hash_update(&hs, f->t[i].data, f->t[i].bytes);
+	else
+		hash_update(&hs, data, n);
+	char hex[17];
+	hash_hex(hash_final(&hs), hex);
+	snprintf(out, 24, CHECKSUM_V2 "%s", hex);
+	return 0;
+}
+
 int fedrun_st_write(const struct fedrun_st_file *f, const char *path)
 {
 	int rc = FEDRUN_ENOMEM;
@@ -160,19 +199,13 @@ int fedrun_st_write(const struct fedrun_st_file *f, const char *path)
 		goto out_json;
 
 	uint64_t off = 0;
-	struct hasher hs;
-	hash_init(&hs);
-	for (uint32_t i = 0; i < f->n; i++)
-		hash_update(&hs, f->t[i].data, f->t[i].bytes);
-	char hex[17];
-	hash_hex(hash_final(&hs), hex);
 	if (f->meta) {
 		const char *k;
 		json_t *v;
 		json_object_foreach(f->meta, k, v)
 			json_object_set(meta, k, v);
 	}
-	json_object_set_new(meta, CHECKSUM_KEY, json_string(hex));
+	json_object_del(meta, CHECKSUM_KEY);
 	json_object_set(hdr, "__metadata__", meta);
 	for (uint32_t i = 0; i < f->n; i++) {
 		const struct fedrun_st_tensor *t = &f->t[i];
@@ -186,6 +219,10 @@ int fedrun_st_write(const struct fedrun_st_file *f, const char *path)
 			goto out_json;
 		off += t->bytes;
 	}
+	char sum[24];
+	if (header_sum(hdr, f, NULL, 0, sum) < 0)
+		goto out_json;
+	json_object_set_new(meta, CHECKSUM_KEY, json_string(sum));
 	text = json_dumps(hdr, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!text)
 		goto out_json;
@@ -229,6 +266,17 @@ static int cmp_range(const void *a, const void *b)
 }
 
 #define BAD(...) do { rc = fedrun_error(FEDRUN_EFORMAT, __VA_ARGS__); goto fail; } while (0)
+
+enum fedrun_st_checksum fedrun_st_checksum_kind(const struct fedrun_st_file *f)
+{
+	const char *v = f->meta ? json_string_value(json_object_get(f->meta, CHECKSUM_KEY)) : NULL;
+	if (!v)
+		return FEDRUN_ST_CHECKSUM_NONE;
+	size_t pre = strncmp(v, CHECKSUM_V2, 3) == 0 ? 3 : 0;
+	if (strlen(v) != pre + 16 || strspn(v + pre, "0123456789abcdef") != 16)
+		return FEDRUN_ST_CHECKSUM_BAD;
+	return pre ? FEDRUN_ST_CHECKSUM_FULL : FEDRUN_ST_CHECKSUM_DATA;
+}
 
 int fedrun_st_read(struct fedrun_st_file *f, const char *path)
 {
@@ -320,16 +368,28 @@ int fedrun_st_read(struct fedrun_st_file *f, const char *path)
 	if (pos != data_len)
 		BAD("%s: %" PRIu64 " bytes after the last tensor", path, data_len - pos);
 
-	const char *want = fedrun_st_meta_get(f, CHECKSUM_KEY);
-	if (want) {
-		struct hasher hs;
-		hash_init(&hs);
-		hash_update(&hs, data, data_len);
-		char hex[17];
-		hash_hex(hash_final(&hs), hex);
-		if (strcmp(hex, want) != 0)
-			BAD("%s: checksum mismatch (file says %s, data gives %s): the file is "
-			    "corrupted", path, want, hex);
+	json_t *sum = f->meta ? json_object_get(f->meta, CHECKSUM_KEY) : NULL;
+	if (sum) {
+		const char *want = json_string_value(sum);
+		char got[24];
+		if (!want)
+			BAD("%s: the checksum entry %s is not a string: the file is damaged", path,
+			    CHECKSUM_KEY);
+		if (fedrun_st_checksum_kind(f) == FEDRUN_ST_CHECKSUM_FULL) {
+			if (header_sum(hdr, NULL, data, data_len, got) < 0)
+				BAD("%s: out of memory", path);
+		} else if (fedrun_st_checksum_kind(f) == FEDRUN_ST_CHECKSUM_DATA) {
+			struct hasher hs;
+			hash_init(&hs);
+			hash_update(&hs, data, data_len);
+			hash_hex(hash_final(&hs), got);
+		} else {
+			BAD("%s: the checksum entry %s is malformed (\"%.40s\"): the file is damaged",
+			    path, CHECKSUM_KEY, want);
+		}
+		if (strcmp(got, want) != 0)
+			BAD("%s: checksum mismatch (file says %s, header and data give %s): the file "
+			    "is corrupted", path, want, got);
 	}
 	free(ranges);
 	json_decref(hdr);

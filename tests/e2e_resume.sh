@@ -3,7 +3,8 @@
 # SIGKILL (dies anywhere) are both resumed with --resume to the same
 # final.safetensors as an uninterrupted run, also without periodic
 # checkpoints and when killed before the first; a complete run is left as
-# it is. Damaged checkpoints are refused with a clear message.
+# it is. Damaged checkpoints (data, header, checksum entry, a renamed file)
+# are refused with a clear message.
 . "$top_srcdir/tests/lib.sh"
 p="$top_srcdir/tests/pipelines/repro.json"
 run_ok --threads 2 "$p" --set output.dir=ref
@@ -111,6 +112,27 @@ grep -q "checksum mismatch" err || { cat err; die "unclear message for corruptio
 "$FEDRUN" -q "$p" --set output.dir=init --set init="$work/$last" 2>err && die "started from a corrupted init"
 grep -q "^fedrun: .*init: .*checksum mismatch" err || { cat err; die "unclear message for a corrupted init"; }
 [ ! -e init/final.safetensors ] || die "a run with a bad init wrote a model"
+# The checksum covers the header: a checkpoint whose round was edited in
+# place is refused; one whose checksum entry was damaged (its key) is not
+# resumed, and as init it is read with a warning that nothing verifies it;
+# a round that disagrees with the file's name is refused.
+cp good.safetensors "$last"
+perl -0777 -pi -e 's/"fedrun.round":"3"/"fedrun.round":"9"/' "$last"
+cmp -s good.safetensors "$last" && die "the round edit did not apply"
+"$FEDRUN" -q --resume "$p" --set output.dir=dmg --set rounds=12 2>err && die "resumed from an edited round"
+grep -q "checksum mismatch" err || { cat err; die "unclear message for an edited round"; }
+cp good.safetensors "$last"
+perl -0777 -pi -e 's/"fedrun.checksum"/"fedrun.checksuM"/' "$last"
+"$FEDRUN" -q --resume "$p" --set output.dir=dmg --set rounds=6 2>err && die "resumed without a checksum"
+grep -q "no checksum over its header and data" err || { cat err; die "unclear message for a damaged checksum key"; }
+"$FEDRUN" -q "$p" --set output.dir=init3 --set init="$work/$last" --set rounds=1 2>err ||
+	{ cat err; die "init without a checksum failed"; }
+grep -q "has no fedrun checksum.*nothing verifies its contents" err || { cat err; die "init without a checksum: no warning"; }
+cp good.safetensors "$last"
+mv "$last" dmg/checkpoints/round-000004.safetensors
+"$FEDRUN" -q --resume "$p" --set output.dir=dmg --set rounds=6 2>err && die "resumed a renamed checkpoint"
+grep -q "fedrun.round is 3, the file's name says 4" err || { cat err; die "unclear message for a renamed checkpoint"; }
+mv dmg/checkpoints/round-000004.safetensors "$last"
 # A good checkpoint works as init.
 run_ok "$p" --set output.dir=init2 --set init="$work/good.safetensors" --set rounds=1
 # Resuming where nothing was run is refused.

@@ -485,11 +485,56 @@ START_TEST(test_safetensors_damaged)
 	fedrun_st_init(&f);
 	uint64_t shape[1] = {64};
 	fedrun_st_add(&f, "x", FEDRUN_F32, 1, shape, data);
+	ck_assert_int_eq(fedrun_st_meta_set(&f, "fedrun.round", "3"), 0);
 	ck_assert_int_eq(fedrun_st_write(&f, path), 0);
 	fedrun_st_fini(&f);
 	char *buf;
 	size_t n;
 	ck_assert_int_eq(fedrun_read_file(path, &buf, &n), 0);
+	ck_assert_int_eq(fedrun_st_read(&f, path), 0);
+	ck_assert_int_eq(fedrun_st_checksum_kind(&f), FEDRUN_ST_CHECKSUM_FULL);
+	fedrun_st_fini(&f);
+
+	/* The checksum covers the header: a round number, a shape or an
+	 * offset changed in place is caught; a damaged checksum entry is not
+	 * a way around it (its key: no checksum, which the reader reports;
+	 * its value: refused). Each edit overwrites strlen(to) bytes from where
+	 * `from` is found. */
+	struct {
+		const char *from, *to, *msg;
+		int kind;
+	} edits[] = {
+	    {"\"fedrun.round\":\"3\"", "\"fedrun.round\":\"9\"", "checksum mismatch", -1},
+	    {"\"shape\":[64]", "\"shape\":[16]", "bytes for", -1},
+	    {"\"fedrun.checksum\"", "\"fedrun.checksuM\"", NULL, FEDRUN_ST_CHECKSUM_NONE},
+	    /* the whole entry: 18 + 21 bytes ("h2:" and 16 digits, quoted) */
+	    {"\"fedrun.checksum\":\"h2:", "\"fedrun.checksum\":[1,2,3,4,5,6,7,8,9,0]", "not a string",
+	     -1},
+	    {"\"fedrun.checksum\":\"h2:", "\"fedrun.checksum\":\"h3:", "malformed", -1},
+	};
+	for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
+		char *copy = malloc(n);
+		memcpy(copy, buf, n);
+		char *at = NULL;
+		for (size_t i = 0; !at && i + strlen(edits[e].from) <= n; i++)
+			if (memcmp(copy + i, edits[e].from, strlen(edits[e].from)) == 0)
+				at = copy + i;
+		ck_assert_msg(at != NULL, "edit %zu: '%s' not in the header", e, edits[e].from);
+		ck_assert_uint_le(strlen(edits[e].from), strlen(edits[e].to)); /* overwritten */
+		memcpy(at, edits[e].to, strlen(edits[e].to));
+		ck_assert_int_eq(fedrun_write_file_atomic(bad, copy, n), 0);
+		free(copy);
+		int rc = fedrun_st_read(&f, bad);
+		if (edits[e].msg) {
+			ck_assert_msg(rc == FEDRUN_EFORMAT, "edit %zu accepted", e);
+			ck_assert_msg(strstr(fedrun_error_message(), edits[e].msg) != NULL, "edit %zu: %s",
+				      e, fedrun_error_message());
+		} else {
+			ck_assert_int_eq(rc, 0);
+			ck_assert_int_eq(fedrun_st_checksum_kind(&f), edits[e].kind);
+			fedrun_st_fini(&f);
+		}
+	}
 
 	/* Every truncation is refused. */
 	for (size_t cut = 0; cut < n; cut += 7) {

@@ -75,6 +75,18 @@ const struct fedrun_st_tensor *fedrun_st_find(const struct fedrun_st_file *f,
 					      const char *name);
 /* Metadata value or NULL. */
 const char *fedrun_st_meta_get(const struct fedrun_st_file *f, const char *key);
+/* What the "fedrun.checksum" entry of a file read covers. fedrun_st_read
+ * refuses a file whose entry is present but does not match (or is not a
+ * string, or FEDRUN_ST_CHECKSUM_BAD); a file without one (not written by
+ * fedrun, or its entry's key damaged) is read, and NONE says that nothing
+ * verified it. */
+enum fedrun_st_checksum {
+	FEDRUN_ST_CHECKSUM_NONE = 0, /* no entry */
+	FEDRUN_ST_CHECKSUM_DATA = 1, /* fedrun 0.1.0 before: the data section only */
+	FEDRUN_ST_CHECKSUM_FULL = 2, /* the header (metadata, tensor entries) and data */
+	FEDRUN_ST_CHECKSUM_BAD = 3   /* an entry of no known form */
+};
+enum fedrun_st_checksum fedrun_st_checksum_kind(const struct fedrun_st_file *f);
 
 /* Saves every tensor of a layout from an arena (F32), padding excluded. */
 int fedrun_st_add_layout(struct fedrun_st_file *f, const struct fedrun_layout *l,
