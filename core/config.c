@@ -195,6 +195,19 @@ int run_config_parse(json_t *root, struct run_cfg *cfg)
 	if (rc < 0)
 		return rc;
 	cfg->name = top.name ? top.name : "run";
+	/* The name is the default run directory's last component (runs/NAME):
+	 * one component, which cannot lead out of runs/. */
+	size_t nlen = strlen(cfg->name);
+	bool ctl = false;
+	for (const unsigned char *c = (const unsigned char *)cfg->name; *c; c++)
+		ctl |= *c < 0x20 || *c == 0x7f;
+	if (nlen == 0 || nlen > 200 || strchr(cfg->name, '/') || ctl ||
+	    strcmp(cfg->name, ".") == 0 || strcmp(cfg->name, "..") == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "name: \"%.60s%s\" cannot name a run directory (runs/NAME): 1 to "
+				    "200 characters, no '/' or control characters, not \".\" or "
+				    "\"..\" (output.dir chooses the directory freely)",
+				    cfg->name, nlen > 60 ? "..." : "");
 	if (!top.name)
 		json_object_set_new(root, "name", json_string("run"));
 	cfg->seed = top.seed;

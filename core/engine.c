@@ -638,14 +638,6 @@ static void run_teardown(struct run *r)
 	pthread_mutex_destroy(&r->lock);
 }
 
-int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opts,
-			     struct fedrun_registry *reg)
-{
-	struct run r;
-	int rc = run_setup(&r, pipeline, opts, reg, false);
-	run_teardown(&r);
-	return rc;
-}
 
 /* Compares the resolved pipeline with the one a run directory holds; only
  * "rounds" (a resumed run may be extended) and "output.dir" (the directory
@@ -687,6 +679,53 @@ static int same_pipeline(const struct run *r, const char *saved_path)
  * must not be resumed later). */
 static void clear_run(struct run *r);
 
+/* The files a run writes besides pipeline.json (clear_run removes them). */
+static const char *const run_files[] = {"metrics.jsonl", "metrics.csv",     "log.txt",
+					"final.safetensors", "eval_matrix.tsv", "checkpoints",
+					"finetuned"};
+
+/* Whether output.dir can be created and written: the directory, or the
+ * nearest ancestor that exists, must be a writable directory. */
+static int dir_writable(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s", dir);
+	for (;;) {
+		struct stat st;
+		if (stat(path, &st) == 0) {
+			if (!S_ISDIR(st.st_mode))
+				return fedrun_error(FEDRUN_EIO, "output.dir: %s: %s is not a directory", dir,
+						    path);
+			if (access(path, W_OK | X_OK) != 0)
+				return fedrun_error(FEDRUN_EIO, "output.dir: %s: %s is not writable: %s", dir,
+						    path, strerror(errno));
+			return 0;
+		}
+		char *slash = strrchr(path, '/');
+		while (slash && slash > path && slash[1] == '\0') { /* trailing slashes */
+			*slash = '\0';
+			slash = strrchr(path, '/');
+		}
+		if (!slash)
+			snprintf(path, sizeof path, ".");
+		else if (slash == path)
+			path[1] = '\0'; /* "/" */
+		else
+			*slash = '\0';
+	}
+}
+
+int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opts,
+			     struct fedrun_registry *reg)
+{
+	struct run r;
+	int rc = run_setup(&r, pipeline, opts, reg, false);
+	if (rc == 0)
+		rc = dir_writable(r.cfg.dir); /* what the run would find first */
+	run_teardown(&r);
+	return rc;
+}
+
 static int fresh_dir(struct run *r, bool check_only)
 {
 	char path[4096];
@@ -695,8 +734,19 @@ static int fresh_dir(struct run *r, bool check_only)
 		return fedrun_error(FEDRUN_EIO,
 				    "%s already holds a run: continue it with --resume, or set "
 				    "output.overwrite to true, or choose another output.dir", r->cfg.dir);
+	/* Outputs of a run whose pipeline.json is gone are not overwritten
+	 * unasked either. */
+	for (size_t i = 0; !r->cfg.overwrite && i < sizeof run_files / sizeof *run_files; i++) {
+		snprintf(path, sizeof path, "%s/%s", r->cfg.dir, run_files[i]);
+		if (access(path, F_OK) == 0)
+			return fedrun_error(FEDRUN_EIO,
+					    "%s holds a run's %s but no pipeline.json: set "
+					    "output.overwrite to true to replace it, or choose another "
+					    "output.dir",
+					    r->cfg.dir, run_files[i]);
+	}
 	if (check_only)
-		return 0;
+		return dir_writable(r->cfg.dir);
 	int rc = fedrun_mkdir_p(r->cfg.dir);
 	if (rc < 0 || !r->cfg.overwrite)
 		return rc;
@@ -710,10 +760,8 @@ static int fresh_dir(struct run *r, bool check_only)
 static void clear_run(struct run *r)
 {
 	char path[4096];
-	const char *files[] = {"metrics.jsonl", "metrics.csv", "log.txt", "final.safetensors",
-			       "eval_matrix.tsv"};
-	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-		snprintf(path, sizeof path, "%s/%s", r->cfg.dir, files[i]);
+	for (size_t i = 0; i < 5; i++) { /* the files of run_files */
+		snprintf(path, sizeof path, "%s/%s", r->cfg.dir, run_files[i]);
 		unlink(path);
 	}
 	snprintf(path, sizeof path, "%s/finetuned", r->cfg.dir);

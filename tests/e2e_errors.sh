@@ -27,4 +27,23 @@ grep -q "threads: expected an integer in \[1, 1024\], got '0'" err || die "uncle
 grep -q "expected PATH=VALUE" err || die "unclear --set message"
 "$FEDRUN" --version | grep -q "plugin ABI 1.2" || die "--version"
 "$FEDRUN" --help | grep -q "Exit status" || die "--help"
+# Output paths: a directory that holds a run's outputs without its
+# pipeline.json is not overwritten unasked (nor changed); an output.dir
+# that cannot be created fails validate, not only the run.
+toy="$top_srcdir/examples/toy-fedavg.json"
+mkdir orphan
+echo '{"round":1}' >orphan/metrics.jsonl
+"$FEDRUN" -q "$toy" --set output.dir=orphan --set rounds=1 2>err && die "a directory with a run's metrics was overwritten"
+grep -q "orphan holds a run's metrics.jsonl but no pipeline.json" err || { cat err; die "unclear message for an orphaned run"; }
+[ "$(cat orphan/metrics.jsonl)" = '{"round":1}' ] || die "the refused run changed orphan/metrics.jsonl"
+run_ok "$toy" --set output.dir=orphan --set rounds=1 --set output.overwrite=true
+echo file >plain
+"$FEDRUN" validate "$toy" --set output.dir=plain/run 2>err && die "validate accepted an output.dir under a file"
+grep -q "output.dir: plain/run: plain is not a directory" err || { cat err; die "unclear message for output.dir under a file"; }
+if [ "$(id -u)" != 0 ]; then # root writes anywhere
+	mkdir ro && chmod 500 ro
+	"$FEDRUN" validate "$toy" --set output.dir=ro/run 2>err && die "validate accepted an unwritable output.dir"
+	grep -q "output.dir: ro/run: ro is not writable" err || { cat err; die "unclear message for an unwritable output.dir"; }
+	chmod 700 ro
+fi
 echo "a diverging run failed in round $r with a clear message and kept rounds 1..$((r - 1))"
