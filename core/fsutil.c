@@ -131,6 +131,11 @@ int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n)
 		len += fread(buf + len, 1, cap - len, fp);
 		if (len < cap)
 			break;
+		if (cap >= FEDRUN_READ_MAX) { /* a stream: stdin from /dev/zero */
+			free(buf);
+			return fedrun_error(FEDRUN_EINVAL, "'%s': more than the %llu GiB fedrun reads", name,
+					    (unsigned long long)(FEDRUN_READ_MAX >> 30));
+		}
 		char *bigger = realloc(buf, 2 * cap + 1);
 		if (!bigger) {
 			free(buf);
@@ -152,15 +157,49 @@ int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n)
 	return 0;
 }
 
+int fedrun_file_check(const char *path, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return fedrun_error(FEDRUN_EIO, "cannot read '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fedrun_error(FEDRUN_EINVAL, "'%s' is not a regular file (%s): fedrun reads files only",
+				    path,
+				    S_ISDIR(st.st_mode)    ? "a directory"
+				    : S_ISFIFO(st.st_mode) ? "a FIFO"
+				    : S_ISCHR(st.st_mode)  ? "a character device"
+				    : S_ISBLK(st.st_mode)  ? "a block device"
+				    : S_ISSOCK(st.st_mode) ? "a socket"
+							   : "not a file");
+	if ((uint64_t)st.st_size > FEDRUN_READ_MAX)
+		return fedrun_error(FEDRUN_EINVAL, "'%s' is %lld bytes, more than the %llu GiB fedrun reads",
+				    path, (long long)st.st_size,
+				    (unsigned long long)(FEDRUN_READ_MAX >> 30));
+	return 0;
+}
+
 int fedrun_read_file(const char *path, char **data, size_t *n)
 {
 	*data = NULL;
 	*n = 0;
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
+	/* O_NONBLOCK: opening a FIFO does not wait for a writer; the check
+	 * then refuses it (and devices), and reading is blocking again. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return fedrun_error(errno == ENOENT ? FEDRUN_ENOENT : FEDRUN_EIO,
 				    "cannot open '%s': %s", path, strerror(errno));
-	int rc = fedrun_read_stream(fp, path, data, n);
+	int rc = fedrun_file_check(path, fd);
+	int fl = fcntl(fd, F_GETFL);
+	if (rc == 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+		rc = fedrun_error(FEDRUN_EIO, "cannot read '%s': %s", path, strerror(errno));
+	FILE *fp = rc == 0 ? fdopen(fd, "rb") : NULL;
+	if (rc == 0 && !fp)
+		rc = fedrun_error(FEDRUN_EIO, "cannot read '%s': %s", path, strerror(errno));
+	if (!fp) {
+		close(fd);
+		return rc;
+	}
+	rc = fedrun_read_stream(fp, path, data, n);
 	fclose(fp);
 	return rc;
 }

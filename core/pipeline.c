@@ -5,17 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fedrun/error.h"
+#include "fedrun/io.h"
 #include "fedrun/pipeline.h"
 
 int fedrun_pipeline_load(const char *file, json_t **out)
 {
 	json_error_t jerr;
-	FILE *fp = fopen(file, "rb");
-	if (!fp)
-		return fedrun_error(errno == ENOENT ? FEDRUN_ENOENT : FEDRUN_EIO,
-				    "%s: cannot open: %s", file, strerror(errno));
-	json_t *root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
-	fclose(fp);
+	char *text;
+	size_t n;
+	int rc = fedrun_read_file(file, &text, &n);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "%s: ", file);
+	json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!root)
 		return fedrun_error(FEDRUN_ECONFIG, "%s:%d:%d: %s", file, jerr.line, jerr.column,
 				    jerr.text);

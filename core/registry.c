@@ -5,10 +5,13 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "fedrun/io.h"
 #include "fedrun/registry.h"
 
 #ifndef FEDRUN_PLUGINDIR
@@ -163,6 +166,14 @@ int fedrun_registry_open(struct fedrun_registry *reg, const char *file,
 		return 0;
 	}
 	int rc;
+	/* dlopen would wait on a FIFO: plugins are regular files. */
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return fedrun_error(FEDRUN_EPLUGIN, "%s: cannot load: %s", file, strerror(errno));
+	rc = fedrun_file_check(file, fd);
+	close(fd);
+	if (rc < 0)
+		return fedrun_error_wrap(FEDRUN_EPLUGIN, "plugin: ");
 	void *dl = dlopen(file, RTLD_NOW | RTLD_LOCAL);
 	if (!dl)
 		return fedrun_error(FEDRUN_EPLUGIN, "%s: cannot load: %s", file, dlerror());

@@ -46,4 +46,28 @@ if [ "$(id -u)" != 0 ]; then # root writes anywhere
 	grep -q "output.dir: ro/run: ro is not writable" err || { cat err; die "unclear message for an unwritable output.dir"; }
 	chmod 700 ro
 fi
+# Only regular files are read: a FIFO or a device as the pipeline, a
+# plugin, a data file or fedrun bleu's input is refused at once (timeout:
+# a hang fails the test).
+mkfifo fifo
+refused() { # STATUS TEXT COMMAND...: COMMAND exits STATUS saying TEXT
+	want=$1 text=$2
+	shift 2
+	st=0
+	timeout 60 "$@" >/dev/null 2>err || st=$?
+	[ "$st" -ne 124 ] || die "hangs: $*"
+	[ "$st" -eq "$want" ] || { cat err; die "exit $st, expected $want: $*"; }
+	grep -qF "$text" err || { cat err; die "no '$text' from: $*"; }
+}
+refused 2 "'fifo' is not a regular file (a FIFO)" "$FEDRUN" validate fifo
+# (fedrun bleu: exit 1 for any input it cannot read; fedrun-bleu(1))
+refused 1 "'/dev/zero' is not a regular file (a character device)" "$FEDRUN" bleu /dev/zero /dev/zero
+refused 1 "'fifo' is not a regular file (a FIFO)" "$FEDRUN" bleu fifo fifo
+refused 3 "is not a regular file (a FIFO)" "$FEDRUN" validate "$toy" --set "aggregator.path=\"$work/fifo\""
+mkdir -p par
+printf 'a b\n' >par/train.en
+ln -s ../fifo par/train.de
+refused 2 "is not a regular file (a FIFO)" "$FEDRUN" validate "$toy" \
+	--set 'model={"plugin": "transformer", "preset": "tiny", "tokenizer": {"type": "words"}}' \
+	--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/par", "clients": [{"name": "p", "train": "train"}]}'
 echo "a diverging run failed in round $r with a clear message and kept rounds 1..$((r - 1))"

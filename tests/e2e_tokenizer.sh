@@ -99,4 +99,18 @@ grep -qF "init run's tokenizer? set model.tokenizer.model to $work/ft/spm.model"
 [ -e bad/pipeline.json ] && die "a refused init left bad/pipeline.json"
 run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=1 --set init="$work/ft/final.safetensors" \
 	--set model.tokenizer.model="$work/ft/spm.model" --set output.dir=bad
+# Text SentencePiece cannot learn from (whitespace and control characters
+# only) is refused with a message; SentencePiece would abort the process.
+mkdir ws
+for s in train dev test; do
+	printf '  \n\t\n\001\n' >ws/$s.en
+	printf ' \n\002\n\n' >ws/$s.de
+done
+st=0
+"$FEDRUN" validate "$p" --set "model.tokenizer=$spm" \
+	--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/ws", "clients": [{"name": "w", "train": "train", "valid": "dev", "test": "test"}]}' \
+	2>ws.err || st=$?
+[ "$st" -eq 2 ] || { cat ws.err; die "whitespace-only training text: exit $st, expected 2"; }
+grep -q "the training text has only whitespace and control characters" ws.err ||
+	{ cat ws.err; die "whitespace-only training text: unclear message"; }
 echo "tokenizer: kept in the run directory; moved runs translate and resume; init copies it"

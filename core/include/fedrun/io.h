@@ -29,10 +29,19 @@ void fedrun_atomic_abort(struct fedrun_atomic_file *af);
 /* Writes a whole buffer atomically. */
 int fedrun_write_file_atomic(const char *path, const void *data, size_t n);
 
-/* Reads a whole file into a new NUL-terminated buffer (free with free()). */
+/* The most bytes fedrun reads from one file or stream (4 GiB). */
+#define FEDRUN_READ_MAX (UINT64_C(4) << 30)
+/* Reads a whole file into a new NUL-terminated buffer (free with free()).
+ * Only regular files of at most FEDRUN_READ_MAX bytes: a FIFO, device or
+ * directory is refused at once (never waited on). */
 int fedrun_read_file(const char *path, char **data, size_t *n);
-/* The same from an open stream; `name` is for messages. */
+/* The same from an open stream; `name` is for messages. At most
+ * FEDRUN_READ_MAX bytes. */
 int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n);
+/* Whether the open file `fd` (named `path`) is one fedrun reads: a regular
+ * file of at most FEDRUN_READ_MAX bytes. 0, FEDRUN_EINVAL (with a message)
+ * or FEDRUN_EIO. */
+int fedrun_file_check(const char *path, int fd);
 
 /* ---- safetensors ----
  * 8-byte little-endian header length N, N bytes of JSON header, then the

@@ -585,6 +585,20 @@ static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t 
 	return rc;
 }
 
+/* Whether a line has a character SentencePiece keeps: printable ASCII, or
+ * a UTF-8 sequence other than a C1 control or a no-break space (which
+ * normalization turns into a space). */
+static bool spm_has_char(const char *line)
+{
+	for (const unsigned char *c = (const unsigned char *)line; *c; c++) {
+		if (*c > 0x20 && *c < 0x7f)
+			return true;
+		if (*c >= 0xc2 && !(*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0xa0))
+			return true;
+	}
+	return false;
+}
+
 /* Builds or loads the tokenizer. Training lines: raw[k][TRAIN] src + tgt;
  * files: the same as files when the data came from files (nfiles > 0).
  * In a run (host->run_dir) the tokenizer ends up in the run directory,
@@ -616,6 +630,16 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 		return fedrun_error(FEDRUN_ECONFIG,
 				    "model.tokenizer: no training data to train SentencePiece on; "
 				    "give \"model\": a SentencePiece .model file");
+	/* SentencePiece aborts the process (a CHECK) when the text has no
+	 * character to learn from: whitespace and control characters only. */
+	bool any = false;
+	for (uint32_t k = 0; !any && k < m->nclients; k++)
+		for (uint64_t i = 0; !any && i < raw[k][0].src.n; i++)
+			any = spm_has_char(raw[k][0].src.l[i]) || spm_has_char(raw[k][0].tgt.l[i]);
+	if (!any)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer: the training text has only whitespace and "
+				    "control characters: nothing to train SentencePiece on");
 	/* Train SentencePiece jointly on every client's source and target
 	 * training text: the files, or the generated lines written out. The
 	 * model goes to a temporary file, then into the run directory. */
