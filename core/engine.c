@@ -338,6 +338,15 @@ static int evaluate_server(struct run *r, enum fedrun_split split)
 			return rc;
 	}
 	if (ev.n > 0 && strcmp(ev.m[0].name, "loss") == 0) {
+		if (!isfinite(ev.m[0].value))
+			return fedrun_error(FEDRUN_ENUMERIC,
+					    "round %u: the model's %s loss is %g: training diverged (a "
+					    "smaller learning rate?)",
+					    r->round,
+					    split == FEDRUN_SPLIT_TEST    ? "test"
+					    : split == FEDRUN_SPLIT_VALID ? "valid"
+									  : "train",
+					    ev.m[0].value);
 		if (split == FEDRUN_SPLIT_TEST) {
 			r->test_loss = ev.m[0].value;
 		} else {
@@ -512,6 +521,13 @@ static int run_round(struct run *r, uint32_t round)
 	}
 	r->round = round;
 	double train_loss = n_sum > 0 ? loss_sum / n_sum : NAN;
+	if (n_sum > 0 && !isfinite(train_loss)) { /* finite weights, infinite loss */
+		rc = fedrun_error(FEDRUN_ENUMERIC,
+				  "round %u: the clients' training loss is %g: training diverged "
+				  "(a smaller learning rate?)",
+				  round, train_loss);
+		goto out;
+	}
 	rc = run_event(r, -1, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, train_loss);
 	if (rc == 0)
 		rc = run_event(r, -1, -1, "clients", NULL, m);

@@ -46,10 +46,7 @@ if [ "$(id -u)" != 0 ]; then # root writes anywhere
 	grep -q "output.dir: ro/run: ro is not writable" err || { cat err; die "unclear message for an unwritable output.dir"; }
 	chmod 700 ro
 fi
-# Only regular files are read: a FIFO or a device as the pipeline, a
-# plugin, a data file or fedrun bleu's input is refused at once (timeout:
-# a hang fails the test).
-mkfifo fifo
+
 refused() { # STATUS TEXT COMMAND...: COMMAND exits STATUS saying TEXT
 	want=$1 text=$2
 	shift 2
@@ -59,6 +56,22 @@ refused() { # STATUS TEXT COMMAND...: COMMAND exits STATUS saying TEXT
 	[ "$st" -eq "$want" ] || { cat err; die "exit $st, expected $want: $*"; }
 	grep -qF "$text" err || { cat err; die "no '$text' from: $*"; }
 }
+# A loss that becomes infinite while the weights stay finite stops the run
+# with a message and exit 1 (the test model "wordrev" reports one on demand).
+wr() { # OPTION: a wordrev pipeline reporting an infinite loss
+	printf '{"name": "inf", "seed": 1, "rounds": 3, "model": {"plugin": "wordrev", "path": "%s", "%s": true}, "data": {"clients": 2}, "clients": {"epochs": 1, "optimizer": {"name": "sgd", "lr": 0.1}}, "output": {"dir": "%s"}}\n' \
+		"$top_builddir/tests/plugins/.libs/wordrev.so" "$1" "$1"
+}
+wr inf_train_loss >inft.json
+refused 1 "round 1: the clients' training loss is inf: training diverged" "$FEDRUN" -q inft.json
+[ ! -e inf_train_loss/final.safetensors ] || die "a diverged run wrote a final model"
+wr inf_eval_loss >infe.json
+refused 1 "round 0: the model's valid loss is inf: training diverged" "$FEDRUN" -q infe.json
+
+# Only regular files are read: a FIFO or a device as the pipeline, a
+# plugin, a data file or fedrun bleu's input is refused at once (timeout:
+# a hang fails the test).
+mkfifo fifo
 refused 2 "'fifo' is not a regular file (a FIFO)" "$FEDRUN" validate fifo
 # (fedrun bleu: exit 1 for any input it cannot read; fedrun-bleu(1))
 refused 1 "'/dev/zero' is not a regular file (a character device)" "$FEDRUN" bleu /dev/zero /dev/zero

@@ -1335,6 +1335,8 @@ START_TEST(bad_configs_name_their_key)
 	const struct fedrun_aggregator_ops *ops = load("fedatt");
 	refuse(ops, "{\"epsilon\": 0}", "epsilon", &w.l);
 	refuse(ops, "{\"epsilon\": \"big\"}", "epsilon", &w.l);
+	refuse(ops, "{\"epsilon\": 1e18}", "epsilon", &w.l); /* (0, 2]: beyond, it diverges */
+	refuse(ops, "{\"epsilon\": 2.01}", "epsilon", &w.l);
 	refuse(ops, "{\"norm\": \"l1\"}", "norm", &w.l);
 	refuse(ops, "{\"beta\": 1.5}", "beta", &w.l);
 	refuse(ops, "{\"sigma\": -1}", "sigma", &w.l);
@@ -1344,6 +1346,7 @@ START_TEST(bad_configs_name_their_key)
 	refuse(ops, "{\"beta2\": -0.1}", "beta2", &w.l);
 	refuse(ops, "{\"tau\": 0}", "tau", &w.l);
 	refuse(ops, "{\"lr\": 0}", "lr", &w.l);
+	refuse(ops, "{\"lr\": 1e18}", "lr", &w.l);
 	refuse(ops, "{\"momentum\": 1}", "momentum", &w.l);
 	refuse(ops, "{\"v0\": -1}", "v0", &w.l);
 	refuse(ops, "{\"weights\": \"tokens\"}", "weights", &w.l);

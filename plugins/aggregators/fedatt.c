@@ -22,8 +22,11 @@ struct fedatt_cfg {
 };
 
 static const struct fedrun_opt fedatt_opts[] = {
-    {"epsilon", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, epsilon), FEDRUN_OPT_MIN_OPEN, 0,
-     INFINITY, 1.0, NULL, NULL},
+    /* (0, 2]: the step moves the server a fraction epsilon of the way to
+     * the attention-weighted average of the clients (eq. 4); beyond 2 it
+     * overshoots by more than it covers and diverges. */
+    {"epsilon", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, epsilon), FEDRUN_OPT_MIN_OPEN, 0, 2,
+     1.0, NULL, NULL},
     {"norm", FEDRUN_OPT_CHOICE, offsetof(struct fedatt_cfg, norm), 0, 0, 0, 0, "frobenius",
      "frobenius|spectral"},
     {"beta", FEDRUN_OPT_NUMBER, offsetof(struct fedatt_cfg, beta), 0, 0, 1, 0, NULL, NULL},

@@ -29,7 +29,7 @@ static const struct fedrun_opt fedopt_opts[] = {
      "adam|yogi|adagrad|avgm"},
     /* Default depends on the method: see fedopt_create. */
     {"lr", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, lr),
-     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MIN_OPEN, 0, INFINITY, 0, NULL, NULL},
+     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MIN_OPEN, 0, 10, 0, NULL, NULL},
     {"beta1", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, beta1), FEDRUN_OPT_MAX_OPEN, 0, 1, 0.9,
      NULL, NULL},
     {"beta2", FEDRUN_OPT_NUMBER, offsetof(struct fedopt_cfg, beta2), FEDRUN_OPT_MAX_OPEN, 0, 1,

@@ -5,6 +5,7 @@
  * with -DABI10 as an ABI 1.0 plugin whose ops table ends at loss_grad (and is
  * followed by a poisoned pointer that the host must never read). */
 #include <stdbool.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 struct wordrev {
 	int64_t dim, clients;
+	bool inf_train, inf_eval; /* report an infinite loss (engine tests) */
 	struct fedrun_layout layout;
 	char names[8][16];
 };
@@ -26,6 +28,7 @@ struct mcfg {
 	json_t *decode;
 	bool marker;
 	const char *marker_file;
+	bool inf_train, inf_eval;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -33,6 +36,8 @@ static const struct fedrun_opt model_spec[] = {
 	{"decode", FEDRUN_OPT_OBJECT, offsetof(struct mcfg, decode), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL},
 	{"marker", FEDRUN_OPT_BOOL, offsetof(struct mcfg, marker), 0, 0, 0, 0, NULL, NULL},
 	{"marker_file", FEDRUN_OPT_STRING, offsetof(struct mcfg, marker_file), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL},
+	{"inf_train_loss", FEDRUN_OPT_BOOL, offsetof(struct mcfg, inf_train), 0, 0, 0, 0, NULL, NULL},
+	{"inf_eval_loss", FEDRUN_OPT_BOOL, offsetof(struct mcfg, inf_eval), 0, 0, 0, 0, NULL, NULL},
 	FEDRUN_OPT_END_,
 };
 
@@ -85,6 +90,8 @@ static int wr_create(const struct fedrun_host *host, json_t *model_config, json_
 	if (!m)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	m->dim = mc.dim;
+	m->inf_train = mc.inf_train;
+	m->inf_eval = mc.inf_eval;
 	m->clients = data_config ? dc.clients : 0;
 	for (int64_t k = 0; k < m->clients; k++)
 		snprintf(m->names[k], sizeof m->names[k], "dom%c", (char)('a' + k));
@@ -149,7 +156,7 @@ static int wr_train(void *model, void *worker, const struct fedrun_train_args *a
 				  a->optim_step);
 	}
 	free(g);
-	stats->loss = steps ? sum / (double)steps : 0;
+	stats->loss = m->inf_train ? INFINITY : steps ? sum / (double)steps : 0;
 	stats->samples = steps;
 	return 0;
 }
@@ -167,7 +174,7 @@ static int wr_evaluate(void *model, void *worker, const float *params, enum fedr
 	}
 	out->n = 2;
 	snprintf(out->m[0].name, sizeof out->m[0].name, "loss");
-	out->m[0].value = f;
+	out->m[0].value = m->inf_eval ? INFINITY : f;
 	snprintf(out->m[1].name, sizeof out->m[1].name, "w0");
 	out->m[1].value = params[0];
 	return 0;
