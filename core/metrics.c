@@ -140,7 +140,8 @@ static void json_num(FILE *fp, double v)
 int metrics_flush_round(struct run *r, uint32_t round)
 {
 	double wall = run_now() - r->t0;
-	qsort(r->events, r->nevents, sizeof *r->events, cmp_event);
+	if (r->nevents > 1) /* (qsort of a NULL array is undefined even for 0) */
+		qsort(r->events, r->nevents, sizeof *r->events, cmp_event);
 	for (uint32_t i = 0; i < r->nevents; i++) {
 		const struct metric_event *e = &r->events[i];
 		fprintf(r->metrics, "{\"round\":%u,\"client\":", round);

@@ -37,6 +37,12 @@ int fedrun_pipeline_set(json_t *root, const char *assignment)
 	char *path = strndup(assignment, (size_t)(eq - assignment));
 	if (!path)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	/* strtok_r below skips empty components: "..", a leading or a trailing
+	 * dot would otherwise set nothing, silently. */
+	if (path[0] == '.' || path[strlen(path) - 1] == '.' || strstr(path, "..")) {
+		free(path);
+		return fedrun_error(FEDRUN_EINVAL, "--set %s: empty path component", assignment);
+	}
 	json_t *value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
 	if (!value)
 		value = json_string(eq + 1);

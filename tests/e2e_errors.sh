@@ -25,6 +25,16 @@ grep -q "no-such.json: cannot open" err || die "missing file: unclear message"
 grep -q "threads: expected an integer in \[1, 1024\], got '0'" err || die "unclear --threads message"
 "$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set noequals 2>err; [ $? -eq 2 ] || die "bad --set accepted"
 grep -q "expected PATH=VALUE" err || die "unclear --set message"
+for a in '..=1' 'a..b=1' 'clients.=1'; do # not silently ignored
+	"$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set "$a" 2>err; [ $? -eq 2 ] || die "--set $a accepted"
+	grep -qF -- "--set $a: empty path component" err || { cat err; die "unclear message for --set $a"; }
+done
+# A file size limit: the write fails with a message naming the file, no
+# SIGXFSZ (which would kill the process without a word).
+st=0
+(ulimit -f 2 && exec "$FEDRUN" -q "$top_srcdir/examples/toy-fedavg.json" --set output.dir=fsz) >/dev/null 2>err || st=$?
+[ "$st" -eq 1 ] || { cat err; die "a run past the file size limit: exit $st, expected 1"; }
+grep -q "fsz/.*File too large" err || { cat err; die "the file size limit: unclear message"; }
 "$FEDRUN" --version | grep -q "plugin ABI 1.2" || die "--version"
 "$FEDRUN" --help | grep -q "Exit status" || die "--help"
 # Output paths: a directory that holds a run's outputs without its

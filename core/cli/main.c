@@ -182,6 +182,9 @@ static int cmd_run(int argc, char **argv, int validate_only)
 
 int main(int argc, char **argv)
 {
+	/* A file size limit (ulimit -f) must not kill the process without a
+	 * word: the write fails with EFBIG and the message names the file. */
+	signal(SIGXFSZ, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
