@@ -93,4 +93,14 @@ ln -s ../fifo par/train.de
 refused 2 "is not a regular file (a FIFO)" "$FEDRUN" validate "$toy" \
 	--set 'model={"plugin": "transformer", "preset": "tiny", "tokenizer": {"type": "words"}}' \
 	--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/par", "clients": [{"name": "p", "train": "train"}]}'
+# A NUL byte or invalid UTF-8 in parallel text: the line and the byte.
+mkdir -p nul
+printf 'x y\nab\000c\n' >nul/train.en
+printf 'x y\n\303\050\n' >nul/train.de
+tfm='{"plugin": "transformer", "preset": "tiny", "tokenizer": {"type": "words"}}'
+refused 2 "nul/train.en:2: a NUL byte at byte 3" "$FEDRUN" validate "$toy" --set "model=$tfm" \
+	--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/nul", "clients": [{"name": "p", "train": "train"}]}'
+printf 'x y\nab c\n' >nul/train.en
+refused 2 "nul/train.de:2: invalid UTF-8 at byte 1" "$FEDRUN" validate "$toy" --set "model=$tfm" \
+	--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/nul", "clients": [{"name": "p", "train": "train"}]}'
 echo "a diverging run failed in round $r with a clear message and kept rounds 1..$((r - 1))"

@@ -65,11 +65,12 @@ static int read_lines(const char *path, uint64_t max, struct lines *L)
 		if (e > i && data[e - 1] == '\r')
 			e--;
 		line++;
-		size_t bad;
-		if (!fedrun_utf8_valid(data + i, e - i, &bad) || memchr(data + i, 0, e - i)) {
-			rc = fedrun_error(FEDRUN_EINVAL,
-					  "%s:%llu: invalid UTF-8 (or a NUL byte) at byte %zu",
-					  path, (unsigned long long)line, bad + 1);
+		size_t bad = 0;
+		const char *nul = memchr(data + i, 0, e - i);
+		if (nul || !fedrun_utf8_valid(data + i, e - i, &bad)) {
+			rc = fedrun_error(FEDRUN_EINVAL, "%s:%llu: %s at byte %zu", path,
+					  (unsigned long long)line, nul ? "a NUL byte" : "invalid UTF-8",
+					  (nul ? (size_t)(nul - (data + i)) : bad) + 1);
 			break;
 		}
 		char *s = strndup(data + i, e - i);
