@@ -110,6 +110,11 @@ START_TEST(test_fastmath)
 	ck_assert(nn_sigmoidf(1000.0f) == 1.0f);
 	ck_assert(nn_tanhf(-1000.0f) == -1.0f && nn_tanhf(1000.0f) == 1.0f);
 	ck_assert(nn_tanhf(0.0f) == 0.0f);
+	/* NaN in, NaN out (no int conversion of a NaN: UBSan checks that);
+	 * infinities saturate. */
+	ck_assert(isnan(nn_expf(NAN)) && isnan(nn_sigmoidf(NAN)) && isnan(nn_tanhf(NAN)));
+	ck_assert(nn_expf(-INFINITY) < 1e-37f && nn_expf(INFINITY) > 1e38f);
+	ck_assert(nn_sigmoidf(INFINITY) == 1.0f && nn_tanhf(-INFINITY) == -1.0f);
 }
 END_TEST
 

@@ -50,6 +50,10 @@ static inline float nn_expf(float x)
 	const float magic = 12582912.0f;
 	x = x < -87.0f ? -87.0f : x;
 	x = x > 88.0f ? 88.0f : x;
+	/* NaN passes both clamps: compute on 0 (the int conversion of a NaN k
+	 * is undefined) and give the NaN back. */
+	const float in = x;
+	x = in != in ? 0.0f : x;
 	float k = (x * log2e + magic) - magic;
 	float r = x - k * ln2_hi;
 	r = r - k * ln2_lo;
@@ -63,7 +67,7 @@ static inline float nn_expf(float x)
 	int32_t bits = ((int32_t)k + 127) << 23;
 	float scale;
 	memcpy(&scale, &bits, sizeof scale);
-	return p * scale;
+	return in != in ? in : p * scale;
 }
 
 static inline float nn_sigmoidf(float x)
