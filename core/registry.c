@@ -31,6 +31,7 @@ struct module {
 struct fedrun_registry {
 	char **dirs; /* search directories, in order */
 	uint32_t ndirs;
+	bool allow_files; /* fedrun_registry_find may load a file it is given */
 	struct module *mods;
 	uint32_t nmods, capmods;
 };
@@ -266,8 +267,19 @@ int fedrun_registry_create(const char *plugindir, struct fedrun_registry **out)
 		if (!copy)
 			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && rc == 0;
-		     d = strtok_r(NULL, ":", &save))
+		     d = strtok_r(NULL, ":", &save)) {
+			/* As the dynamic linker does for programs it does not
+			 * trust: a relative entry would load code from wherever
+			 * fedrun happens to run. */
+			if (d[0] != '/') {
+				fprintf(stderr,
+					"fedrun: warning: FEDRUN_PLUGIN_PATH entry '%s' is relative: "
+					"ignored (give absolute directories)\n",
+					d);
+				continue;
+			}
 			rc = add_dir(reg, d);
+		}
 		free(copy);
 	}
 	if (rc == 0)
@@ -278,6 +290,11 @@ int fedrun_registry_create(const char *plugindir, struct fedrun_registry **out)
 	}
 	*out = reg;
 	return 0;
+}
+
+void fedrun_registry_allow_files(struct fedrun_registry *reg, bool allow)
+{
+	reg->allow_files = allow;
 }
 
 void fedrun_registry_destroy(struct fedrun_registry *reg)
@@ -355,6 +372,12 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 	uint32_t n;
 	int rc;
 	if (file) {
+		if (!reg->allow_files)
+			return fedrun_error(FEDRUN_EPLUGIN,
+					    "%s: a plugin file named by the pipeline is loaded only "
+					    "with --allow-plugin-paths (loading a plugin runs its code); "
+					    "or put it in a directory of FEDRUN_PLUGIN_PATH",
+					    file);
 		rc = fedrun_registry_open(reg, file, &list, &n);
 		if (rc < 0)
 			return rc;

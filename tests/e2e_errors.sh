@@ -73,10 +73,10 @@ wr() { # OPTION: a wordrev pipeline reporting an infinite loss
 		"$top_builddir/tests/plugins/.libs/wordrev.so" "$1" "$1"
 }
 wr inf_train_loss >inft.json
-refused 1 "round 1: the clients' training loss is inf: training diverged" "$FEDRUN" -q inft.json
+refused 1 "round 1: the clients' training loss is inf: training diverged" "$FEDRUN" -q --allow-plugin-paths inft.json
 [ ! -e inf_train_loss/final.safetensors ] || die "a diverged run wrote a final model"
 wr inf_eval_loss >infe.json
-refused 1 "round 0: the model's valid loss is inf: training diverged" "$FEDRUN" -q infe.json
+refused 1 "round 0: the model's valid loss is inf: training diverged" "$FEDRUN" -q --allow-plugin-paths infe.json
 
 # Only regular files are read: a FIFO or a device as the pipeline, a
 # plugin, a data file or fedrun bleu's input is refused at once (timeout:
@@ -86,7 +86,7 @@ refused 2 "'fifo' is not a regular file (a FIFO)" "$FEDRUN" validate fifo
 # (fedrun bleu: exit 1 for any input it cannot read; fedrun-bleu(1))
 refused 1 "'/dev/zero' is not a regular file (a character device)" "$FEDRUN" bleu /dev/zero /dev/zero
 refused 1 "'fifo' is not a regular file (a FIFO)" "$FEDRUN" bleu fifo fifo
-refused 3 "is not a regular file (a FIFO)" "$FEDRUN" validate "$toy" --set "aggregator.path=\"$work/fifo\""
+refused 3 "is not a regular file (a FIFO)" "$FEDRUN" validate --allow-plugin-paths "$toy" --set "aggregator.path=\"$work/fifo\""
 mkdir -p par
 printf 'a b\n' >par/train.en
 ln -s ../fifo par/train.de

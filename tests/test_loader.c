@@ -23,6 +23,7 @@ static void expect_refusal(const char *name, int code, const char *const *parts)
 {
 	struct fedrun_registry *reg;
 	ck_assert_int_eq(fedrun_registry_create("/nonexistent", &reg), 0);
+	fedrun_registry_allow_files(reg, true);
 	const struct fedrun_plugin *const *list = NULL;
 	uint32_t n = 99;
 	int rc = fedrun_registry_open(reg, plugin(name), &list, &n);
@@ -37,6 +38,25 @@ static void expect_refusal(const char *name, int code, const char *const *parts)
 	ck_assert_ptr_null(p);
 	fedrun_registry_destroy(reg);
 }
+
+/* A file named by a pipeline is loaded only when allowed (loading runs
+ * the plugin's code): by default find refuses it, without loading it. */
+START_TEST(test_files_need_allowing)
+{
+	struct fedrun_registry *reg;
+	ck_assert_int_eq(fedrun_registry_create("/nonexistent", &reg), 0);
+	const struct fedrun_plugin *p = NULL;
+	const char *file = plugin("multi");
+	ck_assert_int_eq(fedrun_registry_find(reg, FEDRUN_KIND_AGGREGATOR, "multi_one", file, &p, NULL),
+			 FEDRUN_EPLUGIN);
+	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "--allow-plugin-paths"));
+	ck_assert_ptr_null(p);
+	fedrun_registry_allow_files(reg, true);
+	ck_assert_int_eq(fedrun_registry_find(reg, FEDRUN_KIND_AGGREGATOR, "multi_one", file, &p, NULL), 0);
+	ck_assert_ptr_nonnull(p);
+	fedrun_registry_destroy(reg);
+}
+END_TEST
 
 START_TEST(test_refuse_major)
 {
@@ -128,6 +148,7 @@ START_TEST(test_missing_file)
 {
 	struct fedrun_registry *reg;
 	ck_assert_int_eq(fedrun_registry_create("/nonexistent", &reg), 0);
+	fedrun_registry_allow_files(reg, true);
 	const struct fedrun_plugin *const *list;
 	uint32_t n;
 	ck_assert_int_eq(fedrun_registry_open(reg, "/nonexistent/x.so", &list, &n), FEDRUN_EPLUGIN);
@@ -140,6 +161,7 @@ START_TEST(test_multi_and_find)
 {
 	struct fedrun_registry *reg;
 	ck_assert_int_eq(fedrun_registry_create("/nonexistent", &reg), 0);
+	fedrun_registry_allow_files(reg, true);
 	const struct fedrun_plugin *const *list;
 	uint32_t n;
 	ck_assert_int_eq(fedrun_registry_open(reg, plugin("multi"), &list, &n), 0);
@@ -177,6 +199,7 @@ START_TEST(test_search_path)
 	setenv("FEDRUN_PLUGIN_PATH", TEST_PLUGIN_DIR, 1);
 	struct fedrun_registry *reg;
 	ck_assert_int_eq(fedrun_registry_create("/nonexistent", &reg), 0);
+	fedrun_registry_allow_files(reg, true);
 	const struct fedrun_plugin *p;
 	const char *file;
 	ck_assert_int_eq(fedrun_registry_find(reg, FEDRUN_KIND_AGGREGATOR, "multi_one", NULL, &p, &file), 0);
@@ -197,6 +220,7 @@ START_TEST(test_model_abi10)
 {
 	struct fedrun_registry *reg;
 	ck_assert_int_eq(fedrun_registry_create("/nonexistent", &reg), 0);
+	fedrun_registry_allow_files(reg, true);
 	const struct fedrun_plugin *p;
 	const char *file;
 	ck_assert_int_eq(fedrun_registry_find(reg, FEDRUN_KIND_MODEL, "wordrev10",
@@ -218,6 +242,7 @@ static Suite *loader_suite(void)
 {
 	Suite *s = suite_create("loader");
 	TCase *tc = tcase_create("loader");
+	tcase_add_test(tc, test_files_need_allowing);
 	tcase_add_test(tc, test_refuse_major);
 	tcase_add_test(tc, test_refuse_minor);
 	tcase_add_test(tc, test_refuse_size);

@@ -31,6 +31,8 @@ static void usage(FILE *fp)
 	      "      --max-len-b B\n"
 	      "      --batch N           sentences decoded at once\n"
 	      "  -t, --threads N         threads the model may use (default 1)\n"
+	      "      --allow-plugin-paths  load the model plugin from the file the run's\n"
+	      "                          pipeline names (its \"path\" key): runs its code\n"
 	      "  -h, --help              this help\n"
 	      "Defaults of the decoding options: the pipeline's model.decode section.\n",
 	      fp);
@@ -121,6 +123,7 @@ static void decode_defaults(json_t *model, struct fedrun_decode_opts *d)
 struct cli {
 	const char *target, *checkpoint;
 	double beam, len_penalty, max_len_a, max_len_b, batch, threads; /* NAN: not given */
+	bool allow_plugin_paths;
 };
 
 static int parse_args(int argc, char **argv, struct cli *c)
@@ -130,7 +133,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"len-penalty", required_argument, NULL, 'L'}, {"max-len-a", required_argument, NULL, 'A'},
 		{"max-len-b", required_argument, NULL, 'B'},  {"batch", required_argument, NULL, 'n'},
 		{"threads", required_argument, NULL, 't'},    {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}};
+		{"allow-plugin-paths", no_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
 	*c = (struct cli){.beam = NAN, .len_penalty = NAN, .max_len_a = NAN, .max_len_b = NAN,
 			  .batch = NAN, .threads = 1};
 	int o;
@@ -145,6 +148,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'B': bad = parse_num("--max-len-b", optarg, 0, 1e6, &c->max_len_b); break;
 		case 'n': bad = parse_num("--batch", optarg, 1, 1e6, &c->batch); break;
 		case 't': bad = parse_num("--threads", optarg, 1, 1024, &c->threads); break;
+		case 'P': c->allow_plugin_paths = true; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}
@@ -292,9 +296,11 @@ static int run(const struct cli *c)
 		goto out;
 	}
 	const char *loaded_from;
-	if ((rc = fedrun_registry_create(NULL, &reg)) == 0)
+	if ((rc = fedrun_registry_create(NULL, &reg)) == 0) {
+		fedrun_registry_allow_files(reg, c->allow_plugin_paths);
 		rc = fedrun_registry_find(reg, FEDRUN_KIND_MODEL, json_string_value(name), file, &desc,
 					  &loaded_from);
+	}
 	free(file);
 	if (rc < 0) {
 		fedrun_error_wrap(rc, "model.plugin: ");

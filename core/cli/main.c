@@ -38,6 +38,8 @@ static void usage(FILE *fp)
 		"  -s, --set PATH=VALUE   override a pipeline key (repeatable)\n"
 		"  -r, --resume           continue the run from its last checkpoint\n"
 		"  -q, --quiet            no progress line\n"
+		"      --allow-plugin-paths  load plugins from files the pipeline names\n"
+		"                         (\"path\" keys): runs their code\n"
 		"  -h, --help             this help\n"
 		"  -V, --version          version and plugin ABI\n"
 		"\n"
@@ -106,13 +108,14 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		{"threads", required_argument, NULL, 't'}, {"set", required_argument, NULL, 's'},
 		{"resume", no_argument, NULL, 'r'},        {"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0}};
+		{"allow-plugin-paths", no_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct fedrun_run_opts opts = {.threads = cpus > 0 ? (uint32_t)cpus : 1,
 				       .progress = isatty(STDERR_FILENO) != 0,
 				       .interrupt = &interrupted};
 	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
 	int nsets = 0, c;
+	bool allow_paths = false;
 	if (!sets)
 		return fail(fedrun_error(FEDRUN_ENOMEM, "out of memory"));
 	optind = 1;
@@ -133,6 +136,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		case 's': sets[nsets++] = optarg; break;
 		case 'r': opts.resume = true; break;
 		case 'q': opts.quiet = true; break;
+		case 'P': allow_paths = true; break;
 		case 'h': usage(stdout); free(sets); return 0;
 		case 'V':
 			printf("fedrun %s (plugin ABI %d.%d)\n", fedrun_version(), FEDRUN_ABI_MAJOR,
@@ -157,6 +161,8 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		rc = fedrun_pipeline_set(pipeline, sets[i]);
 	if (rc == 0)
 		rc = fedrun_registry_create(NULL, &reg);
+	if (rc == 0)
+		fedrun_registry_allow_files(reg, allow_paths);
 	if (rc == 0) {
 		opts.base_dir = dirname(dircopy);
 		if (validate_only) {

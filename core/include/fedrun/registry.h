@@ -6,6 +6,7 @@
 #ifndef FEDRUN_REGISTRY_H
 #define FEDRUN_REGISTRY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "fedrun/plugin.h"
 
@@ -18,6 +19,13 @@ struct fedrun_registry;
 /* Creates a registry searching $FEDRUN_PLUGIN_PATH and then `plugindir`
  * (NULL: the compiled-in directory, fedrun_plugin_dir()). */
 int fedrun_registry_create(const char *plugindir, struct fedrun_registry **out);
+/* Whether fedrun_registry_find may load a file it is given (a pipeline's
+ * "path" key): off by default, since loading a plugin runs its code and a
+ * pipeline file is data; fedrun's --allow-plugin-paths turns it on.
+ * Relative entries of $FEDRUN_PLUGIN_PATH are ignored (with a warning on
+ * standard error), as the dynamic linker ignores them for programs it
+ * does not trust. fedrun_registry_open loads what it is asked to. */
+void fedrun_registry_allow_files(struct fedrun_registry *reg, bool allow);
 /* Unloads every plugin: descriptors obtained from it become invalid. */
 void fedrun_registry_destroy(struct fedrun_registry *reg);
 
