@@ -289,12 +289,16 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 /* Chooses max(1, floor(C·K)) clients without replacement, sorted by id,
  * among the K clients that have training data (evaluation-only clients,
  * client_size 0, are never sampled). */
+uint32_t run_clients_per_round(const struct run *r)
+{
+	uint32_t want = (uint32_t)floor(r->cfg.fraction * r->ntrainable + 1e-9);
+	return r->ntrainable == 0 ? 0 : want < 1 ? 1 : want;
+}
+
 static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_t *m)
 {
 	uint32_t K = r->ntrainable;
-	uint32_t want = (uint32_t)floor(r->cfg.fraction * K + 1e-9);
-	if (want < 1)
-		want = 1;
+	uint32_t want = run_clients_per_round(r);
 	uint32_t *all = malloc((size_t)K * sizeof *all);
 	if (!all)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");

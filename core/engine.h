@@ -185,6 +185,8 @@ int run_event_model(struct run *r, int64_t client, int split, const char *name,
 const char *run_client_name(struct run *r, uint32_t k, char *buf, size_t len);
 /* Resolves finetune.clients against the model's clients (r->ft_list). */
 int run_finetune_clients(struct run *r);
+/* The clients sampled each round (0 before the model is created). */
+uint32_t run_clients_per_round(const struct run *r);
 /* Fine-tuning and the model-by-domain table, after the last round. */
 int run_after(struct run *r);
 /* Whether the outputs of run_after (fine-tuned models, the table) exist. */

@@ -119,13 +119,21 @@ static bool host_resuming(void *ctx)
 	return r->opts && r->opts->resume;
 }
 
+static uint32_t host_clients(void *ctx, uint32_t *per_round)
+{
+	const struct run *r = ctx;
+	if (per_round)
+		*per_round = run_clients_per_round(r);
+	return r->ntrainable ? r->num_clients : 0;
+}
+
 void run_host_init(struct run *r)
 {
 	r->host = (struct fedrun_host){
 		.size = sizeof(struct fedrun_host), .abi_minor = FEDRUN_ABI_MINOR, .ctx = r,
 		.log = host_log, .error = host_error, .metric = host_metric,
 		.loss_grad = host_loss_grad, .threads = host_threads, .seed = host_seed,
-		.run_dir = host_run_dir, .resuming = host_resuming};
+		.run_dir = host_run_dir, .resuming = host_resuming, .clients = host_clients};
 }
 
 /* Finds the plugin named by section `key` ("plugin", optional "path"). */

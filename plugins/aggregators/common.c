@@ -1,5 +1,6 @@
 /* Checks and bookkeeping shared by the aggregator plugins (see common.h). */
 #include "config.h"
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,4 +143,20 @@ int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, c
 	if (!b->host || !b->host->metric)
 		return 0;
 	return b->host->metric(b->host->ctx, metric, client, tensor, value);
+}
+
+bool aggr_run_clients(const struct fedrun_host *host, uint32_t *clients, uint32_t *per_round)
+{
+#if FEDRUN_ABI_MINOR >= 2
+	if (host && host->size >= offsetof(struct fedrun_host, clients) + sizeof host->clients &&
+	    host->clients) {
+		*per_round = 0;
+		*clients = host->clients(host->ctx, per_round);
+		return *clients > 0;
+	}
+#else
+	(void)host;
+#endif
+	*clients = *per_round = 0;
+	return false;
 }

@@ -52,6 +52,10 @@ uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t 
 double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updates, uint32_t n,
 			  uint32_t i, const double *p, float *out);
 
+/* The run's clients and the updates a round aggregates (host->clients,
+ * ABI 1.2); returns false where the host does not say. */
+bool aggr_run_clients(const struct fedrun_host *host, uint32_t *clients, uint32_t *per_round);
+
 /* host->metric, when the host has one. */
 int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, const char *tensor,
 		double value);

@@ -38,6 +38,18 @@ static int krum_create(const struct fedrun_host *host, json_t *config,
 	if (!kr)
 		return fedrun_error(FEDRUN_ENOMEM, "krum: out of memory");
 	int rc = fedrun_opts_parse(krum_opts, config, AGGR_PATH, &kr->cfg);
+	uint32_t nclients, n; /* the updates of a round: checked again each round */
+	if (rc == 0 && aggr_run_clients(host, &nclients, &n) && n > 0) {
+		if ((int64_t)n < 2 * kr->cfg.f + 3)
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "aggregator.f: %lld needs at least 2f + 3 = %lld updates a "
+					  "round, the run has %u",
+					  (long long)kr->cfg.f, (long long)(2 * kr->cfg.f + 3), n);
+		else if (kr->cfg.m > (int64_t)n)
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "aggregator.m: %lld is more than the %u updates of a round",
+					  (long long)kr->cfg.m, n);
+	}
 	if (rc == 0)
 		rc = aggr_base_init(&kr->base, "krum", host, layout);
 	if (rc < 0) {

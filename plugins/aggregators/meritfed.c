@@ -112,6 +112,15 @@ static int meritfed_create(const struct fedrun_host *host, json_t *config,
 				    "meritfed: the model cannot evaluate a client's loss "
 				    "(the host has no loss_grad), which meritfed needs");
 	}
+	uint32_t nclients, per_round; /* checked again each round */
+	if (aggr_run_clients(host, &nclients, &per_round) && mf->cfg.target >= nclients) {
+		long long target = (long long)mf->cfg.target;
+		free(mf);
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "aggregator.target: client %lld does not exist (the run has %u "
+				    "clients)",
+				    target, nclients);
+	}
 	rc = aggr_base_init(&mf->base, "meritfed", host, layout);
 	if (rc < 0) {
 		free(mf);

@@ -81,7 +81,8 @@ static const struct fedrun_opt group_spec[] = {
 	{"mean", FEDRUN_OPT_ANY, offsetof(struct group_cfg, mean), FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL,
 	 NULL},
 	{"std", FEDRUN_OPT_NUMBER, offsetof(struct group_cfg, std), 0, 0, 1e6, 1.0, NULL, NULL},
-	{"samples", FEDRUN_OPT_INT, offsetof(struct group_cfg, samples), 0, 0, 1e9, 1000, NULL, NULL},
+	/* Training shuffles a 4-byte index a sample on each worker: 1e7. */
+	{"samples", FEDRUN_OPT_INT, offsetof(struct group_cfg, samples), 0, 0, 1e7, 1000, NULL, NULL},
 	{"name", FEDRUN_OPT_STRING, offsetof(struct group_cfg, name), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
 	 NULL},
 	{"valid_samples", FEDRUN_OPT_INT, offsetof(struct group_cfg, valid_samples), 0, 0, 1e9, 100,

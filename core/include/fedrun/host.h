@@ -75,6 +75,13 @@ struct fedrun_host {
 	 * size >= offsetof(struct fedrun_host, resuming) + sizeof(void *)
 	 * (or abi_minor >= 2) before calling it. */
 	bool (*resuming)(void *ctx);
+
+	/* ABI 1.2. The run's number of clients; *per_round (when not NULL)
+	 * gets the number of updates each round aggregates (the clients
+	 * sampled). For plugins that can check their options against them at
+	 * create (validate then refuses what a round would). 0 where the host
+	 * does not know (yet): a model's create, or no run. */
+	uint32_t (*clients)(void *ctx, uint32_t *per_round);
 };
 
 #ifdef __cplusplus
