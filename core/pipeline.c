@@ -46,6 +46,10 @@ int fedrun_pipeline_set(json_t *root, const char *assignment)
 	json_t *value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
 	if (!value)
 		value = json_string(eq + 1);
+	if (!value) { /* JSON text holds UTF-8 only */
+		free(path);
+		return fedrun_error(FEDRUN_EINVAL, "--set %s: the value is not valid UTF-8", assignment);
+	}
 	int rc = 0;
 	json_t *node = root;
 	char *save = NULL;
@@ -65,19 +69,28 @@ int fedrun_pipeline_set(json_t *root, const char *assignment)
 				break;
 			}
 			if (!next) {
-				json_array_set(node, (size_t)idx, value);
+				if (json_array_set(node, (size_t)idx, value) < 0)
+					rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 				break;
 			}
 			node = json_array_get(node, (size_t)idx);
 		} else if (json_is_object(node)) {
+			/* (jansson refuses a key that is not UTF-8, and frees
+			 * what json_object_set_new was given) */
 			if (!next) {
-				json_object_set(node, part, value);
+				if (json_object_set(node, part, value) < 0)
+					rc = fedrun_error(FEDRUN_EINVAL, "--set %s: '%s' is not a valid key "
+							  "(not UTF-8)", assignment, part);
 				break;
 			}
 			json_t *child = json_object_get(node, part);
 			if (!child) {
-				child = json_object();
-				json_object_set_new(node, part, child);
+				if (json_object_set_new(node, part, json_object()) < 0) {
+					rc = fedrun_error(FEDRUN_EINVAL, "--set %s: '%s' is not a valid key "
+							  "(not UTF-8)", assignment, part);
+					break;
+				}
+				child = json_object_get(node, part);
 			}
 			node = child;
 		} else {

@@ -29,6 +29,14 @@ for a in '..=1' 'a..b=1' 'clients.=1'; do # not silently ignored
 	"$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set "$a" 2>err; [ $? -eq 2 ] || die "--set $a accepted"
 	grep -qF -- "--set $a: empty path component" err || { cat err; die "unclear message for --set $a"; }
 done
+# Keys and values that are not UTF-8 (JSON holds UTF-8 only): refused, not
+# a use-after-free (found by tests/fuzz).
+"$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set "$(printf 'clients.x\321.lr=1')" 2>err
+[ $? -eq 2 ] || die "--set with a key that is not UTF-8 accepted"
+grep -q "is not a valid key (not UTF-8)" err || { cat err; die "unclear message for a key that is not UTF-8"; }
+"$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set "$(printf 'name=\321')" 2>err
+[ $? -eq 2 ] || die "--set with a value that is not UTF-8 accepted"
+grep -q "the value is not valid UTF-8" err || { cat err; die "unclear message for a value that is not UTF-8"; }
 # A file size limit: the write fails with a message naming the file, no
 # SIGXFSZ (which would kill the process without a word).
 st=0

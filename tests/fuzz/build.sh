@@ -1,0 +1,30 @@
+#!/bin/sh
+# Builds the libFuzzer targets (`make fuzz`): each target with the library's
+# sources, all compiled by clang with -fsanitize=fuzzer,address,undefined.
+# Usage: tests/fuzz/build.sh SRCDIR BUILDDIR [CC]
+set -eu
+src=$1 build=$2 cc=${3:-clang}
+command -v "$cc" >/dev/null 2>&1 || {
+	echo "build.sh: no $cc: install clang (Debian: apt-get install clang)" >&2
+	exit 1
+}
+out=$build/tests/fuzz/bin
+obj=$out/obj
+mkdir -p "$obj"
+flags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+inc="-I$build -I$src -I$src/core -I$src/core/include $(pkg-config --cflags jansson)"
+libs="$(pkg-config --libs jansson) -lopenblas -lm -lpthread"
+# The library's C sources (core/*.c), instrumented for coverage.
+objs=
+for f in "$src"/core/*.c "$src"/core/nn/*.c "$src/core/cli/cmd_bleu.c" "$src/tests/fuzz/common.c"; do
+	case $f in */nn/ref_*) continue ;; esac # the tests' references
+	o=$obj/$(basename "$f" .c).o
+	# shellcheck disable=SC2086
+	"$cc" $flags -fsanitize=fuzzer-no-link $inc -c "$f" -o "$o"
+	objs="$objs $o"
+done
+for t in safetensors pipeline text bleu; do
+	# shellcheck disable=SC2086
+	"$cc" $flags -fsanitize=fuzzer $inc "$src/tests/fuzz/fuzz_$t.c" $objs $libs -o "$out/fuzz_$t"
+	echo "built $out/fuzz_$t"
+done

@@ -1,0 +1,33 @@
+/* The scratch files of the fuzz targets (fuzz.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "fuzz.h"
+
+static void cleanup(void);
+static char paths[4][64];
+
+static void cleanup(void)
+{
+	for (int i = 0; i < 4; i++)
+		if (paths[i][0])
+			unlink(paths[i]);
+}
+
+const char *fuzz_file(int which, const void *data, size_t size)
+{
+	if (!paths[which][0]) {
+		snprintf(paths[which], sizeof paths[which], "/tmp/fedrun-fuzz-%d-XXXXXX", which);
+		int fd = mkstemp(paths[which]);
+		if (fd < 0)
+			abort();
+		close(fd);
+		static int registered;
+		if (!registered++)
+			atexit(cleanup);
+	}
+	FILE *fp = fopen(paths[which], "wb");
+	if (!fp || (size && fwrite(data, 1, size, fp) != size) || fclose(fp) != 0)
+		abort();
+	return paths[which];
+}
