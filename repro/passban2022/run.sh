@@ -15,8 +15,9 @@
 #                    missing, which downloads 49 Debian packages)
 #   --threads N      threads in all (default 2)
 #   --jobs J         after the generic model, J stages at a time, each
-#                    with N/J threads (default 1; J = N uses the cores best:
-#                    the stages are independent apart from the chain)
+#                    with N/J threads (default 1; for machines with more
+#                    cores than a stage keeps busy: the stages are
+#                    independent apart from the chain)
 #   --steps T        the fine-tuning budget in steps (default 200; 50 with
 #                    --quick): data combination trains T steps, every
 #                    federated client T steps in all (T/R a round), each
@@ -52,7 +53,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
