@@ -235,7 +235,6 @@ int checkpoint_load(struct run *r, const char *path)
 				  path);
 		goto out;
 	}
-	const char *rd = fedrun_st_meta_get(&f, "fedrun.round");
 	uint32_t want;
 	if ((rc = checkpoint_round(&f, path, &want)) < 0)
 		goto out;
@@ -253,8 +252,8 @@ int checkpoint_load(struct run *r, const char *path)
 		}
 	}
 	const char *model = fedrun_st_meta_get(&f, "fedrun.model");
-	if (!rd || !model) {
-		rc = fedrun_error(FEDRUN_EFORMAT, "%s: not a fedrun checkpoint (no fedrun.round)", path);
+	if (!model) {
+		rc = fedrun_error(FEDRUN_EFORMAT, "%s: not a fedrun checkpoint (no fedrun.model)", path);
 		goto out;
 	}
 	if (strcmp(model, r->model.desc->name) != 0) {

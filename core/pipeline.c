@@ -56,10 +56,6 @@ int fedrun_pipeline_set(json_t *root, const char *assignment)
 	char *part = strtok_r(path, ".", &save);
 	while (part) {
 		char *next = strtok_r(NULL, ".", &save);
-		if (!*part) {
-			rc = fedrun_error(FEDRUN_EINVAL, "--set %s: empty path component", assignment);
-			break;
-		}
 		if (json_is_array(node)) {
 			char *end;
 			long idx = strtol(part, &end, 10);

@@ -23,10 +23,8 @@ static int run_file(const char *path)
 		n += got;
 		if (n == cap) {
 			unsigned char *more = realloc(buf, cap *= 2);
-			if (!more) {
+			if (!more)
 				free(buf);
-				buf = NULL;
-			}
 			buf = more;
 		}
 	}
