@@ -124,10 +124,15 @@ static double normal_quantile(double p)
 	return 0.5 * (lo + hi);
 }
 
+bool attack_needs_all(const struct attack *a)
+{
+	return a->type == ATTACK_ALIE || a->type == ATTACK_IPM;
+}
+
 int attack_server(const struct attack *a, const struct fedrun_layout *l, struct fedrun_update *u,
 		  uint32_t n)
 {
-	if (a->type != ATTACK_ALIE && a->type != ATTACK_IPM)
+	if (!attack_needs_all(a))
 		return 0;
 	uint32_t bad = 0;
 	for (uint32_t k = 0; k < n; k++)

@@ -40,5 +40,8 @@ void attack_client(const struct attack *a, uint64_t seed, uint32_t round, uint32
  * updates (whose data the engine owns) from the honest ones. */
 int attack_server(const struct attack *a, const struct fedrun_layout *l,
 		  struct fedrun_update *u, uint32_t n);
+/* Whether attack_server needs the round's updates all at once (alie and ipm
+ * imitate the honest clients' mean), which rules out streaming them. */
+bool attack_needs_all(const struct attack *a);
 
 #endif

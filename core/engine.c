@@ -412,6 +412,32 @@ static void progress(struct run *r, double train_loss)
 	fflush(stderr);
 }
 
+/* Whether a round streams its updates into the aggregator (ABI 1.3): the
+ * aggregator can, and no server-side attack needs every update at once. */
+static bool run_streams(const struct run *r)
+{
+	return FEDRUN_AGGREGATOR_STREAMS(r->agg_ops) && !attack_needs_all(&r->attack);
+}
+
+/* Clients trained at once when streaming: enough to keep every worker busy
+ * (a chunk waits for its slowest client), few enough that the round's
+ * memory does not depend on how many clients it samples. */
+static uint32_t stream_chunk(const struct run *r)
+{
+	uint32_t c = 4 * r->nworkers;
+	return c < 8 ? 8 : c;
+}
+
+static void free_messages(struct round_ctx *ctx, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(ctx->pull[i]);
+		ctx->pull[i] = NULL;
+		free(ctx->push_own[i]);
+		ctx->push_own[i] = NULL;
+	}
+}
+
 static int run_round(struct run *r, uint32_t round)
 {
 	const struct fedrun_layout *l = r->layout;
@@ -425,16 +451,22 @@ static int run_round(struct run *r, uint32_t round)
 			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL,
 			 .num_trainable = r->ntrainable},
 		.clients = clients};
+	/* Streaming: the clients train a chunk at a time and each chunk's
+	 * updates go to the aggregator's accumulate, in client order, before
+	 * the next chunk trains. Otherwise the whole round is one chunk whose
+	 * updates aggregate() receives together. */
+	const bool stream = run_streams(r);
+	const uint32_t chunk = stream && stream_chunk(r) < m ? stream_chunk(r) : m;
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
 	const float **views = NULL;
-	ctx.push_own = calloc(m, sizeof *ctx.push_own);
-	ctx.push_own_len = calloc(m, sizeof *ctx.push_own_len);
-	ctx.pull = calloc(m, sizeof *ctx.pull);
-	ctx.pull_len = calloc(m, sizeof *ctx.pull_len);
-	ctx.updates = calloc(m, sizeof *ctx.updates);
-	ups = calloc(m, sizeof *ups);
-	views = calloc((size_t)m * l->n, sizeof *views);
+	ctx.push_own = calloc(chunk, sizeof *ctx.push_own);
+	ctx.push_own_len = calloc(chunk, sizeof *ctx.push_own_len);
+	ctx.pull = calloc(chunk, sizeof *ctx.pull);
+	ctx.pull_len = calloc(chunk, sizeof *ctx.pull_len);
+	ctx.updates = calloc(chunk, sizeof *ctx.updates);
+	ups = calloc(chunk, sizeof *ups);
+	views = calloc((size_t)chunk * l->n, sizeof *views);
 	if (!ctx.pull || !ctx.pull_len || !ups || !views || !ctx.push_own ||
 	    !ctx.push_own_len || !ctx.updates) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -453,54 +485,71 @@ static int run_round(struct run *r, uint32_t round)
 			goto out;
 		ctx.push = push;
 	}
-
-	rc = parallel_for(r, m, train_client, &ctx);
-	if (rc < 0)
+	if (r->server_prev)
+		memcpy(r->server_prev, r->theta, l->total * sizeof(float));
+	if (stream && (rc = r->agg_ops->begin(r->aggregator.state, &ctx.info)) < 0) {
+		fedrun_error_wrap(rc, "round %u: aggregator '%s': ", round, r->aggregator.desc->name);
 		goto out;
+	}
+
 	/* The global step advances by the longest chain of updates of the
 	 * round: the server model after round t is t rounds of parallel local
 	 * training deep, and one client reproduces centralized training's
 	 * step count exactly. */
 	uint64_t most = 0;
-	for (uint32_t i = 0; i < m; i++)
-		most = ctx.updates[i] > most ? ctx.updates[i] : most;
-	r->global_step += most;
+	double loss_sum = 0, n_sum = 0;
 	r->bytes_push = 0;
-	for (uint32_t i = 0; i < m; i++)
-		r->bytes_push += run_push(r) ? ctx.push_own_len[i] : ctx.push_len;
+	r->bytes_pull = 0;
+	for (uint32_t base = 0; base < m; base += chunk) {
+		const uint32_t n = m - base < chunk ? m - base : chunk;
+		ctx.clients = clients + base;
+		if ((rc = parallel_for(r, n, train_client, &ctx)) < 0)
+			goto out;
+		for (uint32_t i = 0; i < n; i++) {
+			most = ctx.updates[i] > most ? ctx.updates[i] : most;
+			r->bytes_push += run_push(r) ? ctx.push_own_len[i] : ctx.push_len;
+		}
+		/* PULL: decode in client order. */
+		for (uint32_t i = 0; i < n; i++) {
+			struct msg_view v = {.tensor = views + (size_t)i * l->n};
+			rc = msg_decode(ctx.pull[i], ctx.pull_len[i], l, &v);
+			if (rc < 0)
+				goto out;
+			r->bytes_pull += ctx.pull_len[i];
+			ups[i] = (struct fedrun_update){.client = v.client, .n_samples = v.n_samples,
+							.train_loss = v.train_loss, .tensor = v.tensor};
+			loss_sum += v.train_loss * (double)v.n_samples;
+			n_sum += (double)v.n_samples;
+			if ((rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, v.train_loss)) < 0 ||
+			    (rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "updates", NULL,
+					    (double)ctx.updates[i])) < 0)
+				goto out;
+		}
+		if (stream) {
+			rc = r->agg_ops->accumulate(r->aggregator.state, &ctx.info, ups, n);
+			if (rc < 0) {
+				fedrun_error_wrap(rc, "round %u: aggregator '%s': ", round,
+						  r->aggregator.desc->name);
+				goto out;
+			}
+			free_messages(&ctx, n);
+		}
+	}
+	r->global_step += most;
 	if (run_push(r))
 		memcpy(r->theta_last, r->theta, l->total * sizeof(float)); /* θ_t, for round t + 1 */
 
-	/* PULL: decode in client order. */
-	r->bytes_pull = 0;
-	double loss_sum = 0, n_sum = 0;
-	for (uint32_t i = 0; i < m; i++) {
-		struct msg_view v = {.tensor = views + (size_t)i * l->n};
-		rc = msg_decode(ctx.pull[i], ctx.pull_len[i], l, &v);
-		if (rc < 0)
-			goto out;
-		r->bytes_pull += ctx.pull_len[i];
-		ups[i] = (struct fedrun_update){.client = v.client, .n_samples = v.n_samples,
-						.train_loss = v.train_loss, .tensor = v.tensor};
-		loss_sum += v.train_loss * (double)v.n_samples;
-		n_sum += (double)v.n_samples;
-		if ((rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "train_loss", NULL, v.train_loss)) < 0 ||
-		    (rc = run_event(r, v.client, FEDRUN_SPLIT_TRAIN, "updates", NULL,
-				    (double)ctx.updates[i])) < 0)
-			goto out;
-	}
-	if ((rc = attack_server(&r->attack, l, ups, m)) < 0)
+	if (!stream && (rc = attack_server(&r->attack, l, ups, m)) < 0)
 		goto out;
 	if (r->attack.type != ATTACK_NONE) {
 		uint32_t bad = 0;
 		for (uint32_t i = 0; i < m; i++)
-			bad += attack_by(&r->attack, ups[i].client);
+			bad += attack_by(&r->attack, clients[i]);
 		if ((rc = run_event(r, -1, -1, "attack.attackers", NULL, bad)) < 0)
 			goto out;
 	}
-	if (r->server_prev)
-		memcpy(r->server_prev, r->theta, l->total * sizeof(float));
-	rc = r->agg_ops->aggregate(r->aggregator.state, &ctx.info, ups, m, r->theta);
+	rc = stream ? r->agg_ops->finish(r->aggregator.state, &ctx.info, r->theta)
+		    : r->agg_ops->aggregate(r->aggregator.state, &ctx.info, ups, m, r->theta);
 	if (rc < 0) {
 		fedrun_error_wrap(rc, "round %u: aggregator '%s': ", round, r->aggregator.desc->name);
 		goto out;
@@ -545,12 +594,8 @@ static int run_round(struct run *r, uint32_t round)
 	progress(r, train_loss);
 	rc = metrics_flush_round(r, round);
 out:
-	for (uint32_t i = 0; i < m; i++) {
-		if (ctx.pull)
-			free(ctx.pull[i]);
-		if (ctx.push_own)
-			free(ctx.push_own[i]);
-	}
+	if (ctx.pull && ctx.push_own)
+		free_messages(&ctx, chunk);
 	free(ctx.push_own);
 	free(ctx.push_own_len);
 	free(ctx.pull);

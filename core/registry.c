@@ -143,6 +143,18 @@ static int check_plugin(const char *file, uint32_t index, const struct fedrun_pl
 					    "%s: plugin '%s' (%s) lacks the required op '%s'", file,
 					    p->name, fedrun_kind_name(p->kind), r->name);
 	}
+	if (p->kind == FEDRUN_KIND_AGGREGATOR) {
+		/* ABI 1.3 streaming: begin, accumulate and finish come together. */
+		const struct fedrun_aggregator_ops *ops = p->ops;
+		if (ops->size >= offsetof(struct fedrun_aggregator_ops, finish) + sizeof(void *)) {
+			int have = (ops->begin != NULL) + (ops->accumulate != NULL) + (ops->finish != NULL);
+			if (have != 0 && have != 3)
+				return fedrun_error(FEDRUN_EABI,
+						    "%s: plugin '%s' (aggregator) has %d of the streaming ops "
+						    "begin, accumulate and finish: all three or none",
+						    file, p->name, have);
+		}
+	}
 	if (!p->version || !p->summary)
 		return fedrun_error(FEDRUN_EABI, "%s: plugin '%s' lacks a version or summary", file,
 				    p->name);

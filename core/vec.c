@@ -54,6 +54,26 @@ void fedrun_vec_wsum(uint64_t n, uint32_t k, const float *const *x, const float 
 	}
 }
 
+void fedrun_vec_wsum_d(uint64_t n, uint32_t k, const float *const *x, const double *w,
+		       double *y)
+{
+	uint64_t nb = (n + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+	for (uint64_t b = 0; b < nb; b++) {
+		uint64_t lo = b * BLOCK, len = n - lo < BLOCK ? n - lo : BLOCK;
+		double *acc = y + lo; /* a block stays in cache across the k updates */
+		for (uint32_t j = 0; j < k; j++) {
+			if (!x[j])
+				continue;
+			const float *xj = x[j] + lo;
+			double wj = w[j];
+#pragma omp simd
+			for (uint64_t i = 0; i < len; i++)
+				acc[i] += wj * (double)xj[i];
+		}
+	}
+}
+
 /* Sums f over blocks deterministically. */
 #define BLOCKED_REDUCE(n, EXPR)                                                  \
 	do {                                                                     \

@@ -60,14 +60,20 @@ END_TEST
 
 START_TEST(test_refuse_major)
 {
-	const char *parts[] = {"ABI major 2", "ABI 1.2", NULL};
+	char abi[32];
+	snprintf(abi, sizeof abi, "ABI %d.%d", FEDRUN_ABI_MAJOR, FEDRUN_ABI_MINOR);
+	const char *parts[] = {"ABI major 2", abi, NULL};
 	expect_refusal("bad_major", FEDRUN_EABI, parts);
 }
 END_TEST
 
 START_TEST(test_refuse_minor)
 {
-	const char *parts[] = {"needs ABI 1.9", "newer than this fedrun's 1.2", NULL};
+	char needs[32], newer[64];
+	snprintf(needs, sizeof needs, "needs ABI %d.%d", FEDRUN_ABI_MAJOR, FEDRUN_ABI_MINOR + 7);
+	snprintf(newer, sizeof newer, "newer than this fedrun's %d.%d", FEDRUN_ABI_MAJOR,
+		 FEDRUN_ABI_MINOR);
+	const char *parts[] = {needs, newer, NULL};
 	expect_refusal("bad_minor", FEDRUN_EABI, parts);
 }
 END_TEST
@@ -90,6 +96,13 @@ START_TEST(test_refuse_missing_op)
 {
 	const char *parts[] = {"'bad_ops'", "required op 'aggregate'", NULL};
 	expect_refusal("bad_ops", FEDRUN_EABI, parts);
+}
+END_TEST
+
+START_TEST(test_refuse_half_stream)
+{
+	const char *parts[] = {"'half_stream'", "1 of the streaming ops", "all three or none", NULL};
+	expect_refusal("half_stream", FEDRUN_EABI, parts);
 }
 END_TEST
 
@@ -207,7 +220,7 @@ START_TEST(test_search_path)
 	nseen = nrefused = 0;
 	ck_assert_int_eq(fedrun_registry_scan(reg, count, NULL), 0);
 	ck_assert_int_eq(nseen, 4); /* multi's two, wordrev, wordrev10 */
-	ck_assert_int_eq(nrefused, 8); /* 7 rule breakers + half_bad */
+	ck_assert_int_eq(nrefused, 9); /* 8 rule breakers + half_bad */
 	fedrun_registry_destroy(reg);
 	unsetenv("FEDRUN_PLUGIN_PATH");
 }
@@ -248,6 +261,7 @@ static Suite *loader_suite(void)
 	tcase_add_test(tc, test_refuse_size);
 	tcase_add_test(tc, test_refuse_kind);
 	tcase_add_test(tc, test_refuse_missing_op);
+	tcase_add_test(tc, test_refuse_half_stream);
 	tcase_add_test(tc, test_refuse_short_ops);
 	tcase_add_test(tc, test_refuse_no_entry);
 	tcase_add_test(tc, test_refuse_half_bad);

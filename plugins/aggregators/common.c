@@ -44,23 +44,23 @@ void aggr_base_fini(struct aggr_base *b)
 	b->before = NULL;
 }
 
-int aggr_begin(struct aggr_base *b, const struct fedrun_round_info *round,
-	       const struct fedrun_update *updates, uint32_t n, const float *params)
+int aggr_check_layout(const char *name, uint32_t n, uint64_t total,
+		      const struct fedrun_round_info *round)
 {
-	const struct fedrun_layout *l = &b->layout;
-	if (n == 0 || !updates)
-		return fedrun_error(FEDRUN_EINVAL, "%s: round %u: no updates to aggregate", b->name,
-				    round ? round->round : 0);
-	if (round && round->layout &&
-	    (round->layout->n != l->n || round->layout->total != l->total))
+	if (round && round->layout && (round->layout->n != n || round->layout->total != total))
 		return fedrun_error(FEDRUN_EINVAL,
 				    "%s: round %u: the layout has %u tensors (%llu floats), "
 				    "at create it had %u (%llu)",
-				    b->name, round->round, round->layout->n,
-				    (unsigned long long)round->layout->total, l->n,
-				    (unsigned long long)l->total);
-	/* NaN would silently poison every rule here (comparisons in median,
-	 * softmax in fedatt), so refuse it with its place. */
+				    name, round->round, round->layout->n,
+				    (unsigned long long)round->layout->total, n,
+				    (unsigned long long)total);
+	return 0;
+}
+
+int aggr_check_finite(const char *name, const struct fedrun_layout *l,
+		      const struct fedrun_round_info *round, const struct fedrun_update *updates,
+		      uint32_t n)
+{
 	for (uint32_t k = 0; k < n; k++) {
 		for (uint32_t i = 0; i < l->n; i++) {
 			const float *x = updates[k].tensor[i];
@@ -70,10 +70,28 @@ int aggr_begin(struct aggr_base *b, const struct fedrun_round_info *round,
 				    FEDRUN_ENUMERIC,
 				    "%s: round %u: client %u sent a non-finite value "
 				    "in tensor %s at element %llu",
-				    b->name, round ? round->round : 0, updates[k].client,
+				    name, round ? round->round : 0, updates[k].client,
 				    l->t[i].name, (unsigned long long)bad);
 		}
 	}
+	return 0;
+}
+
+int aggr_begin(struct aggr_base *b, const struct fedrun_round_info *round,
+	       const struct fedrun_update *updates, uint32_t n, const float *params)
+{
+	const struct fedrun_layout *l = &b->layout;
+	if (n == 0 || !updates)
+		return fedrun_error(FEDRUN_EINVAL, "%s: round %u: no updates to aggregate", b->name,
+				    round ? round->round : 0);
+	int rc = aggr_check_layout(b->name, l->n, l->total, round);
+	if (rc < 0)
+		return rc;
+	/* NaN would silently poison every rule here (comparisons in median,
+	 * softmax in fedatt), so refuse it with its place. */
+	rc = aggr_check_finite(b->name, l, round, updates, n);
+	if (rc < 0)
+		return rc;
 	if (n > b->cap) {
 		const float **src = realloc(b->src, n * sizeof *src);
 		if (src)
@@ -135,6 +153,118 @@ double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updat
 		b->w[k] = b->src[k] ? (float)(p[k] / total) : 0;
 	fedrun_vec_wsum(numel, n, b->src, b->w, out);
 	return total;
+}
+
+int aggr_sum_init(struct aggr_sum *s, const struct fedrun_layout *l, bool uniform)
+{
+	memset(s, 0, sizeof *s);
+	s->total = l->total;
+	s->ntensors = l->n;
+	s->uniform = uniform;
+	/* An arena of 2·total floats is 64-byte aligned room for total doubles. */
+	s->acc = (double *)(void *)fedrun_arena_alloc(2 * l->total);
+	s->tot = calloc(l->n, sizeof *s->tot);
+	s->senders = calloc(l->n, sizeof *s->senders);
+	if (!s->acc || !s->tot || !s->senders) {
+		aggr_sum_fini(s);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory for the sum of %llu parameters",
+				    (unsigned long long)l->total);
+	}
+	return 0;
+}
+
+void aggr_sum_fini(struct aggr_sum *s)
+{
+	fedrun_arena_free((float *)(void *)s->acc);
+	free(s->tot);
+	free(s->senders);
+	free(s->client);
+	free(s->p);
+	free(s->src);
+	free(s->w);
+	memset(s, 0, sizeof *s);
+}
+
+void aggr_sum_begin(struct aggr_sum *s)
+{
+	memset(s->acc, 0, s->total * sizeof *s->acc);
+	memset(s->tot, 0, s->ntensors * sizeof *s->tot);
+	memset(s->senders, 0, s->ntensors * sizeof *s->senders);
+	s->all = 0;
+	s->n = 0;
+}
+
+/* Grows a[cap] to at least want entries of `size` bytes (doubling). */
+static int grow(void **a, uint32_t *cap, uint32_t want, size_t size)
+{
+	if (want <= *cap)
+		return 0;
+	uint32_t c = *cap ? *cap : 16;
+	while (c < want)
+		c = c > UINT32_MAX / 2 ? want : 2 * c;
+	void *p = realloc(*a, (size_t)c * size);
+	if (!p)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory for %u updates", want);
+	*a = p;
+	*cap = c;
+	return 0;
+}
+
+int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
+		 const struct fedrun_update *updates, uint32_t n)
+{
+	int rc;
+	if ((rc = grow((void **)&s->client, &s->ccap, s->n + n, sizeof *s->client)) < 0 ||
+	    (rc = grow((void **)&s->p, &s->cap, s->n + n, sizeof *s->p)) < 0 ||
+	    (rc = grow((void **)&s->src, &s->srccap, n, sizeof *s->src)) < 0 ||
+	    (rc = grow((void **)&s->w, &s->scap, n, sizeof *s->w)) < 0)
+		return rc;
+	for (uint32_t k = 0; k < n; k++) {
+		double p = s->uniform ? 1.0 : (double)updates[k].n_samples;
+		s->client[s->n + k] = updates[k].client;
+		s->p[s->n + k] = p;
+		s->w[k] = p;
+		s->all += p;
+	}
+	s->n += n;
+	for (uint32_t i = 0; i < l->n; i++) {
+		for (uint32_t k = 0; k < n; k++) {
+			s->src[k] = updates[k].tensor[i];
+			if (s->src[k]) {
+				s->tot[i] += s->w[k];
+				s->senders[i]++;
+			}
+		}
+		fedrun_vec_wsum_d(l->t[i].numel, n, s->src, s->w, s->acc + l->t[i].offset);
+	}
+	return 0;
+}
+
+double aggr_sum_mean(const struct aggr_sum *s, const struct fedrun_layout *l, uint32_t i,
+		     float *out)
+{
+	double tot = s->tot[i];
+	if (tot == 0)
+		return 0;
+	const double *acc = s->acc + l->t[i].offset;
+	for (uint64_t j = 0; j < l->t[i].numel; j++)
+		out[j] = (float)(acc[j] / tot);
+	return tot;
+}
+
+void aggr_sum_apply(const struct aggr_sum *s, const struct fedrun_layout *l, float *params)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		double tot = s->tot[i];
+		if (tot == 0)
+			continue; /* nobody sent this tensor: it keeps its value */
+		const double *acc = s->acc + l->t[i].offset;
+		float *x = params + l->t[i].offset;
+		uint64_t numel = l->t[i].numel;
+#pragma omp parallel for schedule(static) if (numel >= (1u << 16))
+		for (uint64_t j = 0; j < numel; j++)
+			x[j] = (float)((double)x[j] + acc[j] / tot);
+	}
 }
 
 int aggr_metric(const struct aggr_base *b, const char *metric, int64_t client, const char *tensor,

@@ -52,6 +52,53 @@ uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t 
 double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updates, uint32_t n,
 			  uint32_t i, const double *p, float *out);
 
+/* Refuses a round whose layout is not the one of create (n tensors, total
+ * floats). */
+int aggr_check_layout(const char *name, uint32_t n, uint64_t total,
+		      const struct fedrun_round_info *round);
+/* Refuses a non-finite value in an update, naming the client, tensor and
+ * element (what aggr_begin checks, for streaming ops). */
+int aggr_check_finite(const char *name, const struct fedrun_layout *l,
+		      const struct fedrun_round_info *round, const struct fedrun_update *updates,
+		      uint32_t n);
+
+/* Streaming weighted mean (ABI 1.3 begin/accumulate/finish): per tensor i,
+ * Σ_k p_k Δ_k,i and Σ_k p_k over the clients that sent it, in double, with
+ * p_k = n_k (samples) or 1 (uniform). Each element adds the clients in
+ * their order, so any cut of the round into accumulate calls gives the same
+ * bits, and memory is one double arena whatever the number of clients. */
+struct aggr_sum {
+	uint64_t total;	  /* floats of the layout */
+	uint32_t ntensors;
+	bool uniform;	  /* p_k = 1 */
+	double *acc;	  /* total doubles */
+	double *tot;	  /* ntensors: Σ p_k over the senders */
+	uint32_t *senders; /* ntensors: how many updates had the tensor */
+	double all;	  /* Σ p_k over every update of the round */
+	uint32_t n;	  /* updates so far */
+	uint32_t *client; /* each update's client and weight, for metrics */
+	double *p;
+	const float **src; /* scratch: one pointer and weight per update of a call */
+	double *w;
+	uint32_t ccap, cap, srccap, scap; /* capacities of client, p, src, w */
+};
+
+int aggr_sum_init(struct aggr_sum *s, const struct fedrun_layout *l, bool uniform);
+void aggr_sum_fini(struct aggr_sum *s);
+/* Starts a round: zeroes the sums. */
+void aggr_sum_begin(struct aggr_sum *s);
+/* Adds n updates. */
+int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
+		 const struct fedrun_update *updates, uint32_t n);
+/* out[0..numel) = Σ_k p_k Δ_k,i / Σ_k p_k for tensor i of layout l; returns
+ * that total, or 0 (out untouched) when it is 0 (nobody sent the tensor:
+ * senders[i] == 0, or its senders report 0 samples). */
+double aggr_sum_mean(const struct aggr_sum *s, const struct fedrun_layout *l, uint32_t i,
+		     float *out);
+/* params[tensor i] += the mean, for every tensor somebody sent (FedAvg's
+ * θ_{t+1} = θ_t + Σ_k p_k Δ_k / Σ_k p_k). */
+void aggr_sum_apply(const struct aggr_sum *s, const struct fedrun_layout *l, float *params);
+
 /* The run's clients and the updates a round aggregates (host->clients,
  * ABI 1.2); returns false where the host does not say. */
 bool aggr_run_clients(const struct fedrun_host *host, uint32_t *clients, uint32_t *per_round);

@@ -5,16 +5,19 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <fedrun/fedrun.h>
+#include "common.h"
 
 enum { WEIGHTS_SAMPLES, WEIGHTS_UNIFORM };
 
+/* fedavg streams (ABI 1.3): the round's updates are summed as they arrive,
+ * Σ_k n_k Δ_k and Σ_k n_k per tensor in double (aggr_sum), and θ_t moves to
+ * the mean at finish; aggregate() is the same three steps over all updates
+ * at once, so both paths give the same bits. */
 struct fedavg {
 	const struct fedrun_host *host;
 	int weights;
 	double mu; /* fedprox only */
-	const float **x; /* scratch: one pointer per client */
-	float *w;
-	uint32_t cap;
+	struct aggr_sum sum;
 };
 
 static const struct fedrun_opt fedavg_spec[] = {
@@ -32,13 +35,15 @@ static const struct fedrun_opt fedprox_spec[] = {
 };
 
 static int create_with(const struct fedrun_opt *spec, const struct fedrun_host *host,
-		       json_t *config, void **state)
+		       json_t *config, const struct fedrun_layout *layout, void **state)
 {
 	struct fedavg *st = calloc(1, sizeof *st);
 	if (!st)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	st->host = host;
 	int rc = fedrun_opts_parse(spec, config, "aggregator", st);
+	if (rc == 0)
+		rc = aggr_sum_init(&st->sum, layout, st->weights == WEIGHTS_UNIFORM);
 	if (rc < 0) {
 		free(st);
 		return rc;
@@ -50,13 +55,13 @@ static int create_with(const struct fedrun_opt *spec, const struct fedrun_host *
 static int fedavg_create(const struct fedrun_host *host, json_t *config,
 			 const struct fedrun_layout *layout, void **state)
 {
-	return create_with(fedavg_spec, host, config, state);
+	return create_with(fedavg_spec, host, config, layout, state);
 }
 
 static int fedprox_create(const struct fedrun_host *host, json_t *config,
 			  const struct fedrun_layout *layout, void **state)
 {
-	return create_with(fedprox_spec, host, config, state);
+	return create_with(fedprox_spec, host, config, layout, state);
 }
 
 /* FedProx (Li et al. 2020): the server aggregates as FedAvg; the clients
@@ -71,52 +76,53 @@ static int fedprox_configure_clients(void *state, struct fedrun_client_hints *hi
 static void fedavg_destroy(void *state)
 {
 	struct fedavg *st = state;
-	free(st->x);
-	free(st->w);
+	aggr_sum_fini(&st->sum);
 	free(st);
 }
+
+static int fedavg_begin(void *state, const struct fedrun_round_info *round)
+{
+	struct fedavg *st = state;
+	int rc = aggr_check_layout("fedavg", st->sum.ntensors, st->sum.total, round);
+	if (rc < 0)
+		return rc;
+	aggr_sum_begin(&st->sum);
+	return 0;
+}
+
+static int fedavg_accumulate(void *state, const struct fedrun_round_info *round,
+			     const struct fedrun_update *u, uint32_t n)
+{
+	struct fedavg *st = state;
+	return aggr_sum_add(&st->sum, round->layout, u, n);
+}
+
+/* θ_{t+1} = θ_t + Σ_k (n_k / n) Δ_k per tensor, n over its senders. */
+static int fedavg_finish(void *state, const struct fedrun_round_info *round, float *params)
+{
+	struct fedavg *st = state;
+	const struct aggr_sum *s = &st->sum;
+	if (s->n == 0)
+		return fedrun_error(FEDRUN_EINVAL, "fedavg: round %u: no updates to aggregate",
+				    round->round);
+	if (!(s->all > 0))
+		return fedrun_error(FEDRUN_EINVAL, "every client reports 0 training samples");
+	for (uint32_t k = 0; k < s->n; k++) {
+		int rc = st->host->metric(st->host->ctx, "fedavg.weight", s->client[k], NULL,
+					  s->p[k] / s->all);
+		if (rc < 0)
+			return rc;
+	}
+	aggr_sum_apply(s, round->layout, params);
+	return 0;
+}
+
+static const struct fedrun_aggregator_ops fedavg_ops;
 
 static int fedavg_aggregate(void *state, const struct fedrun_round_info *round,
 			    const struct fedrun_update *u, uint32_t n, float *params)
 {
-	struct fedavg *st = state;
-	const struct fedrun_layout *l = round->layout;
-	if (n > st->cap) {
-		const float **x = realloc(st->x, n * sizeof *x);
-		if (x)
-			st->x = x;
-		float *w = realloc(st->w, n * sizeof *w);
-		if (w)
-			st->w = w;
-		if (!x || !w)
-			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		st->cap = n;
-	}
-	double total_all = 0;
-	for (uint32_t k = 0; k < n; k++)
-		total_all += st->weights == WEIGHTS_UNIFORM ? 1.0 : (double)u[k].n_samples;
-	if (!(total_all > 0))
-		return fedrun_error(FEDRUN_EINVAL, "every client reports 0 training samples");
-	for (uint32_t k = 0; k < n; k++)
-		st->host->metric(st->host->ctx, "fedavg.weight", u[k].client, NULL,
-				 (st->weights == WEIGHTS_UNIFORM ? 1.0 : (double)u[k].n_samples) /
-					 total_all);
-
-	for (uint32_t i = 0; i < l->n; i++) {
-		double total = 0;
-		for (uint32_t k = 0; k < n; k++)
-			if (u[k].tensor[i])
-				total += st->weights == WEIGHTS_UNIFORM ? 1.0 : (double)u[k].n_samples;
-		if (total == 0)
-			continue; /* nobody sent this tensor */
-		for (uint32_t k = 0; k < n; k++) {
-			st->x[k] = u[k].tensor[i];
-			st->w[k] = (float)((st->weights == WEIGHTS_UNIFORM ? 1.0
-									 : (double)u[k].n_samples) / total);
-		}
-		fedrun_vec_wsum(l->t[i].numel, n, st->x, st->w, params + l->t[i].offset);
-	}
-	return 0;
+	return fedrun_aggregate_stream(&fedavg_ops, state, round, u, n, params);
 }
 
 static const struct fedrun_aggregator_ops fedavg_ops = {
@@ -124,6 +130,9 @@ static const struct fedrun_aggregator_ops fedavg_ops = {
 	.create = fedavg_create,
 	.destroy = fedavg_destroy,
 	.aggregate = fedavg_aggregate,
+	.begin = fedavg_begin,
+	.accumulate = fedavg_accumulate,
+	.finish = fedavg_finish,
 };
 
 static const struct fedrun_aggregator_ops fedprox_ops = {
@@ -132,6 +141,9 @@ static const struct fedrun_aggregator_ops fedprox_ops = {
 	.destroy = fedavg_destroy,
 	.aggregate = fedavg_aggregate,
 	.configure_clients = fedprox_configure_clients,
+	.begin = fedavg_begin,
+	.accumulate = fedavg_accumulate,
+	.finish = fedavg_finish,
 };
 
 static const struct fedrun_plugin fedavg_plugin =

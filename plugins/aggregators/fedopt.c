@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include "fedrun/error.h"
 #include "fedrun/opts.h"
 #include "fedrun/plugin.h"
@@ -52,6 +53,7 @@ struct fedopt {
 	struct fedopt_cfg cfg;
 	struct srvopt opt;
 	float *pg; /* one tensor's pseudo-gradient (max_numel floats) */
+	struct aggr_sum sum; /* streaming (ABI 1.3): Σ_k p_k Δ_k */
 };
 
 static int fedopt_create(const struct fedrun_host *host, json_t *config,
@@ -97,13 +99,18 @@ static int fedopt_create(const struct fedrun_host *host, json_t *config,
 	rc = srvopt_init(&fo->opt, &oc, layout->total);
 	if (rc < 0)
 		goto fini_base;
+	rc = aggr_sum_init(&fo->sum, layout, c->weights == FEDOPT_UNIFORM);
+	if (rc < 0)
+		goto fini_opt;
 	fo->pg = fedrun_arena_alloc(fo->base.max_numel);
 	if (!fo->pg) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "fedopt: out of memory");
-		goto fini_opt;
+		goto fini_sum;
 	}
 	*state = fo;
 	return 0;
+fini_sum:
+	aggr_sum_fini(&fo->sum);
 fini_opt:
 	srvopt_fini(&fo->opt);
 fini_base:
@@ -120,32 +127,49 @@ static void fedopt_destroy(void *state)
 		return;
 	srvopt_fini(&fo->opt);
 	aggr_base_fini(&fo->base);
+	aggr_sum_fini(&fo->sum);
 	fedrun_arena_free(fo->pg);
 	free(fo);
 }
 
-static int fedopt_aggregate(void *state, const struct fedrun_round_info *round,
-			    const struct fedrun_update *updates, uint32_t n, float *params)
+static int fedopt_begin(void *state, const struct fedrun_round_info *round)
 {
 	struct fedopt *fo = state;
 	const struct fedrun_layout *l = &fo->base.layout;
-	int rc = aggr_begin(&fo->base, round, updates, n, params);
+	int rc = aggr_check_layout("fedopt", l->n, l->total, round);
 	if (rc < 0)
 		return rc;
+	aggr_sum_begin(&fo->sum);
+	return 0;
+}
+
+static int fedopt_accumulate(void *state, const struct fedrun_round_info *round,
+			     const struct fedrun_update *updates, uint32_t n)
+{
+	struct fedopt *fo = state;
+	int rc = aggr_check_finite("fedopt", &fo->base.layout, round, updates, n);
+	return rc < 0 ? rc : aggr_sum_add(&fo->sum, &fo->base.layout, updates, n);
+}
+
+static int fedopt_finish(void *state, const struct fedrun_round_info *round, float *params)
+{
+	struct fedopt *fo = state;
+	const struct fedrun_layout *l = &fo->base.layout;
+	if (fo->sum.n == 0)
+		return fedrun_error(FEDRUN_EINVAL, "fedopt: round %u: no updates to aggregate",
+				    round->round);
+	memcpy(fo->base.before, params, l->total * sizeof *params); /* θ_t, for the step norm */
 
 	/* Δ = Σ_k p_k Δ_k / Σ_k p_k over the clients that sent the tensor
 	 * (FedOpt, Algorithm 1 of the FedNLP slides, line 9), p_k = n_k or 1. */
-	double *p = fo->base.val;
-	for (uint32_t k = 0; k < n; k++)
-		p[k] = fo->cfg.weights == FEDOPT_SAMPLES ? (double)updates[k].n_samples : 1.0;
 	double pg2 = 0;
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct fedrun_tensor_info *t = &l->t[i];
 		/* A tensor nobody sent: neither it nor its moments move. */
-		if (aggr_senders(updates, n, i, fo->base.src) == 0)
+		if (fo->sum.senders[i] == 0)
 			continue;
-		double total = aggr_weighted_mean(&fo->base, updates, n, i, p, fo->pg);
-		if (!(total > 0))
+		double total = aggr_sum_mean(&fo->sum, l, i, fo->pg);
+		if (!(total > 1e-12))
 			return fedrun_error(
 			    FEDRUN_EINVAL,
 			    "fedopt: tensor %s: the clients that sent it report "
@@ -156,10 +180,18 @@ static int fedopt_aggregate(void *state, const struct fedrun_round_info *round,
 		srvopt_apply(&fo->opt, t->offset, t->numel, params + t->offset, fo->pg);
 	}
 	srvopt_end_round(&fo->opt);
-	rc = aggr_metric(&fo->base, "fedopt.update_norm", -1, NULL, sqrt(pg2));
+	int rc = aggr_metric(&fo->base, "fedopt.update_norm", -1, NULL, sqrt(pg2));
 	if (rc < 0)
 		return rc;
 	return aggr_end(&fo->base, params);
+}
+
+static const struct fedrun_aggregator_ops fedopt_ops;
+
+static int fedopt_aggregate(void *state, const struct fedrun_round_info *round,
+			    const struct fedrun_update *updates, uint32_t n, float *params)
+{
+	return fedrun_aggregate_stream(&fedopt_ops, state, round, updates, n, params);
 }
 
 static int fedopt_state(void *state, const struct fedrun_state_blob **blobs, uint32_t *n)
@@ -176,6 +208,9 @@ static const struct fedrun_aggregator_ops fedopt_ops = {
     .destroy = fedopt_destroy,
     .aggregate = fedopt_aggregate,
     .state = fedopt_state,
+    .begin = fedopt_begin,
+    .accumulate = fedopt_accumulate,
+    .finish = fedopt_finish,
 };
 
 static const struct fedrun_plugin fedopt_plugin = {

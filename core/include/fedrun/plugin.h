@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 2
+#define FEDRUN_ABI_MINOR 3
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -131,7 +131,45 @@ struct fedrun_aggregator_ops {
 	/* Optional. Called once after create: sets what the clients' local
 	 * training must do for this aggregator (FedProx's proximal term). */
 	int (*configure_clients)(void *state, struct fedrun_client_hints *hints);
+	/* ---- ABI 1.3: streaming aggregation. Optional: all three or none
+	 * (the host refuses a table with some of them). With them the host
+	 * never holds a round's updates at once: it calls begin, then
+	 * accumulate with the updates in client order, a few at a time as
+	 * clients finish (n >= 1 per call; the updates are borrowed for the
+	 * call only), then finish with `params` holding θ_t, which must hold
+	 * θ_{t+1} on return. The result MUST NOT depend on how the updates
+	 * are cut into calls; aggregate(u, n) must equal begin, accumulate(u,
+	 * n), finish (fedrun_aggregate_stream below does exactly that). The
+	 * host still calls aggregate where it must see every update first (a
+	 * server-side attack). An aggregator whose rule needs all updates at
+	 * once (median, Krum, MeritFed) leaves these NULL, and the host then
+	 * buffers the round: memory grows with the clients per round. */
+	int (*begin)(void *state, const struct fedrun_round_info *round);
+	int (*accumulate)(void *state, const struct fedrun_round_info *round,
+			  const struct fedrun_update *updates, uint32_t n);
+	int (*finish)(void *state, const struct fedrun_round_info *round, float *params);
 };
+
+/* True when an aggregator ops table streams (ABI 1.3 begin, accumulate
+ * and finish, checked by the host at load). */
+#define FEDRUN_AGGREGATOR_STREAMS(ops_)                                                   \
+	((ops_)->size >= offsetof(struct fedrun_aggregator_ops, finish) + sizeof(void *) &&   \
+	 (ops_)->begin != NULL && (ops_)->accumulate != NULL && (ops_)->finish != NULL)
+
+/* aggregate() for a streaming aggregator: begin, one accumulate over all
+ * n updates, finish. */
+static inline int fedrun_aggregate_stream(const struct fedrun_aggregator_ops *ops, void *state,
+					  const struct fedrun_round_info *round,
+					  const struct fedrun_update *updates, uint32_t n,
+					  float *params)
+{
+	int rc = ops->begin(state, round);
+	if (rc >= 0)
+		rc = ops->accumulate(state, round, updates, n);
+	if (rc >= 0)
+		rc = ops->finish(state, round, params);
+	return rc;
+}
 
 /* ---- selectors --------------------------------------------------------- */
 

@@ -22,6 +22,12 @@ void fedrun_vec_sub(uint64_t n, const float *a, const float *b, float *out);
  * One pass over y: the kernel behind fedavg. */
 void fedrun_vec_wsum(uint64_t n, uint32_t k, const float *const *x, const float *w,
 		     float *y);
+/* y += sum_j w[j] x[j] in double, x[j] may be NULL (skipped): each y[i]
+ * adds the k terms in order j = 0, 1, ..., so cutting the vectors into
+ * calls of any sizes gives the same bits. The kernel behind streaming
+ * aggregation (fedavg's accumulate). */
+void fedrun_vec_wsum_d(uint64_t n, uint32_t k, const float *const *x, const double *w,
+		       double *y);
 /* Dot product, accumulated in double. */
 double fedrun_vec_dot(uint64_t n, const float *x, const float *y);
 /* Euclidean norm, accumulated in double. */
