@@ -388,8 +388,8 @@ static int evaluate_all(struct run *r, enum fedrun_split split)
 static double last_loss(const struct run *r, int split)
 {
 	for (uint32_t i = r->nevents; i-- > 0;)
-		if (r->events[i].client < 0 && r->events[i].split == split &&
-		    strcmp(r->events[i].name, "loss") == 0)
+		if (r->events[i].client == UINT32_MAX && r->events[i].split == split &&
+		    strcmp(run_str(r, r->events[i].name), "loss") == 0)
 			return r->events[i].value;
 	return NAN;
 }
@@ -526,7 +526,18 @@ static int run_round(struct run *r, uint32_t round)
 				goto out;
 		}
 		if (stream) {
+#ifdef _OPENMP
+			/* One thread: an OpenMP team woken here would spin on the
+			 * cores the next chunk's workers train on (a quarter of
+			 * the CPU time with 2 threads), and the chunk's sum is
+			 * small beside its training. */
+			int omp_saved = omp_get_max_threads();
+			omp_set_num_threads(1);
+#endif
 			rc = r->agg_ops->accumulate(r->aggregator.state, &ctx.info, ups, n);
+#ifdef _OPENMP
+			omp_set_num_threads(omp_saved);
+#endif
 			if (rc < 0) {
 				fedrun_error_wrap(rc, "round %u: aggregator '%s': ", round,
 						  r->aggregator.desc->name);
@@ -699,6 +710,7 @@ static void run_teardown(struct run *r)
 	free(r->ft_list);
 	free(r->run_dir_abs);
 	free(r->events);
+	run_strings_free(r);
 	free(r->pending_log);
 	pthread_mutex_destroy(&r->lock);
 }

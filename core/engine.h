@@ -47,14 +47,17 @@ struct plugin_slot {
 	void *state;
 };
 
+/* 32 bytes: the strings are interned (metrics.c) and named by their ids
+ * (run_str), so a round of 10,000 clients' events stays small beside one
+ * model update. */
 struct metric_event {
-	int64_t client; /* -1: server */
-	char model[64]; /* "" or the evaluated model: "server" or a client's name */
-	uint64_t seq;
-	int split;      /* -1: none */
-	char name[48];
-	char tensor[FEDRUN_NAME_MAX];
 	double value;
+	uint32_t client; /* UINT32_MAX: server (client ids are below it) */
+	uint32_t seq;	/* order of recording since the last flush */
+	uint32_t name;	/* metric name, at most 47 bytes */
+	uint32_t tensor; /* 0 ("") or a tensor name */
+	uint32_t model; /* 0 ("") or the evaluated model: "server" or a client's name */
+	int32_t split;	/* -1: none */
 };
 
 enum { DIR_PULL = 0, DIR_PUSH = 1, DIR_BOTH = 2 };
@@ -137,6 +140,13 @@ struct run {
 	pthread_mutex_t lock;
 	struct metric_event *events;
 	uint32_t nevents, capevents;
+	/* Interned event strings: strtab[id] for id < nstrings (strtab[0] is
+	 * ""), and a hash set of ids (open addressing, capslots a power of 2,
+	 * UINT32_MAX for free). */
+	char **strtab;
+	uint32_t nstrings, capstrings;
+	uint32_t *slots;
+	uint32_t capslots;
 	uint64_t seq;
 
 	FILE *metrics, *csv, *log;
@@ -175,6 +185,10 @@ int metrics_open(struct run *r);
 void metrics_close(struct run *r);
 int metrics_flush_round(struct run *r, uint32_t round);
 int metrics_truncate(const char *dir, uint32_t round);
+/* Frees the interned event strings (at the run's end). */
+void run_strings_free(struct run *r);
+/* The interned string `id` of an event. */
+const char *run_str(const struct run *r, uint32_t id);
 int run_event(struct run *r, int64_t client, int split, const char *name, const char *tensor,
 	      double value);
 /* An event about one model of several (eval.matrix, finetune): `model` is

@@ -11,7 +11,90 @@
 
 static const char *split_names[] = {"train", "valid", "test"};
 
+#define SERVER UINT32_MAX /* metric_event.client of the server's events */
+
 #define CSV_HEADER "round,client,split,metric,tensor,value,bytes_push,bytes_pull,wall,model\n"
+
+/* FNV-1a. */
+static uint32_t str_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+const char *run_str(const struct run *r, uint32_t id)
+{
+	return id > 0 && id < r->nstrings ? r->strtab[id] : ""; /* id 0 is "" */
+}
+
+/* Rebuilds the hash set with `cap` slots. */
+static int rehash(struct run *r, uint32_t cap)
+{
+	uint32_t *t = malloc((size_t)cap * sizeof *t);
+	if (!t)
+		return -1;
+	memset(t, 0xff, (size_t)cap * sizeof *t);
+	for (uint32_t id = 1; id < r->nstrings; id++) {
+		uint32_t j = str_hash(r->strtab[id], strlen(r->strtab[id])) & (cap - 1);
+		while (t[j] != UINT32_MAX)
+			j = (j + 1) & (cap - 1);
+		t[j] = id;
+	}
+	free(r->slots);
+	r->slots = t;
+	r->capslots = cap;
+	return 0;
+}
+
+/* The id of s cut to max - 1 bytes (as the fixed-size fields of earlier
+ * versions cut it); UINT32_MAX without memory. Called under r->lock. */
+static uint32_t intern(struct run *r, const char *s, size_t max)
+{
+	size_t len = strnlen(s ? s : "", max - 1);
+	if (len == 0)
+		return 0;
+	if (r->nstrings == 0) { /* id 0 is "" */
+		if (!(r->strtab = malloc(16 * sizeof *r->strtab)))
+			return UINT32_MAX;
+		r->strtab[0] = NULL;
+		r->capstrings = 16;
+		r->nstrings = 1;
+	}
+	if (2 * (r->nstrings + 1) > r->capslots && rehash(r, r->capslots ? 2 * r->capslots : 64) < 0)
+		return UINT32_MAX;
+	uint32_t j = str_hash(s, len) & (r->capslots - 1);
+	for (; r->slots[j] != UINT32_MAX; j = (j + 1) & (r->capslots - 1)) {
+		const char *t = r->strtab[r->slots[j]];
+		if (strncmp(t, s, len) == 0 && t[len] == '\0')
+			return r->slots[j];
+	}
+	if (r->nstrings == r->capstrings) {
+		char **t = realloc(r->strtab, 2 * (size_t)r->capstrings * sizeof *t);
+		if (!t)
+			return UINT32_MAX;
+		r->strtab = t;
+		r->capstrings *= 2;
+	}
+	char *copy = strndup(s, len);
+	if (!copy)
+		return UINT32_MAX;
+	r->strtab[r->nstrings] = copy;
+	r->slots[j] = r->nstrings;
+	return r->nstrings++;
+}
+
+void run_strings_free(struct run *r)
+{
+	for (uint32_t id = 1; id < r->nstrings; id++)
+		free(r->strtab[id]);
+	free(r->strtab);
+	free(r->slots);
+	r->strtab = NULL;
+	r->slots = NULL;
+	r->nstrings = r->capstrings = r->capslots = 0;
+}
 
 static int event_add(struct run *r, int64_t client, int split, const char *name, const char *tensor,
 		     const char *model, double value)
@@ -27,14 +110,15 @@ static int event_add(struct run *r, int64_t client, int split, const char *name,
 		r->events = e;
 		r->capevents = cap;
 	}
-	struct metric_event *e = &r->events[r->nevents++];
-	e->client = client;
-	e->seq = r->seq++;
-	e->split = split;
-	snprintf(e->name, sizeof e->name, "%s", name);
-	snprintf(e->tensor, sizeof e->tensor, "%s", tensor ? tensor : "");
-	snprintf(e->model, sizeof e->model, "%s", model ? model : "");
-	e->value = value;
+	uint32_t n = intern(r, name, 48), t = intern(r, tensor, FEDRUN_NAME_MAX),
+		 m = intern(r, model, 64);
+	if (n == UINT32_MAX || t == UINT32_MAX || m == UINT32_MAX) {
+		pthread_mutex_unlock(&r->lock);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory recording metrics");
+	}
+	r->events[r->nevents++] = (struct metric_event){
+		.value = value, .client = client < 0 || client >= UINT32_MAX ? SERVER : (uint32_t)client, .seq = (uint32_t)r->seq++,
+		.name = n, .tensor = t, .model = m, .split = split};
 	pthread_mutex_unlock(&r->lock);
 	return 0;
 }
@@ -87,8 +171,8 @@ static void csv_str(FILE *fp, const char *s)
 static int cmp_event(const void *a, const void *b)
 {
 	const struct metric_event *x = a, *y = b;
-	if (x->client != y->client)
-		return x->client < y->client ? -1 : 1;
+	if (x->client != y->client) /* the server (UINT32_MAX) first */
+		return x->client == SERVER ? -1 : y->client == SERVER ? 1 : x->client < y->client ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -145,20 +229,22 @@ int metrics_flush_round(struct run *r, uint32_t round)
 	for (uint32_t i = 0; i < r->nevents; i++) {
 		const struct metric_event *e = &r->events[i];
 		fprintf(r->metrics, "{\"round\":%u,\"client\":", round);
-		if (e->client >= 0)
-			fprintf(r->metrics, "%" PRId64, e->client);
+		if (e->client != SERVER)
+			fprintf(r->metrics, "%" PRIu32, e->client);
 		else
 			fputs("null", r->metrics);
 		if (e->split >= 0)
 			fprintf(r->metrics, ",\"split\":\"%s\"", split_names[e->split]);
 		else
 			fputs(",\"split\":null", r->metrics);
-		fprintf(r->metrics, ",\"metric\":\"%s\"", e->name);
-		if (e->tensor[0])
-			fprintf(r->metrics, ",\"tensor\":\"%s\"", e->tensor);
-		if (e->model[0]) {
+		const char *name = run_str(r, e->name), *tensor = run_str(r, e->tensor),
+			   *model = run_str(r, e->model);
+		fprintf(r->metrics, ",\"metric\":\"%s\"", name);
+		if (tensor[0])
+			fprintf(r->metrics, ",\"tensor\":\"%s\"", tensor);
+		if (model[0]) {
 			fputs(",\"model\":\"", r->metrics);
-			json_str(r->metrics, e->model);
+			json_str(r->metrics, model);
 			fputc('"', r->metrics);
 		}
 		fputs(",\"value\":", r->metrics);
@@ -167,15 +253,16 @@ int metrics_flush_round(struct run *r, uint32_t round)
 				    ",\"wall\":%.3f}\n", r->bytes_push, r->bytes_pull, wall);
 
 		fprintf(r->csv, "%u,", round);
-		if (e->client >= 0)
-			fprintf(r->csv, "%" PRId64, e->client);
+		if (e->client != SERVER)
+			fprintf(r->csv, "%" PRIu32, e->client);
 		fprintf(r->csv, ",%s,%s,%s,%.17g,%" PRIu64 ",%" PRIu64 ",%.3f,",
-			e->split >= 0 ? split_names[e->split] : "", e->name, e->tensor, e->value,
+			e->split >= 0 ? split_names[e->split] : "", name, tensor, e->value,
 			r->bytes_push, r->bytes_pull, wall);
-		csv_str(r->csv, e->model);
+		csv_str(r->csv, model);
 		fputc('\n', r->csv);
 	}
 	r->nevents = 0;
+	r->seq = 0; /* seq orders the events of one flush */
 	if (fflush(r->metrics) != 0 || fflush(r->csv) != 0 || fflush(r->log) != 0)
 		return fedrun_error(FEDRUN_EIO, "%s: cannot write metrics: %s", r->cfg.dir,
 				    strerror(errno));
