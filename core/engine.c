@@ -799,6 +799,15 @@ int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opt
 	int rc = run_setup(&r, pipeline, opts, reg, false);
 	if (rc == 0)
 		rc = dir_writable(r.cfg.dir); /* what the run would find first */
+	/* The init file is read as the run reads it: a malformed one, or one
+	 * that does not fit the model, is refused here too. */
+	if (rc == 0 && r.cfg.init && !opts->resume) {
+		if (!(r.theta = fedrun_arena_alloc(r.layout->total)))
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for %" PRIu64 " parameters",
+					  r.layout->total);
+		else
+			rc = init_load(&r, r.cfg.init);
+	}
 	run_teardown(&r);
 	return rc;
 }

@@ -417,8 +417,9 @@ static int build_vocab(struct fedrun_textdata *td, const struct vocab_opts *vo,
 		struct fedrun_vocab_opts bo = {(uint32_t)vo->size, (uint64_t)vo->min_count, *to};
 		rc = fedrun_vocab_build(train->f, train->n, &bo, &td->vocab);
 	}
-	if (rc < 0)
-		fedrun_error_wrap(rc, "%s.vocab: ", path);
+	if (rc < 0) /* the file that failed is the vocabulary, or a training file it is built from */
+		fedrun_error_wrap(rc, vo->file ? "%s.vocab: " : "%s.train (building the vocabulary): ",
+				  path);
 	return rc;
 }
 

@@ -37,6 +37,26 @@ grep -q "is not a valid key (not UTF-8)" err || { cat err; die "unclear message 
 "$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set "$(printf 'name=\321')" 2>err
 [ $? -eq 2 ] || die "--set with a value that is not UTF-8 accepted"
 grep -q "the value is not valid UTF-8" err || { cat err; die "unclear message for a value that is not UTF-8"; }
+# Malformed input files are invalid input: exit 2 from validate and from the
+# run, which writes nothing (a data file that is not UTF-8 or holds no
+# sentence; an init file that is not a safetensors file, or is empty).
+q="$top_srcdir/examples/quickstart.json"
+d="$top_srcdir/examples/data/toy-english"
+printf '\377\376 not UTF-8\n' >bad.txt
+: >empty.txt
+head -c 100 /dev/zero | tr '\0' 'x' >junk.safetensors
+for c in "data.train=$PWD/bad.txt:building the vocabulary" "data.train=$PWD/empty.txt:empty file" \
+	"init=$PWD/junk.safetensors:not a safetensors file" "init=$PWD/empty.txt:truncated"; do
+	set="${c%%:*}" text="${c#*:}"
+	for cmd in validate -q; do # validate, and a run
+		"$FEDRUN" $cmd "$q" --set "data.train=$d/train.txt" --set "$set" \
+			--set output.dir=malformed --set rounds=1 2>err
+		st=$?
+		[ "$st" -eq 2 ] || { cat err; die "$cmd with $set: exit $st, expected 2"; }
+		grep -qF "$text" err || { cat err; die "$cmd with $set: message lacks '$text'"; }
+		[ ! -e malformed ] || die "$cmd with $set left a run directory"
+	done
+done
 # A file size limit: the write fails with a message naming the file, no
 # SIGXFSZ (which would kill the process without a word).
 st=0

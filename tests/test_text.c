@@ -930,7 +930,7 @@ START_TEST(test_data_errors)
 	     " \"vocab\": {\"file\": \"bad_vocab.txt\"}}",
 	     FEDRUN_EFORMAT, "data.vocab: " D "bad_vocab.txt:3: duplicate word"},
 	    {"{\"train\": \"bad_utf8.txt\", \"partition\": {\"clients\": 1}}", FEDRUN_EFORMAT,
-	     "data.vocab: " D "bad_utf8.txt:2:5: invalid UTF-8"},
+	     "data.train (building the vocabulary): " D "bad_utf8.txt:2:5: invalid UTF-8"},
 	    {"{\"train\": \"cat_a.txt\", \"valid\": \"empty.txt\", \"partition\": {\"clients\": "
 	     "1}}",
 	     FEDRUN_EFORMAT, "empty.txt: empty file"},

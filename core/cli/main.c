@@ -43,7 +43,7 @@ static void usage(FILE *fp)
 		"  -h, --help             this help\n"
 		"  -V, --version          version and plugin ABI\n"
 		"\n"
-		"Exit status: 0 success, 1 the run failed, 2 usage or pipeline error,\n"
+		"Exit status: 0 success, 1 the run failed, 2 usage, pipeline or input file error,\n"
 		"3 a plugin could not be loaded, 130 interrupted (checkpoint written).\n"
 		"See fedrun(1), fedrun-pipeline(5) and fedrun-plugin(7).\n");
 }
@@ -54,7 +54,8 @@ int fedrun_exit_status(int rc)
 	case 0: return 0;
 	case FEDRUN_ECONFIG:
 	case FEDRUN_EINVAL:
-	case FEDRUN_ENOENT: return 2;
+	case FEDRUN_ENOENT:
+	case FEDRUN_EFORMAT: return 2; /* a malformed input file is invalid input */
 	case FEDRUN_EABI:
 	case FEDRUN_EPLUGIN: return 3;
 	case FEDRUN_EINTERRUPTED: return 130;
