@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fedrun/fedrun.h"
-#include "../core/message.h"
+#include "../core/engine/message.h"
 
 static char tmpdir[256];
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Generates core/bleu_unicode_tables.c: the Unicode data behind fedrun's
-sacreBLEU-exact tokenizers (see core/bleu_unicode.c).
+"""Generates core/score/bleu_unicode_tables.c: the Unicode data behind fedrun's
+sacreBLEU-exact tokenizers (see core/score/bleu_unicode.c).
 
 sacreBLEU takes its character classes from two places, and so do we:
   * Python's own str methods (str.split, str.rstrip, str.lower) decide what
@@ -15,7 +15,7 @@ Python has no API for the Cased and Case_Ignorable properties that its
 final-sigma rule of str.lower() uses; both are read back from str.lower()'s
 behaviour on probe strings, so they agree with this Python by construction.
 
-Usage: python3 tools/gen_bleu_unicode.py > core/bleu_unicode_tables.c
+Usage: python3 tools/gen_bleu_unicode.py > core/score/bleu_unicode_tables.c
 """
 import sys
 import unicodedata

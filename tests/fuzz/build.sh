@@ -14,11 +14,17 @@ mkdir -p "$obj"
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 inc="-I$build -I$src -I$src/core -I$src/core/include $(pkg-config --cflags jansson)"
 libs="$(pkg-config --libs jansson) -lopenblas -lm -lpthread"
-# The library's C sources (core/*.c), instrumented for coverage.
+# The library's C sources (core/*/*.c but the command line's), instrumented
+# for coverage; and the `fedrun bleu` reader.
 objs=
-for f in "$src"/core/*.c "$src"/core/nn/*.c "$src/core/cli/cmd_bleu.c" "$src/tests/fuzz/common.c"; do
-	case $f in */nn/ref_*) continue ;; esac # the tests' references
-	o=$obj/$(basename "$f" .c).o
+for f in "$src"/core/*/*.c "$src/tests/fuzz/common.c"; do
+	case $f in
+	*/nn/ref_*) continue ;; # the tests' references
+	*/core/cli/cmd_bleu.c) ;;
+	*/core/cli/*) continue ;;
+	esac
+	rel=${f#"$src"/}
+	o=$obj/$(echo "${rel%.c}" | tr / _).o
 	# shellcheck disable=SC2086
 	"$cc" $flags -fsanitize=fuzzer-no-link $inc -c "$f" -o "$o"
 	objs="$objs $o"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "fedrun/error.h"
 #include "fedrun/pipeline.h"
-#include "../../core/engine.h"
+#include "../../core/pipeline/run_cfg.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,15 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include "attack.h"
 #include "engine.h"
-#include "internal.h"
+#include "pipeline/internal.h"
 
-double run_now(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (double)tv.tv_sec + tv.tv_usec * 1e-6;
-}
 
 static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
 {
@@ -198,8 +193,10 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 	if ((rc = run_finetune_clients(r)) < 0)
 		return rc;
 
+	if (!(r->attack = calloc(1, sizeof *r->attack)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	rc = attack_parse(json_object_get(root, "attack"), r->num_clients, (uint64_t)r->cfg.seed,
-			  &r->attack);
+			  r->attack);
 	if (rc < 0)
 		return rc;
 
@@ -273,5 +270,8 @@ void run_plugins_destroy(struct run *r)
 	if (r->model.state)
 		r->model_ops->destroy(r->model.state);
 	r->aggregator.state = r->privacy.state = r->selector.state = r->model.state = NULL;
-	attack_fini(&r->attack);
+	if (r->attack)
+		attack_fini(r->attack);
+	free(r->attack);
+	r->attack = NULL;
 }

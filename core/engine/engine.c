@@ -18,142 +18,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "attack.h"
 #include "engine.h"
 #include "message.h"
-
-/* ---- client state kept across rounds --------------------------------- */
-
-struct client_state *run_client_state(struct run *r, uint32_t client, int *rc)
-{
-	uint32_t lo = 0, hi = r->ncstates;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (r->cstates[mid].client < client)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < r->ncstates && r->cstates[lo].client == client)
-		return &r->cstates[lo];
-	struct client_state *cs = realloc(r->cstates, (r->ncstates + 1) * sizeof *cs);
-	if (!cs) {
-		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
-		return NULL;
-	}
-	r->cstates = cs;
-	memmove(&cs[lo + 1], &cs[lo], (r->ncstates - lo) * sizeof *cs);
-	r->ncstates++;
-	cs[lo] = (struct client_state){.client = client};
-	if (r->cfg.optim_state == OPTIM_STATE_KEEP && r->optim_floats &&
-	    !(cs[lo].optim = fedrun_arena_alloc(r->optim_floats))) {
-		memmove(&cs[lo], &cs[lo + 1], (r->ncstates - lo - 1) * sizeof *cs);
-		r->ncstates--;
-		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
-		return NULL;
-	}
-	return &cs[lo];
-}
-
-/* ---- a small thread pool: parallel for with deterministic errors ------ */
-
-struct pfor {
-	struct run *r;
-	uint32_t n;
-	atomic_uint next;
-	int (*fn)(struct run *r, struct worker *w, uint32_t i, void *ctx);
-	void *ctx;
-	int *rcs; /* per item */
-	char **msgs;
-	uint32_t omp_threads;
-};
-
-struct pfor_arg {
-	struct pfor *pf;
-	struct worker *w;
-};
-
-static void *pfor_thread(void *p)
-{
-	struct pfor_arg *a = p;
-	struct pfor *pf = a->pf;
-#ifdef _OPENMP
-	omp_set_num_threads((int)pf->omp_threads);
-#endif
-	for (;;) {
-		uint32_t i = atomic_fetch_add(&pf->next, 1);
-		if (i >= pf->n)
-			break;
-		fedrun_error_clear();
-		int rc = pf->fn(pf->r, a->w, i, pf->ctx);
-		if (rc < 0) {
-			pf->rcs[i] = rc;
-			pf->msgs[i] = strdup(fedrun_error_message());
-			atomic_store(&pf->next, pf->n); /* stop handing out work */
-		}
-	}
-	return NULL;
-}
-
-/* Runs fn(i) for i in [0, n) on the workers. On failure returns the error
- * of the lowest failed index, so the message does not depend on timing. */
-static int parallel_for(struct run *r, uint32_t n,
-			int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx)
-{
-	if (n == 0)
-		return 0;
-	uint32_t nt = r->nworkers < n ? r->nworkers : n;
-	struct pfor pf = {.r = r, .n = n, .fn = fn, .ctx = ctx};
-	atomic_init(&pf.next, 0);
-	pf.omp_threads = r->opts->threads / nt ? r->opts->threads / nt : 1;
-	pf.rcs = calloc(n, sizeof *pf.rcs);
-	pf.msgs = calloc(n, sizeof *pf.msgs);
-	pthread_t *tids = calloc(nt, sizeof *tids);
-	struct pfor_arg *args = calloc(nt, sizeof *args);
-	int rc = 0;
-	if (!pf.rcs || !pf.msgs || !tids || !args) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto out;
-	}
-	uint32_t started = 0;
-	for (uint32_t t = 0; t < nt; t++) {
-		args[t] = (struct pfor_arg){&pf, &r->workers[t]};
-		if (t == 0)
-			continue; /* the calling thread is worker 0 */
-		if (pthread_create(&tids[t], NULL, pfor_thread, &args[t]) != 0)
-			break;
-		started = t;
-	}
-#ifdef _OPENMP
-	int saved = omp_get_max_threads();
-#endif
-	pfor_thread(&args[0]);
-#ifdef _OPENMP
-	omp_set_num_threads(saved);
-#endif
-	for (uint32_t t = 1; t <= started; t++)
-		pthread_join(tids[t], NULL);
-	for (uint32_t i = 0; i < n; i++) {
-		if (pf.rcs[i] < 0) {
-			rc = fedrun_error(pf.rcs[i], "%s", pf.msgs[i] ? pf.msgs[i] : "");
-			break;
-		}
-	}
-out:
-	if (pf.msgs)
-		for (uint32_t i = 0; i < n; i++)
-			free(pf.msgs[i]);
-	free(pf.msgs);
-	free(pf.rcs);
-	free(tids);
-	free(args);
-	return rc;
-}
-
-int run_parallel_for(struct run *r, uint32_t n,
-		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx)
-{
-	return parallel_for(r, n, fn, ctx);
-}
 
 /* ---- one round -------------------------------------------------------- */
 
@@ -277,8 +144,8 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 						    "round %u, client %u: privacy '%s' produced non-finite values in tensor '%s'",
 						    rc_->info.round, c, r->privacy.desc->name, l->t[t].name);
 	}
-	if (attack_by(&r->attack, c))
-		attack_client(&r->attack, rc_->info.seed, rc_->info.round, c, l, w->mask, w->params);
+	if (attack_by(r->attack, c))
+		attack_client(r->attack, rc_->info.seed, rc_->info.round, c, l, w->mask, w->params);
 	rc = msg_encode(MSG_PULL, rc_->info.round, c, r->model_ops->client_size(r->model.state, c),
 			stats.loss, l, w->params, w->mask, &rc_->pull[i], &rc_->pull_len[i]);
 	if (rc < 0)
@@ -289,11 +156,6 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 /* Chooses max(1, floor(C·K)) clients without replacement, sorted by id,
  * among the K clients that have training data (evaluation-only clients,
  * client_size 0, are never sampled). */
-uint32_t run_clients_per_round(const struct run *r)
-{
-	uint32_t want = (uint32_t)floor(r->cfg.fraction * r->ntrainable + 1e-9);
-	return r->ntrainable == 0 ? 0 : want < 1 ? 1 : want;
-}
 
 static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_t *m)
 {
@@ -381,7 +243,7 @@ static int evaluate_all(struct run *r, enum fedrun_split split)
 {
 	int rc = evaluate_server(r, split);
 	if (rc == 0 && r->cfg.eval_clients)
-		rc = parallel_for(r, r->num_clients, eval_client, &split);
+		rc = run_parallel_for(r, r->num_clients, eval_client, &split);
 	return rc;
 }
 
@@ -416,7 +278,7 @@ static void progress(struct run *r, double train_loss)
  * aggregator can, and no server-side attack needs every update at once. */
 static bool run_streams(const struct run *r)
 {
-	return FEDRUN_AGGREGATOR_STREAMS(r->agg_ops) && !attack_needs_all(&r->attack);
+	return FEDRUN_AGGREGATOR_STREAMS(r->agg_ops) && !attack_needs_all(r->attack);
 }
 
 /* Clients trained at once when streaming: enough to keep every worker busy
@@ -503,7 +365,7 @@ static int run_round(struct run *r, uint32_t round)
 	for (uint32_t base = 0; base < m; base += chunk) {
 		const uint32_t n = m - base < chunk ? m - base : chunk;
 		ctx.clients = clients + base;
-		if ((rc = parallel_for(r, n, train_client, &ctx)) < 0)
+		if ((rc = run_parallel_for(r, n, train_client, &ctx)) < 0)
 			goto out;
 		for (uint32_t i = 0; i < n; i++) {
 			most = ctx.updates[i] > most ? ctx.updates[i] : most;
@@ -550,12 +412,12 @@ static int run_round(struct run *r, uint32_t round)
 	if (run_push(r))
 		memcpy(r->theta_last, r->theta, l->total * sizeof(float)); /* θ_t, for round t + 1 */
 
-	if (!stream && (rc = attack_server(&r->attack, l, ups, m)) < 0)
+	if (!stream && (rc = attack_server(r->attack, l, ups, m)) < 0)
 		goto out;
-	if (r->attack.type != ATTACK_NONE) {
+	if (r->attack->type != ATTACK_NONE) {
 		uint32_t bad = 0;
 		for (uint32_t i = 0; i < m; i++)
-			bad += attack_by(&r->attack, clients[i]);
+			bad += attack_by(r->attack, clients[i]);
 		if ((rc = run_event(r, -1, -1, "attack.attackers", NULL, bad)) < 0)
 			goto out;
 	}
@@ -621,50 +483,6 @@ out:
 
 /* ---- setup and teardown ----------------------------------------------- */
 
-static int workers_create(struct run *r)
-{
-	uint32_t n = r->opts->threads ? r->opts->threads : 1;
-	r->workers = calloc(n, sizeof *r->workers);
-	if (!r->workers)
-		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	r->nworkers = n;
-	for (uint32_t i = 0; i < n; i++) {
-		struct worker *w = &r->workers[i];
-		w->params = fedrun_arena_alloc(r->layout->total);
-		w->before = fedrun_arena_alloc(r->layout->total);
-		w->mask = calloc(r->layout->n, 1);
-		w->view = calloc(r->layout->n, sizeof *w->view);
-		if (r->optim_floats && r->cfg.optim_state != OPTIM_STATE_KEEP)
-			w->optim_scratch = fedrun_arena_alloc(r->optim_floats);
-		if (!w->params || !w->before || !w->mask || !w->view ||
-		    (r->optim_floats && r->cfg.optim_state != OPTIM_STATE_KEEP && !w->optim_scratch))
-			return fedrun_error(FEDRUN_ENOMEM, "out of memory for worker buffers");
-		if (r->model_ops->worker_create) {
-			int rc = r->model_ops->worker_create(r->model.state, &w->model_worker);
-			if (rc < 0)
-				return fedrun_error_wrap(rc, "model '%s': ", r->model.desc->name);
-		}
-	}
-	return 0;
-}
-
-static void workers_destroy(struct run *r)
-{
-	for (uint32_t i = 0; i < r->nworkers; i++) {
-		struct worker *w = &r->workers[i];
-		if (w->model_worker && r->model_ops->worker_destroy)
-			r->model_ops->worker_destroy(r->model.state, w->model_worker);
-		fedrun_arena_free(w->params);
-		fedrun_arena_free(w->before);
-		fedrun_arena_free(w->optim_scratch);
-		free(w->mask);
-		free(w->view);
-	}
-	free(r->workers);
-	r->workers = NULL;
-	r->nworkers = 0;
-}
-
 static int prepare_dir_early(struct run *r);
 
 /* with_dir: a real run, whose directory is checked and created before the
@@ -694,7 +512,7 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 static void run_teardown(struct run *r)
 {
 	metrics_close(r);
-	workers_destroy(r);
+	run_workers_destroy(r);
 	run_plugins_destroy(r);
 	fedrun_arena_free(r->theta);
 	fedrun_arena_free(r->server_prev);
@@ -1021,7 +839,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	 * overwriting run clears is read before it goes). */
 	if (fresh && r.cfg.init && (rc = init_load(&r, r.cfg.init)) < 0)
 		goto out;
-	if ((rc = prepare_dir(&r, fresh)) < 0 || (rc = workers_create(&r)) < 0)
+	if ((rc = prepare_dir(&r, fresh)) < 0 || (rc = run_workers_create(&r)) < 0)
 		goto out;
 	if (ckpt) {
 		rc = checkpoint_load(&r, ckpt);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include "engine.h"
+#include "run_cfg.h"
 
 struct top {
 	const char *name;

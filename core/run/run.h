@@ -1,45 +1,18 @@
-/* Internal structures of a run, shared by the engine's files. */
-#ifndef FEDRUN_ENGINE_H
-#define FEDRUN_ENGINE_H
+/* The run's API: the state of one run (struct run) and the services the
+ * layers above build on. The run layer (core/run/: run.c, checkpoint.c,
+ * metrics.c) calls nothing in core/engine/; the engine (rounds, wiring,
+ * the phases after the rounds) calls down into it. */
+#ifndef FEDRUN_RUN_H
+#define FEDRUN_RUN_H
 
 #include <pthread.h>
 #include <stdio.h>
 #include <jansson.h>
 #include "fedrun/fedrun.h"
 #include "fedrun/pipeline.h"
-#include "attack.h"
+#include "pipeline/run_cfg.h"
 
-/* The core's own pipeline keys (see man 5 fedrun-pipeline). */
-struct run_cfg {
-	const char *name;
-	int64_t seed;
-	int64_t rounds;
-	const char *init;
-	/* clients */
-	double fraction;
-	int64_t epochs, steps, batch;
-	int optim_state;      /* OPTIM_STATE_*: clients.optimizer_state */
-	int lr_clock;         /* LR_CLOCK_*: clients.lr_clock */
-	int direction;        /* selector: DIR_PULL, DIR_PUSH or DIR_BOTH */
-	struct fedrun_client_hints hints; /* from the aggregator */
-	struct fedrun_optim_cfg optim;
-	/* eval */
-	int64_t eval_every;
-	bool eval_clients;
-	int eval_split;       /* FEDRUN_SPLIT_* evaluated every eval_every rounds */
-	bool final_test;
-	bool eval_matrix;     /* the model-by-domain table at the end */
-	int matrix_split;     /* FEDRUN_SPLIT_* of the table */
-	/* finetune (Passban et al. 2022, sec. 5, Table 4 rows c) */
-	bool finetune;
-	int64_t ft_epochs, ft_steps, ft_batch;
-	struct fedrun_optim_cfg ft_optim;
-	json_t *ft_clients;   /* "all" or an array of names/indices; borrowed */
-	/* output */
-	const char *dir;
-	int64_t ckpt_every, ckpt_keep;
-	bool overwrite;
-};
+struct attack;
 
 struct plugin_slot {
 	const struct fedrun_plugin *desc;
@@ -59,21 +32,6 @@ struct metric_event {
 	uint32_t model; /* 0 ("") or the evaluated model: "server" or a client's name */
 	int32_t split;	/* -1: none */
 };
-
-enum { DIR_PULL = 0, DIR_PUSH = 1, DIR_BOTH = 2 };
-
-/* clients.optimizer_state, in the order of its choices: the moments are
- * zeroed each round and the bias correction restarts (reset); each client
- * keeps its moments and its step count from its previous round (keep); the
- * moments are zeroed but the bias correction continues from the server's
- * global step (continue). */
-enum { OPTIM_STATE_RESET = 0, OPTIM_STATE_KEEP = 1, OPTIM_STATE_CONTINUE = 2 };
-
-/* clients.lr_clock: the step a learning-rate schedule reads is the server's
- * global step plus the client's updates this round (global), or the
- * client's own optimizer step count (client: each client its own clock,
- * restarted each round unless the state is kept). */
-enum { LR_CLOCK_GLOBAL = 0, LR_CLOCK_CLIENT = 1 };
 
 /* What the engine keeps of a client between the rounds it takes part in:
  * its optimizer state (clients.optimizer_state "keep") and, when the
@@ -115,7 +73,7 @@ struct run {
 	uint32_t ntrainable;
 	uint32_t *ft_list;   /* finetune: the chosen clients, sorted by id */
 	uint32_t nft;
-	struct attack attack;
+	struct attack *attack; /* the attacking clients (engine/attack.h); owned */
 	uint64_t optim_floats;
 	float *theta;
 	float *server_prev, *server_delta; /* for central privacy only */
@@ -157,11 +115,6 @@ struct run {
 	double first_loss, last_loss, test_loss; /* server evaluations, for the summary */
 };
 
-int run_config_parse(json_t *root, struct run_cfg *cfg);
-int run_plugins_create(struct run *r, struct fedrun_registry *reg);
-void run_plugins_destroy(struct run *r);
-void run_host_init(struct run *r);
-
 static inline bool run_push(const struct run *r)
 {
 	return r->cfg.direction != DIR_PULL;
@@ -172,6 +125,24 @@ static inline bool run_keeps_clients(const struct run *r)
 	return r->cfg.optim_state == OPTIM_STATE_KEEP || run_push(r);
 }
 
+/* ---- run.c: clock, workers, client state ---- */
+
+double run_now(void);
+/* The clients sampled each round (0 before the model is created). */
+uint32_t run_clients_per_round(const struct run *r);
+/* The workers (r->opts->threads of them, each with its buffers and the
+ * model's scratch) and their teardown. */
+int run_workers_create(struct run *r);
+void run_workers_destroy(struct run *r);
+/* Runs fn(i) for i in [0, n) on the workers. On failure returns the error
+ * of the lowest failed index, so the message does not depend on timing. */
+int run_parallel_for(struct run *r, uint32_t n,
+		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx);
+/* The state the run keeps of `client` across rounds, created on first use. */
+struct client_state *run_client_state(struct run *r, uint32_t client, int *rc);
+
+/* ---- checkpoint.c ---- */
+
 int checkpoint_write(struct run *r);
 int checkpoint_latest(const char *dir, uint32_t *round, char **path);
 int checkpoint_load(struct run *r, const char *path);
@@ -180,6 +151,8 @@ int checkpoint_load(struct run *r, const char *path);
 int checkpoint_round(const struct fedrun_st_file *f, const char *path, uint32_t *round);
 int final_write(struct run *r);
 int init_load(struct run *r, const char *path);
+
+/* ---- metrics.c ---- */
 
 int metrics_open(struct run *r);
 void metrics_close(struct run *r);
@@ -195,20 +168,5 @@ int run_event(struct run *r, int64_t client, int split, const char *name, const 
  * "server" or a client's name, written as the record's "model" field. */
 int run_event_model(struct run *r, int64_t client, int split, const char *name,
 		    const char *model, double value);
-/* The name of client k: the model's client_name op, else "client<k>". */
-const char *run_client_name(struct run *r, uint32_t k, char *buf, size_t len);
-/* Resolves finetune.clients against the model's clients (r->ft_list). */
-int run_finetune_clients(struct run *r);
-/* The clients sampled each round (0 before the model is created). */
-uint32_t run_clients_per_round(const struct run *r);
-/* Fine-tuning and the model-by-domain table, after the last round. */
-int run_after(struct run *r);
-/* Whether the outputs of run_after (fine-tuned models, the table) exist. */
-bool run_after_done(const struct run *r);
-int run_parallel_for(struct run *r, uint32_t n,
-		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx);
-double run_now(void);
-
-struct client_state *run_client_state(struct run *r, uint32_t client, int *rc);
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "engine.h"
+#include "run/run.h"
 
 #define CLIENT_PREFIX "__client__."
 

@@ -7,7 +7,7 @@
 #include "fedrun/optim.h"
 #include "fedrun/vec.h"
 /* NN_SIMD_CLONES, with contraction off so that every clone rounds alike */
-#include "nn/fastmath.h"
+#include "fastmath.h"
 
 uint64_t fedrun_optim_state_floats(const struct fedrun_optim_cfg *cfg, uint64_t n)
 {

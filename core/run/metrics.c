@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
+#include "run/run.h"
 
 static const char *split_names[] = {"train", "valid", "test"};
 

@@ -1,0 +1,201 @@
+/* The run layer's services (run/run.h): the clock, the workers and their
+ * thread pool, and the state kept of clients across rounds. */
+#include "config.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "run/run.h"
+
+double run_now(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+/* ---- client state kept across rounds --------------------------------- */
+
+struct client_state *run_client_state(struct run *r, uint32_t client, int *rc)
+{
+	uint32_t lo = 0, hi = r->ncstates;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (r->cstates[mid].client < client)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->ncstates && r->cstates[lo].client == client)
+		return &r->cstates[lo];
+	struct client_state *cs = realloc(r->cstates, (r->ncstates + 1) * sizeof *cs);
+	if (!cs) {
+		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
+		return NULL;
+	}
+	r->cstates = cs;
+	memmove(&cs[lo + 1], &cs[lo], (r->ncstates - lo) * sizeof *cs);
+	r->ncstates++;
+	cs[lo] = (struct client_state){.client = client};
+	if (r->cfg.optim_state == OPTIM_STATE_KEEP && r->optim_floats &&
+	    !(cs[lo].optim = fedrun_arena_alloc(r->optim_floats))) {
+		memmove(&cs[lo], &cs[lo + 1], (r->ncstates - lo - 1) * sizeof *cs);
+		r->ncstates--;
+		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
+		return NULL;
+	}
+	return &cs[lo];
+}
+
+/* ---- a small thread pool: parallel for with deterministic errors ------ */
+
+struct pfor {
+	struct run *r;
+	uint32_t n;
+	atomic_uint next;
+	int (*fn)(struct run *r, struct worker *w, uint32_t i, void *ctx);
+	void *ctx;
+	int *rcs; /* per item */
+	char **msgs;
+	uint32_t omp_threads;
+};
+
+struct pfor_arg {
+	struct pfor *pf;
+	struct worker *w;
+};
+
+static void *pfor_thread(void *p)
+{
+	struct pfor_arg *a = p;
+	struct pfor *pf = a->pf;
+#ifdef _OPENMP
+	omp_set_num_threads((int)pf->omp_threads);
+#endif
+	for (;;) {
+		uint32_t i = atomic_fetch_add(&pf->next, 1);
+		if (i >= pf->n)
+			break;
+		fedrun_error_clear();
+		int rc = pf->fn(pf->r, a->w, i, pf->ctx);
+		if (rc < 0) {
+			pf->rcs[i] = rc;
+			pf->msgs[i] = strdup(fedrun_error_message());
+			atomic_store(&pf->next, pf->n); /* stop handing out work */
+		}
+	}
+	return NULL;
+}
+
+int run_parallel_for(struct run *r, uint32_t n,
+			int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx)
+{
+	if (n == 0)
+		return 0;
+	uint32_t nt = r->nworkers < n ? r->nworkers : n;
+	struct pfor pf = {.r = r, .n = n, .fn = fn, .ctx = ctx};
+	atomic_init(&pf.next, 0);
+	pf.omp_threads = r->opts->threads / nt ? r->opts->threads / nt : 1;
+	pf.rcs = calloc(n, sizeof *pf.rcs);
+	pf.msgs = calloc(n, sizeof *pf.msgs);
+	pthread_t *tids = calloc(nt, sizeof *tids);
+	struct pfor_arg *args = calloc(nt, sizeof *args);
+	int rc = 0;
+	if (!pf.rcs || !pf.msgs || !tids || !args) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	uint32_t started = 0;
+	for (uint32_t t = 0; t < nt; t++) {
+		args[t] = (struct pfor_arg){&pf, &r->workers[t]};
+		if (t == 0)
+			continue; /* the calling thread is worker 0 */
+		if (pthread_create(&tids[t], NULL, pfor_thread, &args[t]) != 0)
+			break;
+		started = t;
+	}
+#ifdef _OPENMP
+	int saved = omp_get_max_threads();
+#endif
+	pfor_thread(&args[0]);
+#ifdef _OPENMP
+	omp_set_num_threads(saved);
+#endif
+	for (uint32_t t = 1; t <= started; t++)
+		pthread_join(tids[t], NULL);
+	for (uint32_t i = 0; i < n; i++) {
+		if (pf.rcs[i] < 0) {
+			rc = fedrun_error(pf.rcs[i], "%s", pf.msgs[i] ? pf.msgs[i] : "");
+			break;
+		}
+	}
+out:
+	if (pf.msgs)
+		for (uint32_t i = 0; i < n; i++)
+			free(pf.msgs[i]);
+	free(pf.msgs);
+	free(pf.rcs);
+	free(tids);
+	free(args);
+	return rc;
+}
+
+/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id,
+ * among the K clients that have training data (evaluation-only clients,
+ * client_size 0, are never sampled). */
+uint32_t run_clients_per_round(const struct run *r)
+{
+	uint32_t want = (uint32_t)floor(r->cfg.fraction * r->ntrainable + 1e-9);
+	return r->ntrainable == 0 ? 0 : want < 1 ? 1 : want;
+}
+
+/* ---- workers ---------------------------------------------------------- */
+
+int run_workers_create(struct run *r)
+{
+	uint32_t n = r->opts->threads ? r->opts->threads : 1;
+	r->workers = calloc(n, sizeof *r->workers);
+	if (!r->workers)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	r->nworkers = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct worker *w = &r->workers[i];
+		w->params = fedrun_arena_alloc(r->layout->total);
+		w->before = fedrun_arena_alloc(r->layout->total);
+		w->mask = calloc(r->layout->n, 1);
+		w->view = calloc(r->layout->n, sizeof *w->view);
+		if (r->optim_floats && r->cfg.optim_state != OPTIM_STATE_KEEP)
+			w->optim_scratch = fedrun_arena_alloc(r->optim_floats);
+		if (!w->params || !w->before || !w->mask || !w->view ||
+		    (r->optim_floats && r->cfg.optim_state != OPTIM_STATE_KEEP && !w->optim_scratch))
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory for worker buffers");
+		if (r->model_ops->worker_create) {
+			int rc = r->model_ops->worker_create(r->model.state, &w->model_worker);
+			if (rc < 0)
+				return fedrun_error_wrap(rc, "model '%s': ", r->model.desc->name);
+		}
+	}
+	return 0;
+}
+
+void run_workers_destroy(struct run *r)
+{
+	for (uint32_t i = 0; i < r->nworkers; i++) {
+		struct worker *w = &r->workers[i];
+		if (w->model_worker && r->model_ops->worker_destroy)
+			r->model_ops->worker_destroy(r->model.state, w->model_worker);
+		fedrun_arena_free(w->params);
+		fedrun_arena_free(w->before);
+		fedrun_arena_free(w->optim_scratch);
+		free(w->mask);
+		free(w->view);
+	}
+	free(r->workers);
+	r->workers = NULL;
+	r->nworkers = 0;
+}
