@@ -1267,6 +1267,104 @@ START_TEST(meritfed_warm_start_and_state)
 }
 END_TEST
 
+/* Several rounds of several mirror descent steps with warm start, against
+ * the slides' equations computed here in double: in each round, from the
+ * weights each client ended its last round with (1/n for a new client),
+ * renormalised over the round's clients, T steps of
+ * w ← w ⊙ exp(−η ∇φ(w)) / Σ w_i exp(−η ∇φ(w)_i), φ(w) = f(θ + γ Σ_i w_i Δ_i),
+ * then θ ← θ + γ Σ_i w_i Δ_i; the updates change every round and θ carries
+ * over. */
+static double ref_phi_of(const struct world *w, const float *a, const uint32_t *who, uint32_t m,
+			 const double *wt, double gamma, double *g, double *x_out)
+{
+	double f = 0;
+	for (uint32_t k = 0; k < m && g; k++)
+		g[k] = 0;
+	for (uint32_t i = 0; i < w->l.n; i++)
+		for (uint64_t e = w->l.t[i].offset; e < w->l.t[i].offset + w->l.t[i].numel; e++) {
+			double x = w->theta[e];
+			for (uint32_t k = 0; k < m; k++)
+				x += gamma * wt[k] * w->delta[who[k]][e];
+			if (x_out)
+				x_out[e] = x;
+			f += (x - a[e]) * (x - a[e]);
+			for (uint32_t k = 0; k < m && g; k++)
+				g[k] += gamma * 2 * (x - a[e]) * w->delta[who[k]][e];
+		}
+	return f;
+}
+
+START_TEST(meritfed_warm_rounds_match_direct_computation)
+{
+	const struct fedrun_aggregator_ops *ops = load("meritfed");
+	struct world w = {0};
+	float *a;
+	meritfed_world(&w, 3, &a);
+	const double gamma = 0.7, eta = 0.3;
+	const int T = 5;
+	void *st = create(ops,
+			  "{\"md_steps\": 5, \"md_lr\": 0.3, \"server_lr\": 0.7, \"warm_start\": "
+			  "true, \"max_clients\": 8}",
+			  &w.l);
+	double warm[3] = {0, 0, 0}; /* 0: not seen yet */
+	double *x = calloc(w.l.total, sizeof *x);
+	for (int round = 1; round <= 3; round++) {
+		for (uint32_t k = 0; k < 3; k++)
+			for (uint32_t i = 0; i < w.l.n; i++)
+				for (uint64_t e = w.l.t[i].offset;
+				     e < w.l.t[i].offset + w.l.t[i].numel; e++)
+					w.delta[k][e] += (float)(0.2 * rnd(&w));
+		/* Client 2 joins in round 2 (a new client starts at 1/n), client 1
+		 * sits out round 3. */
+		uint32_t who[3] = {0, 1, 2}, m = round == 2 ? 3 : 2;
+		if (round == 3)
+			who[1] = 2;
+		double wt[3], g[3], z = 0, phi_first = NAN, phi_last = NAN;
+		for (uint32_t k = 0; k < m; k++)
+			z += wt[k] = warm[who[k]] > 0 ? warm[who[k]] : 1.0 / m;
+		for (uint32_t k = 0; k < m; k++)
+			wt[k] /= z;
+		for (int s = 0; s < T; s++) {
+			phi_last = ref_phi_of(&w, a, who, m, wt, gamma, g, NULL);
+			if (s == 0)
+				phi_first = phi_last;
+			z = 0;
+			for (uint32_t k = 0; k < m; k++)
+				z += wt[k] * exp(-eta * g[k]);
+			for (uint32_t k = 0; k < m; k++)
+				wt[k] = wt[k] * exp(-eta * g[k]) / z;
+		}
+		ref_phi_of(&w, a, who, m, wt, gamma, NULL, x);
+
+		struct fedrun_update u[3];
+		for (uint32_t k = 0; k < m; k++)
+			u[k] = w.u[who[k]];
+		w.round.round = (uint32_t)round;
+		metrics_clear();
+		int rc = ops->aggregate(st, &w.round, u, m, w.theta);
+		ck_assert_msg(rc == 0, "%s", fedrun_error_message());
+		for (uint32_t k = 0; k < m; k++) {
+			assert_close(metric("meritfed.weight", who[k], NULL), wt[k], 1e-5,
+				     "weight");
+			warm[who[k]] = wt[k];
+		}
+		ck_assert(isnan(metric("meritfed.weight", 1, NULL)) == (round == 3));
+		assert_close(metric("meritfed.loss_first", 0, NULL), phi_first, 1e-5, "loss_first");
+		assert_close(metric("meritfed.loss_last", 0, NULL), phi_last, 1e-5, "loss_last");
+		for (uint32_t i = 0; i < w.l.n; i++)
+			for (uint64_t e = w.l.t[i].offset; e < w.l.t[i].offset + w.l.t[i].numel;
+			     e++) {
+				assert_close(w.theta[e], x[e], 1e-5, "theta");
+				w.theta[e] = (float)x[e]; /* both sides go on from the same θ */
+			}
+	}
+	ops->destroy(st);
+	free(x);
+	fedrun_arena_free(a);
+	world_fini(&w);
+}
+END_TEST
+
 /* One client, or md_steps 0: no evaluation, weights 1 or uniform. */
 START_TEST(meritfed_trivial_rounds_evaluate_nothing)
 {
@@ -1624,6 +1722,7 @@ static Suite *aggregators_suite(void)
 	tcase_add_test(tc, meritfed_zeroth_equals_first_for_two_clients);
 	tcase_add_test(tc, meritfed_adam_gradient_matches_finite_differences);
 	tcase_add_test(tc, meritfed_warm_start_and_state);
+	tcase_add_test(tc, meritfed_warm_rounds_match_direct_computation);
 	tcase_add_test(tc, meritfed_trivial_rounds_evaluate_nothing);
 	tcase_add_test(tc, meritfed_needs_loss_grad_and_a_real_target);
 	suite_add_tcase(s, tc);
