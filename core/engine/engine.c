@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,10 +152,9 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	return 0;
 }
 
-/* Chooses max(1, floor(C·K)) clients without replacement, sorted by id,
- * among the K clients that have training data (evaluation-only clients,
- * client_size 0, are never sampled). */
-
+/* Chooses run_clients_per_round() clients without replacement, sorted by
+ * id, among the K clients that have training data (evaluation-only
+ * clients, client_size 0, are never sampled). */
 static int sample_clients(struct run *r, uint32_t round, uint32_t **out, uint32_t *m)
 {
 	uint32_t K = r->ntrainable;
@@ -281,13 +279,13 @@ static bool run_streams(const struct run *r)
 	return FEDRUN_AGGREGATOR_STREAMS(r->agg_ops) && !attack_needs_all(r->attack);
 }
 
-/* Clients trained at once when streaming: enough to keep every worker busy
- * (a chunk waits for its slowest client), few enough that the round's
- * memory does not depend on how many clients it samples. */
-static uint32_t stream_chunk(const struct run *r)
+/* Clients trained at once in a round of m: all of them, or when streaming
+ * enough to keep every worker busy (a chunk waits for its slowest client)
+ * and few enough that the round's memory does not depend on m. */
+static uint32_t round_chunk(const struct run *r, bool stream, uint32_t m)
 {
-	uint32_t c = 4 * r->nworkers;
-	return c < 8 ? 8 : c;
+	uint32_t c = 4 * r->nworkers < 8 ? 8 : 4 * r->nworkers;
+	return stream && c < m ? c : m;
 }
 
 static void free_messages(struct round_ctx *ctx, uint32_t n)
@@ -318,7 +316,7 @@ static int run_round(struct run *r, uint32_t round)
 	 * the next chunk trains. Otherwise the whole round is one chunk whose
 	 * updates aggregate() receives together. */
 	const bool stream = run_streams(r);
-	const uint32_t chunk = stream && stream_chunk(r) < m ? stream_chunk(r) : m;
+	const uint32_t chunk = round_chunk(r, stream, m);
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
 	const float **views = NULL;

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include "attack.h"
 #include "engine.h"
 #include "pipeline/internal.h"

@@ -181,7 +181,6 @@ void aggr_sum_fini(struct aggr_sum *s)
 	free(s->client);
 	free(s->p);
 	free(s->src);
-	free(s->w);
 	memset(s, 0, sizeof *s);
 }
 
@@ -216,26 +215,24 @@ int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
 	int rc;
 	if ((rc = grow((void **)&s->client, &s->ccap, s->n + n, sizeof *s->client)) < 0 ||
 	    (rc = grow((void **)&s->p, &s->cap, s->n + n, sizeof *s->p)) < 0 ||
-	    (rc = grow((void **)&s->src, &s->srccap, n, sizeof *s->src)) < 0 ||
-	    (rc = grow((void **)&s->w, &s->scap, n, sizeof *s->w)) < 0)
+	    (rc = grow((void **)&s->src, &s->srccap, n, sizeof *s->src)) < 0)
 		return rc;
+	double *w = s->p + s->n; /* this call's weights */
 	for (uint32_t k = 0; k < n; k++) {
-		double p = s->uniform ? 1.0 : (double)updates[k].n_samples;
+		w[k] = s->uniform ? 1.0 : (double)updates[k].n_samples;
 		s->client[s->n + k] = updates[k].client;
-		s->p[s->n + k] = p;
-		s->w[k] = p;
-		s->all += p;
+		s->all += w[k];
 	}
 	s->n += n;
 	for (uint32_t i = 0; i < l->n; i++) {
 		for (uint32_t k = 0; k < n; k++) {
 			s->src[k] = updates[k].tensor[i];
 			if (s->src[k]) {
-				s->tot[i] += s->w[k];
+				s->tot[i] += w[k];
 				s->senders[i]++;
 			}
 		}
-		fedrun_vec_wsum_d(l->t[i].numel, n, s->src, s->w, s->acc + l->t[i].offset);
+		fedrun_vec_wsum_d(l->t[i].numel, n, s->src, w, s->acc + l->t[i].offset);
 	}
 	return 0;
 }

@@ -46,7 +46,7 @@ uint32_t aggr_senders(const struct fedrun_update *updates, uint32_t n, uint32_t 
 		      const float **src);
 
 /* out[0..numel) = Σ_k p_k Δ_k,i / Σ_k p_k over the clients k that sent tensor
- * i (fedopt's pseudo-gradient, meritfed's weighted update). Returns that
+ * i (meritfed's weighted update). Returns that
  * total weight, or 0 when nobody sent the tensor; when the total is not
  * above 1e-12, out is left zero. Uses b->src and b->w. */
 double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updates, uint32_t n,
@@ -76,11 +76,10 @@ struct aggr_sum {
 	uint32_t *senders; /* ntensors: how many updates had the tensor */
 	double all;	  /* Σ p_k over every update of the round */
 	uint32_t n;	  /* updates so far */
-	uint32_t *client; /* each update's client and weight, for metrics */
-	double *p;
-	const float **src; /* scratch: one pointer and weight per update of a call */
-	double *w;
-	uint32_t ccap, cap, srccap, scap; /* capacities of client, p, src, w */
+	uint32_t *client; /* each update's client and weight p_k (metrics; a call's */
+	double *p;	  /* weights are its slice of p) */
+	const float **src; /* scratch: one tensor pointer per update of a call */
+	uint32_t ccap, cap, srccap; /* capacities of client, p, src */
 };
 
 int aggr_sum_init(struct aggr_sum *s, const struct fedrun_layout *l, bool uniform);
