@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fedrun/error.h"
+#include "fedrun/optim.h"
 #include "fedrun/params.h"
 #include "cpu.h"
 
@@ -66,6 +67,30 @@ static int cpu_copy(void *ctx, void *dst, const void *src, uint64_t bytes)
 	return 0;
 }
 
+static int cpu_optim_step(void *ctx, const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
+			  float *params, float *grad, float *state, uint64_t *step, bool zero_grad)
+{
+	if (!cfg || !step || (n && (!params || !grad)))
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend optim_step: NULL argument");
+	if (n && fedrun_optim_state_floats(cfg, n) && !state)
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend optim_step: NULL state");
+	(zero_grad ? fedrun_optim_step_zero : fedrun_optim_step)(cfg, lr, n, params, grad, state,
+								 step);
+	return 0;
+}
+
+static int cpu_prox_grad(void *ctx, uint64_t n, float mu, const float *params,
+			 const float *anchor, float *grad)
+{
+	if (n && (!params || !anchor || !grad))
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend prox_grad: NULL argument");
+	/* the loop of fedrun_prox_grad, for the same floats */
+#pragma omp parallel for schedule(static) if (n >= 65536)
+	for (uint64_t i = 0; i < n; i++)
+		grad[i] += mu * (params[i] - anchor[i]);
+	return 0;
+}
+
 /* clang-format off: kernel-style tab indent for the table */
 static const struct fedrun_backend_ops cpu_ops = {
     .size = sizeof(struct fedrun_backend_ops),
@@ -101,6 +126,8 @@ static const struct fedrun_backend_ops cpu_ops = {
     .posenc_backward = nn_cpu_posenc_backward,
     .label_smoothed_xent = nn_cpu_label_smoothed_xent,
     .softmax_xent_db = nn_cpu_softmax_xent_db,
+    .optim_step = cpu_optim_step,
+    .prox_grad = cpu_prox_grad,
 };
 /* clang-format on */
 

@@ -212,6 +212,20 @@
  *                   of softmax_xent, scaling dlogits by scale, and
  *                   linear_backward's column sum.
  *
+ * Added for training on the device (check with FEDRUN_BACKEND_HAS): the
+ * local optimizer, so that parameters, gradients and optimizer state stay
+ * in device memory across steps.
+ *
+ *  optim_step       fedrun_optim_step (fedrun/optim.h) over device memory:
+ *                   params, grad (n) and state (fedrun_optim_state_floats
+ *                   floats) are device memory, cfg and *step host memory
+ *                   (*step is advanced). Global-norm clipping
+ *                   (cfg->clip_norm) included. With zero_grad, grad is all
+ *                   zeros afterwards (fedrun_optim_step_zero). On the CPU
+ *                   backend it is those functions, bit for bit.
+ *  prox_grad        grad (n) += mu (params - anchor), FedProx's proximal
+ *                   gradient (fedrun_prox_grad); all three device memory.
+ *
  * How a Transformer composes these ops (shapes (B,T,D), D = H dh):
  *  - Q, K, V and output projections are linear ops. Self-attention may use
  *    one fused projection: qkv (B T, 3D) = linear(x, W (3D,D)), then
@@ -243,6 +257,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct fedrun_optim_cfg; /* fedrun/plugin.h */
 
 /* True when a table of `size` bytes has member `m`. */
 #define FEDRUN_BACKEND_HAS(ops, m)                                                                 \
@@ -397,11 +413,24 @@ struct fedrun_backend_ops {
 	int (*softmax_xent_db)(void *ctx, uint32_t N, uint32_t V, const float *logits,
 			       const int32_t *targets, float scale, double *loss, uint64_t *count,
 			       float *dlogits, float *db);
+
+	/* ---- added for training on the device: the local optimizer ---- */
+	int (*optim_step)(void *ctx, const struct fedrun_optim_cfg *cfg, double lr, uint64_t n,
+			  float *params, float *grad, float *state, uint64_t *step, bool zero_grad);
+	int (*prox_grad)(void *ctx, uint64_t n, float mu, const float *params,
+			 const float *anchor, float *grad);
 };
 
 /* The built-in CPU backend: OpenBLAS (any CBLAS) for matrix products,
  * OpenMP for the element-wise kernels. Static; never NULL. */
 const struct fedrun_backend_ops *fedrun_backend_cpu(void);
+
+/* The backend called `name`: "cpu" is the built-in one; any other name is
+ * a plugin of kind FEDRUN_KIND_BACKEND found in the plugin search path
+ * ($FEDRUN_PLUGIN_PATH, then the installed plugin directory), loaded once
+ * and kept for the life of the process. Thread-safe. FEDRUN_ENOENT (with
+ * the search path in the message) when no such plugin is installed. */
+int fedrun_backend_find(const char *name, const struct fedrun_backend_ops **out);
 
 /* Sets the number of threads of the CBLAS library itself, which is separate
  * from the OpenMP threads of ctx_cfg.threads and, for OpenBLAS, global to
