@@ -287,6 +287,11 @@ struct fedrun_backend_ctx_cfg {
 	uint32_t size;	  /* sizeof(struct fedrun_backend_ctx_cfg) */
 	uint32_t threads; /* threads for the element-wise kernels; 0 = all */
 	int32_t device;	  /* accelerator index; the CPU backend ignores it */
+	/* Nonzero: a backend may use faster ops whose float sums depend on
+	 * the order in which the device schedules work (atomic additions),
+	 * so that two runs may differ in the last bits. 0, the default, keeps
+	 * every op deterministic. The CPU backend is always deterministic. */
+	uint32_t allow_nondeterministic;
 };
 
 /* Dimensions of a GRU layer over a sequence. */

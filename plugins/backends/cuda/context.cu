@@ -1,0 +1,267 @@
+/* The CUDA backend's contexts and memory: one stream and one cuBLAS handle
+ * per context, device memory from cudaMalloc, copies queued on the stream,
+ * and the error reporting that every op shares. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.cuh"
+
+/* cuBLAS's workspace, fixed per context: with a workspace of its own per
+ * stream cuBLAS picks the same kernels on every call, so results repeat
+ * bit for bit (cuBLAS documentation, "Results reproducibility"). 32 MiB is
+ * what that documentation recommends for Hopper. */
+#define CU_BLAS_WS (32u << 20)
+
+int cu_fail(const char *op, cudaError_t e)
+{
+	int code = e == cudaErrorMemoryAllocation ? FEDRUN_ENOMEM
+		   : (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
+		      e == cudaErrorInvalidDevice)
+		       ? FEDRUN_EUNSUPPORTED
+		       : FEDRUN_EIO;
+	return fedrun_error(code, "cuda backend %s: %s (%s)", op, cudaGetErrorString(e),
+			    cudaGetErrorName(e));
+}
+
+int cu_blas_fail(const char *op, cublasStatus_t s)
+{
+	return fedrun_error(s == CUBLAS_STATUS_ALLOC_FAILED ? FEDRUN_ENOMEM : FEDRUN_EIO,
+			    "cuda backend %s: cuBLAS %s (%s)", op, cublasGetStatusString(s),
+			    cublasGetStatusName(s));
+}
+
+int cu_check_launch(const char *op)
+{
+	cudaError_t e = cudaGetLastError();
+	return e == cudaSuccess ? 0 : cu_fail(op, e);
+}
+
+struct cu_ctx *cu_enter(void *ctx, const char *op)
+{
+	struct cu_ctx *c = (struct cu_ctx *)ctx;
+	if (!c) {
+		fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL context", op);
+		return NULL;
+	}
+	cudaError_t e = cudaSetDevice(c->device);
+	if (e != cudaSuccess) {
+		cu_fail(op, e);
+		return NULL;
+	}
+	return c;
+}
+
+int cu_sync(struct cu_ctx *c, const char *op)
+{
+	cudaError_t e = cudaStreamSynchronize(c->stream);
+	return e == cudaSuccess ? 0 : cu_fail(op, e);
+}
+
+void *cu_scratch(struct cu_ctx *c, uint64_t bytes, const char *op)
+{
+	if (bytes <= c->scratch_bytes)
+		return c->scratch;
+	/* Grow by half again, so that a slowly growing need does not free
+	 * and allocate on every call; the old block may still be read by
+	 * queued work, hence the wait before freeing it. */
+	uint64_t want = bytes + bytes / 2;
+	if (c->scratch) {
+		if (cu_sync(c, op) < 0)
+			return NULL;
+		cudaFree(c->scratch);
+		c->scratch = NULL;
+		c->scratch_bytes = 0;
+	}
+	cudaError_t e = cudaMalloc(&c->scratch, want);
+	if (e != cudaSuccess) {
+		c->scratch = NULL;
+		cu_fail(op, e);
+		return NULL;
+	}
+	c->scratch_bytes = want;
+	return c->scratch;
+}
+
+extern "C" void cu_ctx_destroy(void *ctx)
+{
+	struct cu_ctx *c = (struct cu_ctx *)ctx;
+	if (!c)
+		return;
+	cudaSetDevice(c->device);
+	if (c->stream)
+		cudaStreamSynchronize(c->stream);
+	if (c->blas)
+		cublasDestroy(c->blas);
+	cudaFree(c->blas_ws);
+	cudaFree(c->scratch);
+	cudaFreeHost(c->host);
+	if (c->stream)
+		cudaStreamDestroy(c->stream);
+	free(c);
+}
+
+extern "C" int cu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ctx)
+{
+	if (!ctx)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend: NULL ctx pointer");
+	int ndev = 0;
+	cudaError_t e = cudaGetDeviceCount(&ndev);
+	if (e != cudaSuccess)
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "cuda backend: no usable CUDA device: %s (%s)",
+				    cudaGetErrorString(e), cudaGetErrorName(e));
+	if (ndev < 1)
+		return fedrun_error(FEDRUN_EUNSUPPORTED, "cuda backend: no CUDA device");
+	int dev = 0;
+	bool fast = false;
+	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, device) + sizeof cfg->device)
+		dev = cfg->device;
+	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, allow_nondeterministic) +
+				    sizeof cfg->allow_nondeterministic)
+		fast = cfg->allow_nondeterministic != 0;
+	if (dev < 0 || dev >= ndev)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend: device %d, but %d device%s", dev,
+				    ndev, ndev == 1 ? " is present (0)" : "s are present");
+	struct cu_ctx *c = (struct cu_ctx *)calloc(1, sizeof *c);
+	if (!c)
+		return fedrun_error(FEDRUN_ENOMEM, "cuda backend: context");
+	c->device = dev;
+	c->deterministic = !fast;
+	int rc = 0;
+	const char *op = "ctx_create";
+	if ((e = cudaSetDevice(dev)) != cudaSuccess ||
+	    (e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+	    (e = cudaMalloc(&c->blas_ws, CU_BLAS_WS)) != cudaSuccess ||
+	    (e = cudaMallocHost((void **)&c->host, 64 * sizeof(double))) != cudaSuccess) {
+		rc = cu_fail(op, e);
+	} else {
+		cublasStatus_t s;
+		if ((s = cublasCreate(&c->blas)) != CUBLAS_STATUS_SUCCESS ||
+		    (s = cublasSetStream(c->blas, c->stream)) != CUBLAS_STATUS_SUCCESS ||
+		    (s = cublasSetWorkspace(c->blas, c->blas_ws, CU_BLAS_WS)) !=
+			CUBLAS_STATUS_SUCCESS ||
+		    /* FP32 arithmetic as the CPU backend does it: no TF32 */
+		    (s = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS ||
+		    (s = cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED)) !=
+			CUBLAS_STATUS_SUCCESS ||
+		    (s = cublasSetPointerMode(c->blas, CUBLAS_POINTER_MODE_HOST)) !=
+			CUBLAS_STATUS_SUCCESS)
+			rc = cu_blas_fail(op, s);
+	}
+	if (rc < 0) {
+		cu_ctx_destroy(c);
+		return rc;
+	}
+	*ctx = c;
+	return 0;
+}
+
+extern "C" int cu_alloc(void *ctx, uint64_t bytes, void **p)
+{
+	struct cu_ctx *c = cu_enter(ctx, "alloc");
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!p)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend alloc: NULL result pointer");
+	/* cudaMalloc's blocks are aligned to 256 bytes, more than the 64
+	 * the table asks for. A zero-byte request still gets a block, so
+	 * that the pointer is not NULL. */
+	void *m = NULL;
+	cudaError_t e = cudaMalloc(&m, bytes ? bytes : 64);
+	if (e != cudaSuccess) {
+		cudaGetLastError(); /* clear the sticky-free error */
+		return fedrun_error(FEDRUN_ENOMEM, "cuda backend alloc: %llu bytes: %s",
+				    (unsigned long long)bytes, cudaGetErrorString(e));
+	}
+	e = cudaMemsetAsync(m, 0, bytes ? bytes : 64, c->stream);
+	if (e != cudaSuccess) {
+		cudaFree(m);
+		return cu_fail("alloc", e);
+	}
+	*p = m;
+	return 0;
+}
+
+extern "C" void cu_free_mem(void *ctx, void *p)
+{
+	struct cu_ctx *c = (struct cu_ctx *)ctx;
+	if (!p)
+		return;
+	/* Work queued on the stream may still use p. */
+	if (c) {
+		cudaSetDevice(c->device);
+		cudaStreamSynchronize(c->stream);
+	}
+	cudaFree(p);
+}
+
+extern "C" int cu_zero(void *ctx, void *p, uint64_t bytes)
+{
+	struct cu_ctx *c = cu_enter(ctx, "zero");
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!bytes)
+		return 0;
+	if (!p)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend zero: NULL pointer");
+	CU_TRY("zero", cudaMemsetAsync(p, 0, bytes, c->stream));
+	return 0;
+}
+
+extern "C" int cu_copy(void *ctx, void *dst, const void *src, uint64_t bytes)
+{
+	struct cu_ctx *c = cu_enter(ctx, "copy");
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!bytes)
+		return 0;
+	if (!dst || !src)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend copy: NULL pointer");
+	CU_TRY("copy", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+	return 0;
+}
+
+/* From pageable host memory cudaMemcpyAsync returns once the source has
+ * been staged, so the caller may reuse host_src at once (CUDA runtime API,
+ * "API synchronization behavior"). */
+extern "C" int cu_to_device(void *ctx, void *dst, const void *host_src, uint64_t bytes)
+{
+	struct cu_ctx *c = cu_enter(ctx, "to_device");
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!bytes)
+		return 0;
+	if (!dst || !host_src)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend to_device: NULL pointer");
+	CU_TRY("to_device",
+	       cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, c->stream));
+	return 0;
+}
+
+extern "C" int cu_to_host(void *ctx, void *host_dst, const void *src, uint64_t bytes)
+{
+	struct cu_ctx *c = cu_enter(ctx, "to_host");
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (bytes && (!host_dst || !src))
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend to_host: NULL pointer");
+	if (bytes)
+		CU_TRY("to_host",
+		       cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+	return cu_sync(c, "to_host");
+}
+
+struct cu_drop cu_drop_take(struct fedrun_rng *rng, uint64_t n, float p)
+{
+	struct cu_drop d;
+	d.k0 = rng->key[0];
+	d.k1 = rng->key[1];
+	d.c2 = rng->ctr[2];
+	d.c3 = rng->ctr[3];
+	d.base = (uint64_t)rng->ctr[0] | (uint64_t)rng->ctr[1] << 32;
+	d.thr = FEDRUN_DROPOUT_THRESHOLD(p);
+	uint64_t end = d.base + (n + 3) / 4;
+	rng->ctr[0] = (uint32_t)end;
+	rng->ctr[1] = (uint32_t)(end >> 32);
+	rng->pos = 4;
+	return d;
+}

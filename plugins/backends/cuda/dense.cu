@@ -1,0 +1,725 @@
+/* The CUDA backend's matrix products (cuBLAS, FP32) and element-wise
+ * layers: linear, embedding, dropout, activations, positional encoding, and
+ * the local optimizer. Kernels are built with --fmad=false, so each float
+ * operation rounds as the CPU backend's does where the formula is the same
+ * (the optimizer's updates, dropout's scaling); transcendental functions
+ * (expf, tanhf) are CUDA's, within an ulp or two of glibc's. */
+#include <cub/device/device_radix_sort.cuh>
+#include <math.h>
+#include "fedrun/plugin.h"
+#include "internal.cuh"
+
+/* ---- matrix products ---------------------------------------------------- */
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
+ * operands and the m, n roles, keep the transposition flags. */
+int cu_gemm(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k, float alpha,
+	    const float *a, int lda, const float *b, int ldb, float beta, float *cm, int ldc)
+{
+	if (m == 0 || n == 0)
+		return 0;
+	CU_BLAS(op, cublasSgemm(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+				ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
+				&beta, cm, ldc));
+	return 0;
+}
+
+int cu_gemm_batched(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k,
+		    float alpha, const float *a, int lda, int64_t sa, const float *b, int ldb,
+		    int64_t sb, float beta, float *cm, int ldc, int64_t sc, int batch)
+{
+	if (m == 0 || n == 0 || batch == 0)
+		return 0;
+	CU_BLAS(op, cublasSgemmStridedBatched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+					      ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
+					      ldb, sb, a, lda, sa, &beta, cm, ldc, sc, batch));
+	return 0;
+}
+
+static int gemm_check(const char *op, bool ta, bool tb, int m, int n, int k, const float *a,
+		      int lda, const float *b, int ldb, const float *c, int ldc)
+{
+	if (m < 0 || n < 0 || k < 0)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: negative size %d x %d x %d",
+				    op, m, n, k);
+	if (lda < (ta ? m : k) || ldb < (tb ? k : n) || ldc < n || lda < 1 || ldb < 1 ||
+	    ldc < 1)
+		return fedrun_error(FEDRUN_EINVAL,
+				    "cuda backend %s: leading dimension too small (lda %d, ldb %d, "
+				    "ldc %d for %d x %d x %d)",
+				    op, lda, ldb, ldc, m, n, k);
+	if (m && n && (!c || (k && (!a || !b))))
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL matrix", op);
+	return 0;
+}
+
+extern "C" int cu_sgemm(void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+			const float *a, int lda, const float *b, int ldb, float beta, float *c,
+			int ldc)
+{
+	struct cu_ctx *cx = cu_enter(ctx, "sgemm");
+	if (!cx)
+		return FEDRUN_EINVAL;
+	int rc = gemm_check("sgemm", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+	if (rc < 0)
+		return rc;
+	return cu_gemm(cx, "sgemm", trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+		       ldc);
+}
+
+extern "C" int cu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, int n,
+					int k, float alpha, const float *a, int lda,
+					int64_t stride_a, const float *b, int ldb, int64_t stride_b,
+					float beta, float *c, int ldc, int64_t stride_c, int batch)
+{
+	struct cu_ctx *cx = cu_enter(ctx, "sgemm_strided_batched");
+	if (!cx)
+		return FEDRUN_EINVAL;
+	if (batch < 0)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend sgemm_strided_batched: batch %d",
+				    batch);
+	int rc = gemm_check("sgemm_strided_batched", trans_a, trans_b, m, n, k, a, lda, b, ldb,
+			    c, ldc);
+	if (rc < 0)
+		return rc;
+	return cu_gemm_batched(cx, "sgemm_strided_batched", trans_a, trans_b, m, n, k, alpha, a,
+			       lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+}
+
+/* ---- column sums -------------------------------------------------------- */
+
+/* Stage 1: part[s][j] = sum of rows [s R, (s+1) R) of column j, rows in
+ * order; block (32, 8): the 8 thread rows take every 8th row, then add up
+ * in order. Stage 2: out[j] += scale-free sum of the parts in order. */
+#define COL_TX 32
+#define COL_TY 8
+__global__ void colsum_part(uint32_t N, uint32_t D, const float *__restrict__ x, uint64_t ld,
+			    uint32_t R, float *__restrict__ part)
+{
+	__shared__ float acc[COL_TY][COL_TX];
+	const uint32_t j = blockIdx.x * COL_TX + threadIdx.x;
+	const uint64_t r0 = (uint64_t)blockIdx.y * R;
+	uint64_t r1 = r0 + R;
+	if (r1 > N)
+		r1 = N;
+	float s = 0.0f;
+	if (j < D)
+		for (uint64_t r = r0 + threadIdx.y; r < r1; r += COL_TY)
+			s += x[r * ld + j];
+	acc[threadIdx.y][threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.y == 0 && j < D) {
+		float t = 0.0f;
+		for (int q = 0; q < COL_TY; q++)
+			t += acc[q][threadIdx.x];
+		part[(uint64_t)blockIdx.y * D + j] = t;
+	}
+}
+
+__global__ void colsum_finish(uint32_t S, uint32_t D, const float *__restrict__ part,
+			      float *__restrict__ out)
+{
+	const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= D)
+		return;
+	float t = 0.0f;
+	for (uint32_t s = 0; s < S; s++)
+		t += part[(uint64_t)s * D + j];
+	out[j] += t;
+}
+
+/* Rows per slice: enough slices to fill the GPU when D is narrow; a
+ * function of the shape only, so the sums are too. */
+static uint32_t colsum_rows(uint32_t N, uint32_t D)
+{
+	uint32_t R = 64;
+	const uint64_t cols = (D + COL_TX - 1) / COL_TX;
+	while (cols * ((N + R - 1) / R) > 4096 && R < (1u << 20))
+		R *= 2;
+	return R;
+}
+
+uint64_t cu_colsum_bytes(uint32_t N, uint32_t D)
+{
+	const uint32_t R = colsum_rows(N, D);
+	return (uint64_t)((N + R - 1) / R) * D * sizeof(float);
+}
+
+int cu_colsum_acc(struct cu_ctx *c, const char *op, uint32_t N, uint32_t D, const float *x,
+		  uint64_t ld, float *out, float *part)
+{
+	if (!N || !D)
+		return 0;
+	const uint32_t R = colsum_rows(N, D), S = (N + R - 1) / R;
+	const uint32_t cols = (D + COL_TX - 1) / COL_TX;
+	if (!part && !(part = (float *)cu_scratch(c, cu_colsum_bytes(N, D), op)))
+		return FEDRUN_ENOMEM;
+	colsum_part<<<dim3(cols, S), dim3(COL_TX, COL_TY), 0, c->stream>>>(N, D, x, ld, R, part);
+	colsum_finish<<<cu_blocks(D, 256), 256, 0, c->stream>>>(S, D, part, out);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+/* ---- linear ------------------------------------------------------------- */
+
+__global__ void bias_rows(uint32_t N, uint32_t D, const float *__restrict__ b, float *y)
+{
+	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < (uint64_t)N * D)
+		y[i] += b[i % D];
+}
+
+extern "C" int cu_linear_forward(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
+				 const float *w, const float *b, float *y)
+{
+	const char *op = "linear_forward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (N && out && (!y || (in && (!x || !w))))
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL x, w or y", op);
+	int rc = cu_gemm(c, op, false, true, (int)N, (int)out, (int)in, 1.0f, x, (int)in, w,
+			 (int)in, 0.0f, y, (int)out);
+	if (rc < 0 || !b || !N || !out)
+		return rc;
+	bias_rows<<<cu_blocks((uint64_t)N * out, 256), 256, 0, c->stream>>>(N, out, b, y);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+extern "C" int cu_linear_backward(void *ctx, uint32_t N, uint32_t in, uint32_t out,
+				  const float *x, const float *w, const float *dy, float *dx,
+				  float *dw, float *db)
+{
+	const char *op = "linear_backward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (N && out && !dy)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL dy", op);
+	if ((dx && !w) || (dw && !x))
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL w or x", op);
+	int rc = 0;
+	if (dx && N && in)
+		rc = cu_gemm(c, op, false, false, (int)N, (int)in, (int)out, 1.0f, dy, (int)out, w,
+			     (int)in, 0.0f, dx, (int)in);
+	if (rc == 0 && dw && N)
+		rc = cu_gemm(c, op, true, false, (int)out, (int)in, (int)N, 1.0f, dy, (int)out, x,
+			     (int)in, 1.0f, dw, (int)in);
+	if (rc == 0 && db)
+		rc = cu_colsum_acc(c, op, N, out, dy, out, db, NULL);
+	return rc;
+}
+
+/* ---- embedding ---------------------------------------------------------- */
+
+__global__ void embed_gather(uint32_t N, uint32_t V, uint32_t D, const int32_t *__restrict__ ids,
+			     const float *__restrict__ w, float *__restrict__ out,
+			     int *__restrict__ bad)
+{
+	const uint32_t i = blockIdx.x;
+	const int32_t id = ids[i];
+	if (id < 0 || (uint32_t)id >= V) {
+		if (threadIdx.x == 0)
+			atomicCAS(bad, -1, (int)i);
+		return;
+	}
+	for (uint32_t d = threadIdx.x; d < D; d += blockDim.x)
+		out[(uint64_t)i * D + d] = w[(uint64_t)id * D + d];
+}
+
+__global__ void iota_u32(uint32_t n, uint32_t *v)
+{
+	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		v[i] = i;
+}
+
+/* Row s of the ids sorted stably: when s starts a run of equal ids, add
+ * that run's rows of dout, in their original order, to dw's row. */
+__global__ void embed_runs(uint32_t N, uint32_t V, uint32_t D, const int32_t *__restrict__ sid,
+			   const uint32_t *__restrict__ perm, const float *__restrict__ dout,
+			   float *__restrict__ dw)
+{
+	const uint32_t s = blockIdx.x;
+	const int32_t id = sid[s];
+	if ((s > 0 && sid[s - 1] == id) || id < 0 || (uint32_t)id >= V)
+		return;
+	uint32_t e = s + 1;
+	while (e < N && sid[e] == id)
+		e++;
+	for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
+		float acc = 0.0f;
+		for (uint32_t r = s; r < e; r++)
+			acc += dout[(uint64_t)perm[r] * D + d];
+		dw[(uint64_t)id * D + d] += acc;
+	}
+}
+
+__global__ void embed_atomic(uint32_t N, uint32_t V, uint32_t D, const int32_t *__restrict__ ids,
+			     const float *__restrict__ dout, float *__restrict__ dw)
+{
+	const uint32_t i = blockIdx.x;
+	const int32_t id = ids[i];
+	if (id < 0 || (uint32_t)id >= V)
+		return;
+	for (uint32_t d = threadIdx.x; d < D; d += blockDim.x)
+		atomicAdd(&dw[(uint64_t)id * D + d], dout[(uint64_t)i * D + d]);
+}
+
+/* An id outside [0, V) is found on the device; reading the flag back costs
+ * a wait, which forward pays (its output would be garbage otherwise). */
+static int bad_id(struct cu_ctx *c, const char *op, int *flag, uint32_t V)
+{
+	int h = -1;
+	CU_TRY(op, cudaMemcpyAsync(&h, flag, sizeof h, cudaMemcpyDeviceToHost, c->stream));
+	int rc = cu_sync(c, op);
+	if (rc < 0)
+		return rc;
+	if (h >= 0)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: ids[%d] outside [0, %u)", op,
+				    h, V);
+	return 0;
+}
+
+extern "C" int cu_embedding_forward(void *ctx, uint32_t N, uint32_t V, uint32_t D,
+				    const int32_t *ids, const float *w, float *out)
+{
+	const char *op = "embedding_forward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!N || !D)
+		return 0;
+	if (!ids || !w || !out)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL argument", op);
+	int *flag = (int *)cu_scratch(c, sizeof(int), op);
+	if (!flag)
+		return FEDRUN_ENOMEM;
+	CU_TRY(op, cudaMemsetAsync(flag, 0xff, sizeof(int), c->stream));
+	embed_gather<<<N, D < 256 ? 32 * ((D + 31) / 32) : 256, 0, c->stream>>>(N, V, D, ids, w,
+										 out, flag);
+	CU_LAUNCHED(op);
+	return bad_id(c, op, flag, V);
+}
+
+extern "C" int cu_embedding_backward(void *ctx, uint32_t N, uint32_t V, uint32_t D,
+				     const int32_t *ids, const float *dout, float *dw)
+{
+	const char *op = "embedding_backward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!N || !D)
+		return 0;
+	if (!ids || !dout || !dw)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL argument", op);
+	const unsigned th = D < 256 ? 32 * ((D + 31) / 32) : 256;
+	if (!c->deterministic) {
+		embed_atomic<<<N, th, 0, c->stream>>>(N, V, D, ids, dout, dw);
+		CU_LAUNCHED(op);
+		return 0;
+	}
+	/* Deterministic: a stable radix sort of (id, row) (CUB), then one
+	 * block per run of equal ids adds the run's rows in row order. */
+	size_t tmp = 0;
+	if (cub::DeviceRadixSort::SortPairs(NULL, tmp, (const int32_t *)NULL, (int32_t *)NULL,
+					    (const uint32_t *)NULL, (uint32_t *)NULL, (int)N, 0,
+					    32, c->stream) != cudaSuccess)
+		return fedrun_error(FEDRUN_EIO, "cuda backend %s: CUB sort size", op);
+	const uint64_t a = ((uint64_t)N * 4 + 255) / 256 * 256;
+	char *s = (char *)cu_scratch(c, 3 * a + tmp, op);
+	if (!s)
+		return FEDRUN_ENOMEM;
+	int32_t *sid = (int32_t *)s;
+	uint32_t *rows = (uint32_t *)(s + a), *perm = (uint32_t *)(s + 2 * a);
+	iota_u32<<<cu_blocks(N, 256), 256, 0, c->stream>>>(N, rows);
+	CU_TRY(op, cub::DeviceRadixSort::SortPairs(s + 3 * a, tmp, ids, sid, rows, perm, (int)N,
+						   0, 32, c->stream));
+	embed_runs<<<N, th, 0, c->stream>>>(N, V, D, sid, perm, dout, dw);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+/* ---- dropout ------------------------------------------------------------ */
+
+/* One thread per group of four elements: one Philox block gives their four
+ * words (FEDRUN_DROPOUT_THRESHOLD's rule). */
+__global__ void dropout_fwd(uint64_t n, struct cu_drop d, float scale, const float *x, float *y,
+			    uint8_t *mask)
+{
+	const uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	const uint64_t i0 = 4 * g;
+	if (i0 >= n)
+		return;
+	uint4 w = cu_philox(d.base + g, d.c2, d.c3, d.k0, d.k1);
+	uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+	for (int q = 0; q < 4; q++) {
+		uint64_t i = i0 + q;
+		if (i < n) {
+			uint8_t keep = u[q] >= d.thr;
+			mask[i] = keep;
+			y[i] = keep ? x[i] * scale : 0.0f;
+		}
+	}
+}
+
+__global__ void dropout_bwd(uint64_t n, float scale, const uint8_t *mask, const float *dy,
+			    float *dx)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+}
+
+extern "C" int cu_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng,
+				  const float *x, float *y, uint8_t *mask)
+{
+	const char *op = "dropout_forward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!(p >= 0.0f && p < 1.0f))
+		return fedrun_error(FEDRUN_EINVAL, "dropout_forward: p = %g outside [0, 1)",
+				    (double)p);
+	if (n && (!rng || !x || !y || !mask))
+		return fedrun_error(FEDRUN_EINVAL, "dropout_forward: NULL argument");
+	if (!n)
+		return 0;
+	struct cu_drop d = cu_drop_take(rng, n, p);
+	dropout_fwd<<<cu_blocks((n + 3) / 4, 256), 256, 0, c->stream>>>(n, d, 1.0f / (1.0f - p),
+									  x, y, mask);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+extern "C" int cu_dropout_backward(void *ctx, uint64_t n, float p, const uint8_t *mask,
+				   const float *dy, float *dx)
+{
+	const char *op = "dropout_backward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!(p >= 0.0f && p < 1.0f))
+		return fedrun_error(FEDRUN_EINVAL, "dropout_backward: p = %g outside [0, 1)",
+				    (double)p);
+	if (n && (!mask || !dy || !dx))
+		return fedrun_error(FEDRUN_EINVAL, "dropout_backward: NULL argument");
+	if (!n)
+		return 0;
+	dropout_bwd<<<cu_blocks(n, 256), 256, 0, c->stream>>>(n, 1.0f / (1.0f - p), mask, dy, dx);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+/* ---- activations -------------------------------------------------------- */
+
+__device__ __forceinline__ float act_f(int act, float x)
+{
+	switch (act) {
+	case FEDRUN_ACT_RELU: return x > 0.0f ? x : 0.0f;
+	case FEDRUN_ACT_GELU: {
+		/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+		float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+		return 0.5f * x * (1.0f + tanhf(u));
+	}
+	case FEDRUN_ACT_TANH: return tanhf(x);
+	default: return 1.0f / (1.0f + expf(-x));
+	}
+}
+
+__device__ __forceinline__ float act_df(int act, float x)
+{
+	switch (act) {
+	case FEDRUN_ACT_RELU: return x > 0.0f ? 1.0f : 0.0f;
+	case FEDRUN_ACT_GELU: {
+		const float k = 0.7978845608028654f;
+		float u = k * (x + 0.044715f * x * x * x);
+		float t = tanhf(u);
+		return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k *
+						 (1.0f + 3.0f * 0.044715f * x * x);
+	}
+	case FEDRUN_ACT_TANH: {
+		float t = tanhf(x);
+		return 1.0f - t * t;
+	}
+	default: {
+		float s = 1.0f / (1.0f + expf(-x));
+		return s * (1.0f - s);
+	}
+	}
+}
+
+__global__ void act_fwd(int act, uint64_t n, const float *x, float *y)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] = act_f(act, x[i]);
+}
+
+__global__ void act_bwd(int act, uint64_t n, const float *x, const float *dy, float *dx)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		dx[i] = dy[i] * act_df(act, x[i]);
+}
+
+static int act_check(const char *op, enum fedrun_act act)
+{
+	if ((unsigned)act > FEDRUN_ACT_SIGMOID)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: unknown activation %d", op,
+				    (int)act);
+	return 0;
+}
+
+extern "C" int cu_act_forward(void *ctx, enum fedrun_act act, uint64_t n, const float *x,
+			      float *y)
+{
+	const char *op = "act_forward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	int rc = act_check(op, act);
+	if (rc < 0 || !n)
+		return rc;
+	if (!x || !y)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL argument", op);
+	act_fwd<<<cu_blocks(n, 256), 256, 0, c->stream>>>((int)act, n, x, y);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+extern "C" int cu_act_backward(void *ctx, enum fedrun_act act, uint64_t n, const float *x,
+			       const float *dy, float *dx)
+{
+	const char *op = "act_backward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	int rc = act_check(op, act);
+	if (rc < 0 || !n)
+		return rc;
+	if (!x || !dy || !dx)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL argument", op);
+	act_bwd<<<cu_blocks(n, 256), 256, 0, c->stream>>>((int)act, n, x, dy, dx);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+/* ---- positional encoding (Vaswani et al. 2017, sec. 3.5) ---------------- */
+
+/* PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) = cos(...), in double as
+ * the CPU backend computes it, then rounded to float. */
+__global__ void posenc_fwd(uint32_t B, uint32_t T, uint32_t D, uint32_t pos0, float scale,
+			   const float *x, float *y)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	const uint64_t n = (uint64_t)B * T * D;
+	if (i >= n)
+		return;
+	const uint32_t col = (uint32_t)(i % D);
+	const uint32_t t = (uint32_t)((i / D) % T);
+	const double freq = pow(10000.0, -(2.0 * (col / 2)) / (double)D);
+	const double a = ((double)pos0 + t) * freq;
+	const float pe = (float)(col % 2 ? cos(a) : sin(a));
+	y[i] = x ? scale * x[i] + pe : pe;
+}
+
+__global__ void scale_copy(uint64_t n, float scale, const float *x, float *y)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] = scale * x[i];
+}
+
+extern "C" int cu_posenc_forward(void *ctx, uint32_t B, uint32_t T, uint32_t D, uint32_t pos0,
+				 float scale, const float *x, float *y)
+{
+	const char *op = "posenc_forward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!isfinite(scale))
+		return fedrun_error(FEDRUN_EINVAL, "posenc_forward: scale = %g", (double)scale);
+	const uint64_t n = (uint64_t)B * T * D;
+	if (!n)
+		return 0;
+	if (!y)
+		return fedrun_error(FEDRUN_EINVAL, "posenc_forward: NULL y");
+	posenc_fwd<<<cu_blocks(n, 256), 256, 0, c->stream>>>(B, T, D, pos0, scale, x, y);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+extern "C" int cu_posenc_backward(void *ctx, uint32_t B, uint32_t T, uint32_t D, float scale,
+				  const float *dy, float *dx)
+{
+	const char *op = "posenc_backward";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!isfinite(scale))
+		return fedrun_error(FEDRUN_EINVAL, "posenc_backward: scale = %g", (double)scale);
+	const uint64_t n = (uint64_t)B * T * D;
+	if (!n)
+		return 0;
+	if (!dy || !dx)
+		return fedrun_error(FEDRUN_EINVAL, "posenc_backward: NULL dy or dx");
+	scale_copy<<<cu_blocks(n, 256), 256, 0, c->stream>>>(n, scale, dy, dx);
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+/* ---- the local optimizer (fedrun/optim.h) ------------------------------- */
+
+/* The squared L2 norm in double, in a fixed order: per block of 256
+ * threads a grid-stride partial, then the blocks' partials in order. */
+#define NORM_BLOCKS 512
+__global__ void sumsq_part(uint64_t n, const float *__restrict__ g, double *__restrict__ part)
+{
+	double s = 0.0;
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (uint64_t)gridDim.x * blockDim.x) {
+		double v = g[i];
+		s += v * v;
+	}
+	s = cu_block_sum(s);
+	if (threadIdx.x == 0)
+		part[blockIdx.x] = s;
+}
+
+/* The clipping factor of PyTorch's clip_grad_norm_: max / (norm + 1e-6)
+ * when the norm exceeds max, else 1. */
+__global__ void clip_factor(uint32_t nb, const double *__restrict__ part, double max_norm,
+			    float *__restrict__ factor)
+{
+	double s = 0.0;
+	for (uint32_t b = threadIdx.x; b < nb; b += blockDim.x)
+		s += part[b];
+	s = cu_block_sum(s);
+	if (threadIdx.x == 0) {
+		double norm = sqrt(s);
+		*factor = max_norm > 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+	}
+}
+
+/* SGD with momentum (PyTorch's convention): v <- mu v + (g + wd p),
+ * p <- p - lr v (Nesterov: g + mu v); the first step sets v = g. */
+__global__ void sgd_step(uint64_t n, const float *__restrict__ factor, float flr, float wd,
+			 float mu, int nesterov, int first, int zero, float *__restrict__ p,
+			 float *__restrict__ grad, float *__restrict__ state)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	const float c = factor ? *factor : 1.0f;
+	float g = grad[i] * c + wd * p[i];
+	if (zero)
+		grad[i] = 0.0f;
+	if (mu > 0) {
+		float v = first ? g : mu * state[i] + g;
+		state[i] = v;
+		g = nesterov ? g + mu * v : v;
+	}
+	p[i] -= flr * g;
+}
+
+/* Adam (Kingma and Ba 2015, Algorithm 1); AdamW decouples the weight decay
+ * (Loshchilov and Hutter 2019). The same float operations as core/nn. */
+__global__ void adam_step(uint64_t n, const float *__restrict__ factor, float flr, float wd,
+			  float b1, float b2, float eps, float c1, float c2, int decoupled,
+			  int zero, float *__restrict__ p, float *__restrict__ grad,
+			  float *__restrict__ m, float *__restrict__ v)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	const float c = factor ? *factor : 1.0f;
+	float g = grad[i] * c;
+	if (zero)
+		grad[i] = 0.0f;
+	float pi = p[i];
+	if (decoupled)
+		pi -= flr * wd * pi;
+	else
+		g += wd * pi;
+	float mi = b1 * m[i] + (1 - b1) * g;
+	float vi = b2 * v[i] + (1 - b2) * g * g;
+	m[i] = mi;
+	v[i] = vi;
+	float mhat = mi / c1, vhat = vi / c2;
+	p[i] = pi - flr * mhat / (sqrtf(vhat) + eps);
+}
+
+extern "C" int cu_optim_step(void *ctx, const struct fedrun_optim_cfg *cfg, double lr,
+			     uint64_t n, float *params, float *grad, float *state, uint64_t *step,
+			     bool zero_grad)
+{
+	const char *op = "optim_step";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!cfg || !step || (n && (!params || !grad)))
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend optim_step: NULL argument");
+	const bool need_state = cfg->kind != FEDRUN_OPTIM_SGD || cfg->momentum > 0;
+	if (n && need_state && !state)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend optim_step: NULL state");
+	if (cfg->kind != FEDRUN_OPTIM_SGD && cfg->kind != FEDRUN_OPTIM_ADAM &&
+	    cfg->kind != FEDRUN_OPTIM_ADAMW)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend optim_step: optimizer kind %d",
+				    (int)cfg->kind);
+	const uint64_t t = ++*step;
+	if (!n)
+		return 0;
+	float *factor = NULL;
+	if (cfg->clip_norm > 0) {
+		char *s = (char *)cu_scratch(c, NORM_BLOCKS * sizeof(double) + 256, op);
+		if (!s)
+			return FEDRUN_ENOMEM;
+		double *part = (double *)s;
+		factor = (float *)(s + NORM_BLOCKS * sizeof(double));
+		uint32_t nb = cu_blocks(n, 256);
+		nb = nb > NORM_BLOCKS ? NORM_BLOCKS : nb;
+		sumsq_part<<<nb, 256, 0, c->stream>>>(n, grad, part);
+		clip_factor<<<1, 256, 0, c->stream>>>(nb, part, cfg->clip_norm, factor);
+	}
+	const float flr = (float)lr, wd = (float)cfg->weight_decay;
+	const unsigned nb = cu_blocks(n, 256);
+	if (cfg->kind == FEDRUN_OPTIM_SGD) {
+		sgd_step<<<nb, 256, 0, c->stream>>>(n, factor, flr, wd, (float)cfg->momentum,
+						    cfg->nesterov, t == 1, zero_grad, params, grad,
+						    state);
+	} else {
+		const float c1 = (float)(1.0 - pow(cfg->beta1, (double)t));
+		const float c2 = (float)(1.0 - pow(cfg->beta2, (double)t));
+		adam_step<<<nb, 256, 0, c->stream>>>(
+		    n, factor, flr, wd, (float)cfg->beta1, (float)cfg->beta2, (float)cfg->eps, c1, c2,
+		    cfg->kind == FEDRUN_OPTIM_ADAMW, zero_grad, params, grad, state, state + n);
+	}
+	CU_LAUNCHED(op);
+	return 0;
+}
+
+__global__ void prox_kernel(uint64_t n, float mu, const float *p, const float *a, float *g)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		g[i] += mu * (p[i] - a[i]);
+}
+
+extern "C" int cu_prox_grad(void *ctx, uint64_t n, float mu, const float *params,
+			    const float *anchor, float *grad)
+{
+	const char *op = "prox_grad";
+	struct cu_ctx *c = cu_enter(ctx, op);
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (!n)
+		return 0;
+	if (!params || !anchor || !grad)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend prox_grad: NULL argument");
+	prox_kernel<<<cu_blocks(n, 256), 256, 0, c->stream>>>(n, mu, params, anchor, grad);
+	CU_LAUNCHED(op);
+	return 0;
+}
