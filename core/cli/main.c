@@ -36,6 +36,8 @@ static void usage(FILE *fp)
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
 		"  -s, --set PATH=VALUE   override a pipeline key (repeatable)\n"
+		"  -b, --backend NAME     where the model computes: cpu, cuda (the same as\n"
+		"                         --set model.backend=NAME)\n"
 		"  -r, --resume           continue the run from its last checkpoint\n"
 		"  -q, --quiet            no progress line\n"
 		"      --allow-plugin-paths  load plugins from files the pipeline names\n"
@@ -109,18 +111,20 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		{"threads", required_argument, NULL, 't'}, {"set", required_argument, NULL, 's'},
 		{"resume", no_argument, NULL, 'r'},        {"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-		{"allow-plugin-paths", no_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
+		{"allow-plugin-paths", no_argument, NULL, 'P'}, {"backend", required_argument, NULL, 'b'},
+		{NULL, 0, NULL, 0}};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct fedrun_run_opts opts = {.threads = cpus > 0 ? (uint32_t)cpus : 1,
 				       .progress = isatty(STDERR_FILENO) != 0,
 				       .interrupt = &interrupted};
 	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	const char *backend = NULL;
 	int nsets = 0, c;
 	bool allow_paths = false;
 	if (!sets)
 		return fail(fedrun_error(FEDRUN_ENOMEM, "out of memory"));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:s:rqhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:b:rqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': {
 			char *end;
@@ -135,6 +139,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			break;
 		}
 		case 's': sets[nsets++] = optarg; break;
+		case 'b': backend = optarg; break;
 		case 'r': opts.resume = true; break;
 		case 'q': opts.quiet = true; break;
 		case 'P': allow_paths = true; break;
@@ -158,6 +163,16 @@ static int cmd_run(int argc, char **argv, int validate_only)
 	char *dircopy = strdup(file);
 	int rc = dircopy ? fedrun_pipeline_load(file, &pipeline)
 			 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	/* --backend is model.backend, set before the --set overrides */
+	if (rc == 0 && backend) {
+		json_t *model = json_object_get(pipeline, "model");
+		if (!json_is_object(model))
+			rc = fedrun_error(FEDRUN_ECONFIG, "--backend %s: the pipeline has no model "
+							  "section",
+					  backend);
+		else if (json_object_set_new(model, "backend", json_string(backend)) < 0)
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
 	for (int i = 0; rc == 0 && i < nsets; i++)
 		rc = fedrun_pipeline_set(pipeline, sets[i]);
 	if (rc == 0)
