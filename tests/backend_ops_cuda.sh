@@ -1,5 +1,9 @@
 #!/bin/sh
 # Every op of the CUDA backend plugin against the CPU backend
-# (tests/test_backend_ops.c). Exits 77 (SKIP) where the plugin is not built
-# (configure without --with-cuda) or ctx_create finds no GPU or driver.
-exec "${top_builddir:-.}/tests/test_backend_ops" cuda
+# (tests/test_backend_ops.c), deterministic (the default) and with
+# allow_nondeterministic (its atomic embedding backward). Exits 77 (SKIP)
+# where the plugin is not built (configure without --with-cuda) or
+# ctx_create finds no GPU or driver.
+t="${top_builddir:-.}/tests/test_backend_ops"
+"$t" cuda || exit $?
+FEDRUN_TEST_NONDETERMINISTIC=1 "$t" cuda

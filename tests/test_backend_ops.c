@@ -1824,7 +1824,13 @@ int main(int argc, char **argv)
 		       fedrun_error_message());
 		return 1;
 	}
-	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg, .device = device_index()};
+	/* FEDRUN_TEST_NONDETERMINISTIC=1 tests the faster ops a backend may
+	 * use when allowed to be nondeterministic (CUDA: atomic additions). */
+	struct fedrun_backend_ctx_cfg cfg = {
+	    .size = sizeof cfg,
+	    .device = device_index(),
+	    .allow_nondeterministic =
+		(e = getenv("FEDRUN_TEST_NONDETERMINISTIC")) && *e && strcmp(e, "0")};
 	rc = sd[1].ops->ctx_create(&cfg, &sd[1].ctx);
 	if (rc) {
 		printf("SKIP: backend '%s': ctx_create returned %s: %s\n", tested_name,
