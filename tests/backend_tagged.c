@@ -13,7 +13,9 @@
  * bit for bit.
  *
  * A host pointer given to free_mem, which cannot return an error, traps:
- * the point of this backend is to make such bugs loud. */
+ * the point of this backend is to make such bugs loud. With the
+ * environment variable FEDRUN_TAGGED_NO_DEVICE set, ctx_create fails as a
+ * GPU backend on a machine without its GPU would (the models' error tests). */
 #include "config.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -90,6 +92,9 @@ static int t_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ctx)
 {
 	if (!ctx)
 		return fedrun_error(FEDRUN_EINVAL, "tagged backend: NULL ctx pointer");
+	if (getenv("FEDRUN_TAGGED_NO_DEVICE"))
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "tagged backend: no device (FEDRUN_TAGGED_NO_DEVICE is set)");
 	struct tagged_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return fedrun_error(FEDRUN_ENOMEM, "tagged backend: context");
