@@ -54,12 +54,12 @@ static void *tag(void *p)
 
 static int refuse(const char *op, const char *arg, const void *p, bool want_device)
 {
-	return fedrun_error(FEDRUN_EINVAL,
-			    want_device
-				? "tagged backend: %s: %s is host memory (%p), device memory "
-				  "(from alloc) required"
-				: "tagged backend: %s: %s is device memory (%p), host memory required",
-			    op, arg, p);
+	return fedrun_error(
+	    FEDRUN_EINVAL,
+	    want_device ? "tagged backend: %s: %s is host memory (%p), device memory "
+			  "(from alloc) required"
+			: "tagged backend: %s: %s is device memory (%p), host memory required",
+	    op, arg, p);
 }
 
 /* An argument that must be device memory (or NULL, which the CPU op
@@ -134,8 +134,8 @@ static int t_alloc(void *ctx, uint64_t bytes, void **p)
 		return rc;
 	if (is_tagged(q)) { /* not an x86-64 user-space address */
 		cpu()->free_mem(cc, q);
-		return fedrun_error(FEDRUN_EUNSUPPORTED, "tagged backend: address %p has bit 62 set",
-				    q);
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "tagged backend: address %p has bit 62 set", q);
 	}
 	*p = tag(q);
 	return 0;
@@ -253,8 +253,7 @@ static int t_linear_backward(void *ctx, uint32_t N, uint32_t in, uint32_t out, c
 	DEV(dx);
 	DEV(dw);
 	DEV(db);
-	return cpu()->linear_backward(cc, N, in, out, UT(x), UT(w), UT(dy), UT(dx), UT(dw),
-				      UT(db));
+	return cpu()->linear_backward(cc, N, in, out, UT(x), UT(w), UT(dy), UT(dx), UT(dw), UT(db));
 }
 #undef OP
 
@@ -373,8 +372,8 @@ static int t_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 #undef OP
 
 #define OP "dropout_forward"
-static int t_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng,
-			     const float *x, float *y, uint8_t *mask)
+static int t_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *rng, const float *x,
+			     float *y, uint8_t *mask)
 {
 	void *cc;
 	CTX(ctx, cc);
@@ -387,8 +386,8 @@ static int t_dropout_forward(void *ctx, uint64_t n, float p, struct fedrun_rng *
 #undef OP
 
 #define OP "dropout_backward"
-static int t_dropout_backward(void *ctx, uint64_t n, float p, const uint8_t *mask,
-			      const float *dy, float *dx)
+static int t_dropout_backward(void *ctx, uint64_t n, float p, const uint8_t *mask, const float *dy,
+			      float *dx)
 {
 	void *cc;
 	CTX(ctx, cc);
@@ -451,8 +450,7 @@ static int t_layernorm_forward(void *ctx, uint32_t N, uint32_t D, float eps, con
 	DEV(bias);
 	DEV(y);
 	DEV(cache);
-	return cpu()->layernorm_forward(cc, N, D, eps, UT(x), UT(gain), UT(bias), UT(y),
-					UT(cache));
+	return cpu()->layernorm_forward(cc, N, D, eps, UT(x), UT(gain), UT(bias), UT(y), UT(cache));
 }
 #undef OP
 
@@ -550,9 +548,9 @@ static int t_posenc_backward(void *ctx, uint32_t B, uint32_t T, uint32_t D, floa
 #undef OP
 
 #define OP "label_smoothed_xent"
-static int t_label_smoothed_xent(void *ctx, uint32_t N, uint32_t V, float eps,
-				 const float *logits, const int32_t *targets, double *loss,
-				 double *nll, uint64_t *count, float *dlogits)
+static int t_label_smoothed_xent(void *ctx, uint32_t N, uint32_t V, float eps, const float *logits,
+				 const int32_t *targets, double *loss, double *nll, uint64_t *count,
+				 float *dlogits)
 {
 	void *cc;
 	CTX(ctx, cc);

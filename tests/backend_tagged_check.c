@@ -158,7 +158,8 @@ START_TEST(same_bits_as_cpu)
 	for (int i = 0; i < OUT; i++)
 		b[i] = (float)fedrun_rng_normal(&r);
 	ck_assert_int_eq(cpu->linear_forward(NULL, N, IN, OUT, x, w, b, y_cpu), 0);
-	float *dx = dev(sizeof x), *dw = dev(sizeof w), *db = dev(sizeof b), *dy = dev(sizeof y_tag);
+	float *dx = dev(sizeof x), *dw = dev(sizeof w), *db = dev(sizeof b),
+	      *dy = dev(sizeof y_tag);
 	ck_assert_int_eq(be->to_device(ctx, dx, x, sizeof x), 0);
 	ck_assert_int_eq(be->to_device(ctx, dw, w, sizeof w), 0);
 	ck_assert_int_eq(be->to_device(ctx, db, b, sizeof b), 0);

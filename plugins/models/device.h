@@ -55,8 +55,8 @@ static inline int mdev_backend_open(const char *name, const struct fedrun_backen
 	const struct fedrun_backend_ops *be;
 	int rc = fedrun_backend_find(name, &be);
 	if (rc == FEDRUN_ENOENT) /* a pipeline error, as an unknown value is */
-		return fedrun_error_wrap(FEDRUN_ECONFIG, "model.backend: no backend \"%s\": ",
-					 name);
+		return fedrun_error_wrap(FEDRUN_ECONFIG,
+					 "model.backend: no backend \"%s\": ", name);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "model.backend \"%s\": ", name);
 	if (!FEDRUN_BACKEND_HAS(be, optim_step) || !FEDRUN_BACKEND_HAS(be, prox_grad))
@@ -82,8 +82,10 @@ static inline void mdev_report(const struct fedrun_host *host, bool report, int6
 {
 	if (!report || !host || !host->metric)
 		return;
-	host->metric(host->ctx, "backend.h2d_bytes", client, NULL, (double)(now->h2d - before->h2d));
-	host->metric(host->ctx, "backend.d2h_bytes", client, NULL, (double)(now->d2h - before->d2h));
+	host->metric(host->ctx, "backend.h2d_bytes", client, NULL,
+		     (double)(now->h2d - before->h2d));
+	host->metric(host->ctx, "backend.d2h_bytes", client, NULL,
+		     (double)(now->d2h - before->d2h));
 }
 
 #endif

@@ -26,8 +26,8 @@
 struct gru_lm {
 	const struct fedrun_host *host;
 	const struct fedrun_backend_ops *be;
-	char *backend;	   /* the "backend" option */
-	bool report_xfer;  /* not "cpu": host<->device bytes become metrics */
+	char *backend;	  /* the "backend" option */
+	bool report_xfer; /* not "cpu": host<->device bytes become metrics */
 	struct fedrun_textdata *td;
 	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */
 	uint32_t bptt, eval_batch, eval_groups;
@@ -68,7 +68,7 @@ struct gru_lm_worker {
 	bool grad_zero;			  /* grad is known to be all zeros */
 	float *state;			  /* optimizer state (state_cap floats) */
 	uint64_t state_cap;
-	float *anchor;			  /* FedProx's w_t (layout.total), on first use */
+	float *anchor; /* FedProx's w_t (layout.total), on first use */
 };
 
 /* What a pass over one window does. */

@@ -203,8 +203,7 @@ static int stack_backward(const struct gru_lm *m, struct gru_lm_worker *w, const
 }
 
 /* The state for the next window: each layer's output at the last step. */
-static int carry_state(const struct gru_lm *m, struct gru_lm_worker *w,
-		       const struct gru_lm_pass *p)
+static int carry_state(const struct gru_lm *m, struct gru_lm_worker *w, const struct gru_lm_pass *p)
 {
 	const uint64_t bh = (uint64_t)p->B * m->H;
 	for (uint32_t l = 0; l < m->L; l++)
@@ -237,7 +236,8 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 		w->hids[i] = (int32_t)w->in_u[i];
 		w->hids[N + i] = (int32_t)w->tgt_u[i];
 	}
-	CHECK(mdev_to_device(be, w->ctx, &w->xfer, w->ids, w->hids, 2 * (uint64_t)N * sizeof(int32_t)));
+	CHECK(mdev_to_device(be, w->ctx, &w->xfer, w->ids, w->hids,
+			     2 * (uint64_t)N * sizeof(int32_t)));
 	const int32_t *in = w->ids, *tgt = w->ids + N;
 	/* emb (T,B,D) = E[in], dropped in place */
 	CHECK(be->embedding_forward(w->ctx, N, m->V, m->D, in, params + m->off_emb, w->emb));

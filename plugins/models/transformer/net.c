@@ -133,9 +133,9 @@ struct dec_state {
 	int32_t *tokens; /* (rows), then klen (rows): one to_device per step */
 	int32_t *klen;	 /* (rows) t + 1 */
 	float *logits;	 /* (rows,V) */
-	float **ckv;	  /* per layer (B Ts, 2D) cross-attention keys | values */
-	float **kv;	  /* per layer (rows, steps, 2D) self-attention cache */
-	float *spare;	  /* (rows, steps, 2D) for reordering */
+	float **ckv;	 /* per layer (B Ts, 2D) cross-attention keys | values */
+	float **kv;	 /* per layer (rows, steps, 2D) self-attention cache */
+	float *spare;	 /* (rows, steps, 2D) for reordering */
 	float *x, *qkv, *a, *ac, *q, *c, *cc, *h, *hpre, *fin, *finln;
 	struct blk sa, ca, ff;
 	float *mem;   /* the arena all of the above live in, kept between */
@@ -156,9 +156,9 @@ struct tfm_work {
 	uint64_t zcap;
 	int32_t *zids; /* zidcap ids 0 (a bias row broadcast), never written */
 	uint64_t zidcap;
-	float *prow;	 /* (3D) a bias row, or column sums */
-	int32_t *hbuf;	 /* host: ids staged for one to_device */
-	uint64_t hcap;	 /* its int32s */
+	float *prow;   /* (3D) a bias row, or column sums */
+	int32_t *hbuf; /* host: ids staged for one to_device */
+	uint64_t hcap; /* its int32s */
 
 	/* training activations, sized by what the largest batches seen so far
 	 * need, each quantity on its own: source and target tokens (B Ts,
@@ -167,11 +167,11 @@ struct tfm_work {
 	 * the length of one long pair (evaluation sees both). */
 	uint64_t capNs, capNt, capAss, capAtt, capAts;
 	float *mem;
-	int32_t *ids; /* a batch's ids: src, tgt_in, src_len, tgt_len, targets */
-	float *xs, *xt;				      /* (Ns,D), (Nt,D) embedded inputs */
-	uint8_t *ms, *mt;			      /* their dropout masks */
-	struct enc_act *enc;			      /* per encoder layer */
-	struct dec_act *dec;			      /* per decoder layer */
+	int32_t *ids;	     /* a batch's ids: src, tgt_in, src_len, tgt_len, targets */
+	float *xs, *xt;	     /* (Ns,D), (Nt,D) embedded inputs */
+	uint8_t *ms, *mt;    /* their dropout masks */
+	struct enc_act *enc; /* per encoder layer */
+	struct dec_act *dec; /* per decoder layer */
 	float *enc_fin, *enc_fln, *dec_fin, *dec_fln; /* pre-norm final norms */
 	const float *enc_out, *dec_out;
 	float *hc;		/* (Nt,D) gathered decoder outputs */
@@ -812,8 +812,8 @@ int tfm_work_axpy(struct tfm_work *w, uint64_t n, float a, const float *x, float
 /* Every row of y (N, P D) = [b_0 | b_1 | ...]: embedding_forward of row 0
  * of that one-row table, N times (copies, as memcpy of each b_p would
  * be). Biases that are not adjacent are gathered into w->prow first. */
-static int bcast_rows(struct tfm_work *w, uint64_t N, uint32_t P, uint64_t D,
-		      const float *const *b, float *y)
+static int bcast_rows(struct tfm_work *w, uint64_t N, uint32_t P, uint64_t D, const float *const *b,
+		      float *y)
 {
 	const float *row = b[0];
 	for (uint32_t p = 1; p < P && row; p++)
@@ -825,8 +825,7 @@ static int bcast_rows(struct tfm_work *w, uint64_t N, uint32_t P, uint64_t D,
 		row = w->prow;
 	}
 	CHECK(grow_zeros(w, (void **)&w->zids, &w->zidcap, N));
-	return w->be->embedding_forward(w->ctx, (uint32_t)N, 1, (uint32_t)(P * D), w->zids, row,
-					y);
+	return w->be->embedding_forward(w->ctx, (uint32_t)N, 1, (uint32_t)(P * D), w->zids, row, y);
 }
 
 /* ---- building blocks --------------------------------------------------------- */

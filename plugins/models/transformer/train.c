@@ -274,8 +274,8 @@ static int split_loss(struct tfm_model *m, struct tfm_worker *w, const struct tf
 		/* the batch's mean-loss gradient, weighted by its share of
 		 * the split's tokens */
 		if (g && nt &&
-		    (rc = tfm_work_axpy(w->w, m->layout->total,
-					(float)((double)nt / (double)total), g, w->grad)) < 0)
+		    (rc = tfm_work_axpy(w->w, m->layout->total, (float)((double)nt / (double)total),
+					g, w->grad)) < 0)
 			break;
 		*loss += l;
 		*nll += nl;
@@ -399,8 +399,9 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 #pragma omp for schedule(dynamic, 1)
 			for (uint32_t c = 0; c < nb; c++) {
 				uint32_t i0 = c * B, k = n - i0 < B ? n - i0 : B;
-				int r = wr < 0 ? wr
-					       : decode_chunk(m, tw, d, src, slen, ord + i0, k, out);
+				int r = wr < 0
+					    ? wr
+					    : decode_chunk(m, tw, d, src, slen, ord + i0, k, out);
 				if (r < 0) {
 					rcs[c] = r;
 					msgs[c] = strdup(fedrun_error_message());
@@ -541,8 +542,8 @@ int tfm_loss_grad(void *model, void *worker, const float *params, enum fedrun_sp
 	if (rc == 0) {
 		*loss = nt ? l / (double)nt : 0;
 		if (grad)
-			rc = tfm_work_to_host(w->w, grad, w->grad,
-					      m->layout->total * sizeof(float));
+			rc =
+			    tfm_work_to_host(w->w, grad, w->grad, m->layout->total * sizeof(float));
 	}
 	if (rc == 0)
 		tfm_report_xfer(m, w, client, &x0);
