@@ -1,13 +1,23 @@
 /* gru-lm: a word-level GRU language model (the client model of the FedAtt
- * paper, sec. III-C and IV-B) written against the backend vtable. Internal
- * to the plugin: the model, its per-thread scratch, and the functions that
- * model.c, net.c and train.c share. */
+ * paper, sec. III-C and IV-B) written against the backend vtable, on the
+ * backend its "backend" option names. Internal to the plugin: the model,
+ * its per-thread scratch, and the functions that model.c, net.c and
+ * train.c share.
+ *
+ * Device memory: each worker holds its own device copy of the parameters,
+ * the gradient, the optimizer state and FedProx's anchor; train() sends the
+ * engine's (host) parameters and optimizer state at its start, runs every
+ * local step on the device (the backend's optim_step and prox_grad) and
+ * brings them back at its end. Per window only the token ids and targets
+ * cross (one to_device); the loss comes back through the ops' host
+ * scalars. */
 #ifndef GRU_LM_H
 #define GRU_LM_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <fedrun/fedrun.h>
+#include "../device.h"
 
 #define GRU_LM_MAX_LAYERS 8
 #define GRU_LM_MAX_GROUPS 64 /* of evaluation rows */
@@ -16,6 +26,8 @@
 struct gru_lm {
 	const struct fedrun_host *host;
 	const struct fedrun_backend_ops *be;
+	char *backend;	  /* the "backend" option */
+	bool report_xfer; /* not "cpu": host<->device bytes become metrics */
 	struct fedrun_textdata *td;
 	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */
 	uint32_t bptt, eval_batch, eval_groups;
@@ -30,14 +42,17 @@ struct gru_lm {
 	uint64_t *train_tokens;			/* n_k of each client */
 };
 
-/* Per-thread scratch: a backend context and the activations of one BPTT
- * window, grown on demand to the largest window seen. */
+/* Per-thread scratch: a backend context, the device copies of the model's
+ * arrays and the activations of one BPTT window (device memory unless
+ * marked host), grown on demand to the largest window seen. */
 struct gru_lm_worker {
 	void *ctx;
+	struct mdev_xfer xfer;		  /* bytes this worker has copied */
 	uint64_t cap_tb;		  /* T * B the buffers hold */
 	uint32_t cap_b;			  /* B the state buffers hold */
-	uint32_t *in_u, *tgt_u;		  /* (T,B) ids from fedrun_bptt_window */
-	int32_t *in, *tgt;		  /* (T,B) the same as int32 */
+	uint32_t *in_u, *tgt_u;		  /* host (T,B): ids from fedrun_bptt_window */
+	int32_t *hids;			  /* host (2 T B): in then tgt as int32 */
+	int32_t *ids;			  /* (2 T B): hids on the device */
 	float *emb;			  /* (T,B,D) embedded (and dropped) input */
 	uint8_t *mask_emb;		  /* (T,B,D) */
 	float *y[GRU_LM_MAX_LAYERS];	  /* (T,B,H) each layer's output */
@@ -48,8 +63,12 @@ struct gru_lm_worker {
 	float *h0[GRU_LM_MAX_LAYERS];	  /* (B,H) state entering the window */
 	float *logits;			  /* (T*B,V), then its gradient */
 	float *da, *db;			  /* (T,B,max(D,H)) gradient ping-pong */
+	float *params;			  /* the parameters the ops read (layout.total) */
 	float *grad;			  /* the gradient arena (layout.total) */
 	bool grad_zero;			  /* grad is known to be all zeros */
+	float *state;			  /* optimizer state (state_cap floats) */
+	uint64_t state_cap;
+	float *anchor; /* FedProx's w_t (layout.total), on first use */
 };
 
 /* What a pass over one window does. */
@@ -67,12 +86,17 @@ void gru_lm_worker_destroy(void *model, void *worker);
 /* Makes room for windows of T*B = tb tokens and batch b. */
 int gru_lm_worker_reserve(const struct gru_lm *m, struct gru_lm_worker *w, uint64_t tb, uint32_t b);
 
-/* One window: forward over w->in (T,B) from the state in w->h0 (or zeros),
- * the mean loss against w->tgt into *loss and the number of targets into
- * *count; with p->train, backward into w->grad (accumulated, scaled by
- * p->grad_scale). Leaves the final state in w->h0 for the next window. */
+/* One window: sends the ids of w->in_u and targets of w->tgt_u (T,B) to
+ * the device, runs forward from the state in w->h0 (or zeros), puts the
+ * mean loss into *loss and the number of targets into *count; with
+ * p->train, backward into w->grad (accumulated, scaled by p->grad_scale).
+ * Leaves the final state in w->h0 for the next window. params: device
+ * memory (w->params). */
 int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
 		  const struct gru_lm_pass *p, double *loss, uint64_t *count);
+/* Sends n floats of host memory to the worker's device array dst. */
+int gru_lm_send(const struct gru_lm *m, struct gru_lm_worker *w, float *dst, const float *src,
+		uint64_t n);
 
 int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args, float *params,
 		 struct fedrun_train_stats *stats);

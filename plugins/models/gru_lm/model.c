@@ -24,6 +24,7 @@ struct model_cfg {
 	int64_t embed, hidden, layers, bptt, eval_batch, eval_groups;
 	double dropout, init_range;
 	bool tied, speed_metric;
+	const char *backend;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -47,6 +48,7 @@ static const struct fedrun_opt model_spec[] = {
      0, 10, 0.1, NULL, NULL},
     {"speed_metric", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, speed_metric), 0, 0, 0, 1, NULL,
      NULL},
+    {"backend", FEDRUN_OPT_STRING, offsetof(struct model_cfg, backend), 0, 0, 0, 0, "cpu", NULL},
     FEDRUN_OPT_END_,
 };
 
@@ -78,6 +80,7 @@ static void gru_lm_destroy(void *model)
 	fedrun_textdata_destroy(m->td);
 	fedrun_layout_fini(&m->layout);
 	free(m->train_tokens);
+	free(m->backend);
 	free(m);
 }
 
@@ -142,12 +145,20 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	if (!data_config)
 		return fedrun_error(FEDRUN_ECONFIG, "data: required section is missing (gru-lm "
 						    "reads text: data.train or data.clients)");
+	const struct fedrun_backend_ops *be = NULL;
+	if ((rc = mdev_backend_open(c.backend, &be)) < 0)
+		return rc;
 	struct gru_lm *m = calloc(1, sizeof *m);
 	if (!m)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	fedrun_layout_init(&m->layout);
 	m->host = host;
-	m->be = fedrun_backend_cpu();
+	m->be = be;
+	m->report_xfer = strcmp(c.backend, "cpu") != 0;
+	if (!(m->backend = strdup(c.backend))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto fail;
+	}
 	m->D = (uint32_t)c.embed;
 	m->H = (uint32_t)c.hidden;
 	m->L = (uint32_t)c.layers;
@@ -183,8 +194,9 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	}
 	host->log(host->ctx, FEDRUN_LOG_INFO,
 		  "gru-lm: vocabulary %u, embed %u, hidden %u, %u layer(s), %s, dropout %g, "
-		  "%u clients",
-		  m->V, m->D, m->H, m->L, m->tied ? "tied" : "untied", (double)m->dropout, K);
+		  "%u clients, backend %s",
+		  m->V, m->D, m->H, m->L, m->tied ? "tied" : "untied", (double)m->dropout, K,
+		  m->backend);
 	*out = m;
 	return 0;
 fail:

@@ -3,7 +3,8 @@
  * the decoder (tied to the embedding or its own matrix) and softmax
  * cross-entropy, whose gradient is written over the logits in place so that
  * the largest array of the model, (T*B,V), exists once. Also the per-thread
- * scratch that holds a window's activations. */
+ * scratch that holds a window's activations and the device copies of the
+ * model's arrays (gru_lm.h says which memory is where). */
 #include <stdlib.h>
 #include <string.h>
 #include "gru_lm.h"
@@ -18,8 +19,10 @@
 static void free_buffers(const struct gru_lm *m, struct gru_lm_worker *w)
 {
 	const struct fedrun_backend_ops *be = m->be;
-	void *bufs[] = {w->in_u,     w->tgt_u,	w->in, w->tgt, w->emb,
-			w->mask_emb, w->logits, w->da, w->db};
+	free(w->in_u);
+	free(w->tgt_u);
+	free(w->hids);
+	void *bufs[] = {w->ids, w->emb, w->mask_emb, w->logits, w->da, w->db};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
 			be->free_mem(w->ctx, bufs[i]);
@@ -32,7 +35,7 @@ static void free_buffers(const struct gru_lm *m, struct gru_lm_worker *w)
 		w->mask[l] = NULL;
 	}
 	w->in_u = w->tgt_u = NULL;
-	w->in = w->tgt = NULL;
+	w->hids = w->ids = NULL;
 	w->emb = w->logits = w->da = w->db = NULL;
 	w->mask_emb = NULL;
 	w->cap_tb = 0;
@@ -46,8 +49,10 @@ void gru_lm_worker_destroy(void *model, void *worker)
 	if (!w)
 		return;
 	free_buffers(m, w);
-	if (w->grad)
-		m->be->free_mem(w->ctx, w->grad);
+	void *arrays[] = {w->params, w->grad, w->state, w->anchor};
+	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+		if (arrays[i])
+			m->be->free_mem(w->ctx, arrays[i]);
 	if (w->ctx)
 		m->be->ctx_destroy(w->ctx);
 	free(w);
@@ -63,8 +68,14 @@ int gru_lm_worker_create(void *model, void **worker)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg, .threads = 1, .device = 0};
 	int rc = m->be->ctx_create(&cfg, &w->ctx);
+	if (rc < 0) {
+		w->ctx = NULL;
+		rc = fedrun_error_wrap(rc, "model.backend \"%s\": ", m->backend);
+	}
 	if (rc == 0)
 		rc = m->be->alloc(w->ctx, m->layout.total * sizeof(float), (void **)&w->grad);
+	if (rc == 0)
+		rc = m->be->alloc(w->ctx, m->layout.total * sizeof(float), (void **)&w->params);
 	w->grad_zero = true; /* alloc zero-fills */
 	if (rc < 0) {
 		gru_lm_worker_destroy(m, w);
@@ -105,10 +116,12 @@ int gru_lm_worker_reserve(const struct gru_lm *m, struct gru_lm_worker *w, uint6
 		if (rc == 0)                                                                       \
 			rc = be->alloc(w->ctx, (bytes), (void **)&(ptr));                          \
 	} while (0)
-	ALLOC(w->in_u, tb * sizeof(uint32_t));
-	ALLOC(w->tgt_u, tb * sizeof(uint32_t));
-	ALLOC(w->in, tb * sizeof(int32_t));
-	ALLOC(w->tgt, tb * sizeof(int32_t));
+	w->in_u = malloc(tb * sizeof(uint32_t));
+	w->tgt_u = malloc(tb * sizeof(uint32_t));
+	w->hids = malloc(2 * tb * sizeof(int32_t));
+	if (!w->in_u || !w->tgt_u || !w->hids)
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	ALLOC(w->ids, 2 * tb * sizeof(int32_t));
 	ALLOC(w->emb, tb * D * sizeof(float));
 	ALLOC(w->logits, tb * V * sizeof(float));
 	ALLOC(w->da, tb * wide * sizeof(float));
@@ -190,12 +203,19 @@ static int stack_backward(const struct gru_lm *m, struct gru_lm_worker *w, const
 }
 
 /* The state for the next window: each layer's output at the last step. */
-static void carry_state(const struct gru_lm *m, struct gru_lm_worker *w,
-			const struct gru_lm_pass *p)
+static int carry_state(const struct gru_lm *m, struct gru_lm_worker *w, const struct gru_lm_pass *p)
 {
 	const uint64_t bh = (uint64_t)p->B * m->H;
 	for (uint32_t l = 0; l < m->L; l++)
-		memcpy(w->h0[l], w->y[l] + (uint64_t)(p->T - 1) * bh, bh * sizeof(float));
+		CHECK(m->be->copy(w->ctx, w->h0[l], w->y[l] + (uint64_t)(p->T - 1) * bh,
+				  bh * sizeof(float)));
+	return 0;
+}
+
+int gru_lm_send(const struct gru_lm *m, struct gru_lm_worker *w, float *dst, const float *src,
+		uint64_t n)
+{
+	return mdev_to_device(m->be, w->ctx, &w->xfer, dst, src, n * sizeof(float));
 }
 
 int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
@@ -204,12 +224,23 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 	const struct fedrun_backend_ops *be = m->be;
 	const uint32_t N = p->T * p->B;
 	const float *dec_w = params + m->off_dec_w, *dec_b = params + m->off_dec_b;
+	const bool fused = p->train && FEDRUN_BACKEND_HAS(be, softmax_xent_db);
+	/* The unfused path has no device op to scale the loss's gradient by. */
+	if (p->train && !fused && p->grad_scale != 1.0f)
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "gru-lm: backend %s has no softmax_xent_db op, which the "
+				    "gradient of a split's loss (loss_grad) needs",
+				    be->name ? be->name : m->backend);
+	/* The window's ids and targets, in one copy: in (N) then tgt (N). */
 	for (uint32_t i = 0; i < N; i++) {
-		w->in[i] = (int32_t)w->in_u[i];
-		w->tgt[i] = (int32_t)w->tgt_u[i];
+		w->hids[i] = (int32_t)w->in_u[i];
+		w->hids[N + i] = (int32_t)w->tgt_u[i];
 	}
+	CHECK(mdev_to_device(be, w->ctx, &w->xfer, w->ids, w->hids,
+			     2 * (uint64_t)N * sizeof(int32_t)));
+	const int32_t *in = w->ids, *tgt = w->ids + N;
 	/* emb (T,B,D) = E[in], dropped in place */
-	CHECK(be->embedding_forward(w->ctx, N, m->V, m->D, w->in, params + m->off_emb, w->emb));
+	CHECK(be->embedding_forward(w->ctx, N, m->V, m->D, in, params + m->off_emb, w->emb));
 	if (p->dropout > 0)
 		CHECK(be->dropout_forward(w->ctx, (uint64_t)N * m->D, p->dropout, p->rng, w->emb,
 					  w->emb, w->mask_emb));
@@ -223,21 +254,16 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 		w->grad_zero = false;
 	/* Training: the loss's gradient (times grad_scale) and d dec_b += its
 	 * column sums in the same pass over the logits, where the backend
-	 * has the fused op; otherwise scaled and summed in passes of their
-	 * own (the same bits on the CPU backend). */
-	const bool fused = p->train && FEDRUN_BACKEND_HAS(be, softmax_xent_db);
+	 * has the fused op; otherwise summed in a pass of its own (grad_scale
+	 * is then 1, checked above). */
 	if (fused)
-		CHECK(be->softmax_xent_db(w->ctx, N, m->V, w->logits, w->tgt, p->grad_scale, loss,
+		CHECK(be->softmax_xent_db(w->ctx, N, m->V, w->logits, tgt, p->grad_scale, loss,
 					  count, dlogits, grad + m->off_dec_b));
 	else
-		CHECK(be->softmax_xent(w->ctx, N, m->V, w->logits, w->tgt, loss, count,
+		CHECK(be->softmax_xent(w->ctx, N, m->V, w->logits, tgt, loss, count,
 				       p->train ? dlogits : NULL));
-	if (!p->train) {
-		carry_state(m, w, p);
-		return 0;
-	}
-	if (!fused && p->grad_scale != 1.0f)
-		fedrun_vec_scale((uint64_t)N * m->V, p->grad_scale, dlogits);
+	if (!p->train)
+		return carry_state(m, w, p);
 	/* dtop (N,H) = dlogits . dec_w; d dec_w += dlogits^T top (the
 	 * embedding's gradient when tied); d dec_b += column sums unless
 	 * already added */
@@ -248,7 +274,6 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 	if (p->dropout > 0)
 		CHECK(be->dropout_backward(w->ctx, (uint64_t)N * m->D, p->dropout, w->mask_emb,
 					   demb, demb));
-	CHECK(be->embedding_backward(w->ctx, N, m->V, m->D, w->in, demb, grad + m->off_emb));
-	carry_state(m, w, p);
-	return 0;
+	CHECK(be->embedding_backward(w->ctx, N, m->V, m->D, in, demb, grad + m->off_emb));
+	return carry_state(m, w, p);
 }

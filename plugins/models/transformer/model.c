@@ -27,6 +27,7 @@ struct model_cfg {
 	int64_t enc, dec, dim, heads, ffn, max_len, eval_batch, warmup;
 	double dropout, attn_dropout, relu_dropout, label_smoothing, warmup_init_lr;
 	json_t *tokenizer, *decode, *bleu;
+	const char *backend;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -71,6 +72,7 @@ static const struct fedrun_opt model_spec[] = {
      NULL, NULL},
     {"eval_bleu", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, eval_bleu), 0, 0, 0, 0, "test",
      "test|all|none"},
+    {"backend", FEDRUN_OPT_STRING, offsetof(struct model_cfg, backend), 0, 0, 0, 0, "cpu", NULL},
     FEDRUN_OPT_END_,
 };
 
@@ -139,6 +141,7 @@ static void tfm_destroy(void *model)
 	tfm_tok_destroy(m->tok);
 	if (m->layout)
 		tfm_layout_free(m->layout);
+	free(m->backend);
 	free(m);
 }
 
@@ -165,11 +168,19 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 	if ((rc = fedrun_opts_parse(decode_spec, dec, "model.decode", &dc)) < 0 ||
 	    (rc = fedrun_opts_parse(bleu_spec, bl, "model.bleu", &bc)) < 0)
 		return rc;
+	const struct fedrun_backend_ops *be = NULL;
+	if ((rc = mdev_backend_open(c.backend, &be)) < 0)
+		return rc;
 	struct tfm_model *m = calloc(1, sizeof *m);
 	if (!m)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	m->host = host;
-	m->be = fedrun_backend_cpu();
+	m->be = be;
+	m->report_xfer = strcmp(c.backend, "cpu") != 0;
+	if (!(m->backend = strdup(c.backend))) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto fail;
+	}
 	m->max_len = (uint32_t)c.max_len;
 	m->eval_batch = (uint32_t)c.eval_batch;
 	m->decode = (struct tfm_decode){.beam = (uint32_t)dc.beam,
@@ -211,11 +222,11 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 		pairs += m->clients[k].split[FEDRUN_SPLIT_TRAIN].n;
 	host->log(host->ctx, FEDRUN_LOG_INFO,
 		  "transformer: vocabulary %u (%s), %u+%u layers, dim %u, %u heads, ffn %u, "
-		  "%llu parameters, %u clients, %llu training pairs",
+		  "%llu parameters, %u clients, %llu training pairs, backend %s",
 		  m->cfg.vocab, tfm_tok_type(m->tok) == TFM_TOK_WORDS ? "words" : "sentencepiece",
 		  m->cfg.enc_layers, m->cfg.dec_layers, m->cfg.dim, m->cfg.heads, m->cfg.ffn,
 		  (unsigned long long)fedrun_layout_numel(m->layout), m->nclients,
-		  (unsigned long long)pairs);
+		  (unsigned long long)pairs, m->backend);
 	*out = m;
 	return 0;
 fail:
@@ -279,9 +290,16 @@ static int tfm_translate(void *model, void *worker, const float *params,
 		rc = tfm_tok_encode(m->tok, src[i], strlen(src[i]), &ids[i], &len[i]);
 	if (rc == 0 && !w)
 		rc = tfm_worker_create(m, (void **)&w);
+	struct mdev_xfer x0 = {0, 0};
+	if (rc == 0) {
+		x0 = tfm_xfer(w);
+		rc = tfm_send_params(m, w, params);
+	}
 	if (rc == 0)
 		rc = tfm_decode_ids(m, w, params, &d, ids, len, n, m->host->threads(m->host->ctx),
 				    out);
+	if (rc == 0)
+		tfm_report_xfer(m, w, -1, &x0);
 	if (w && w != worker)
 		tfm_worker_destroy(m, w);
 	if (rc < 0)

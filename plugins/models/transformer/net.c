@@ -31,7 +31,19 @@
  * one fused (N,3D) projection for self-attention and (N,2D) for the
  * cross-attention keys and values, biases broadcast into the output that
  * the sgemm then accumulates into (beta = 1), residual sums written once,
- * activation gradients added by the sgemm that produces them. */
+ * activation gradients added by the sgemm that produces them.
+ *
+ * Memory. Parameters, gradients, activations and the decoding caches are
+ * device memory, touched only by backend ops; the batch's token ids,
+ * lengths and targets are built on the host and cross in one to_device per
+ * pass (one per decoding step: the step's tokens and key lengths); the
+ * losses come back through the ops' host scalars and the decoder's logits
+ * through one to_host per decoding step. The table has no element-wise sum
+ * or bias broadcast: a sum y += a x is prox_grad with mu = a and an anchor
+ * of zeros (y + a (x - 0), the same bits as y + a x), a bias broadcast over
+ * rows is embedding_forward with all ids 0, column sums are linear_backward
+ * with only db, and rows are moved with copy. Each keeps the bits of the
+ * host loops it replaces. */
 #include "config.h"
 #include <math.h>
 #include <stdio.h>
@@ -39,6 +51,7 @@
 #include <string.h>
 #include "fedrun/error.h"
 #include "net.h"
+#include "../device.h"
 
 #define CHECK(call)                                                                                \
 	do {                                                                                       \
@@ -115,12 +128,15 @@ struct dec_state {
 	int ready;
 	uint32_t B, Ts, beam, rows, steps, next_t;
 	const float *params;
-	int32_t *src_len; /* (B) */
-	int32_t *klen;	  /* (rows) t + 1 */
-	float **ckv;	  /* per layer (B Ts, 2D) cross-attention keys | values */
-	float **kv;	  /* per layer (rows, steps, 2D) self-attention cache */
-	float *spare;	  /* (rows, steps, 2D) for reordering */
-	float *x, *qkv, *a, *ac, *q, *c, *cc, *h, *hpre, *tmp, *fin, *finln;
+	int32_t *src_len; /* (B), then src (B,Ts): one to_device */
+	int32_t *src;
+	int32_t *tokens; /* (rows), then klen (rows): one to_device per step */
+	int32_t *klen;	 /* (rows) t + 1 */
+	float *logits;	 /* (rows,V) */
+	float **ckv;	 /* per layer (B Ts, 2D) cross-attention keys | values */
+	float **kv;	 /* per layer (rows, steps, 2D) self-attention cache */
+	float *spare;	 /* (rows, steps, 2D) for reordering */
+	float *x, *qkv, *a, *ac, *q, *c, *cc, *h, *hpre, *fin, *finln;
 	struct blk sa, ca, ff;
 	float *mem;   /* the arena all of the above live in, kept between */
 	uint64_t cap; /* encodes while it is large enough (floats) */
@@ -135,6 +151,15 @@ struct tfm_work {
 	uint32_t D, H, F, V, dh;
 	float emb_scale; /* sqrt(D), sec. 3.4 */
 
+	struct mdev_xfer xfer; /* host<->device bytes of this object */
+	float *zeros;	       /* zcap floats of 0, never written */
+	uint64_t zcap;
+	int32_t *zids; /* zidcap ids 0 (a bias row broadcast), never written */
+	uint64_t zidcap;
+	float *prow;   /* (3D) a bias row, or column sums */
+	int32_t *hbuf; /* host: ids staged for one to_device */
+	uint64_t hcap; /* its int32s */
+
 	/* training activations, sized by what the largest batches seen so far
 	 * need, each quantity on its own: source and target tokens (B Ts,
 	 * B Tt) and the attention caches' floats. Taking the largest B and the
@@ -142,12 +167,11 @@ struct tfm_work {
 	 * the length of one long pair (evaluation sees both). */
 	uint64_t capNs, capNt, capAss, capAtt, capAts;
 	float *mem;
-	int32_t *tc;				      /* (Nt) compacted targets */
-	int32_t *rowidx;			      /* (Nt) rows that have a target */
-	float *xs, *xt;				      /* (Ns,D), (Nt,D) embedded inputs */
-	uint8_t *ms, *mt;			      /* their dropout masks */
-	struct enc_act *enc;			      /* per encoder layer */
-	struct dec_act *dec;			      /* per decoder layer */
+	int32_t *ids;	     /* a batch's ids: src, tgt_in, src_len, tgt_len, targets */
+	float *xs, *xt;	     /* (Ns,D), (Nt,D) embedded inputs */
+	uint8_t *ms, *mt;    /* their dropout masks */
+	struct enc_act *enc; /* per encoder layer */
+	struct dec_act *dec; /* per decoder layer */
 	float *enc_fin, *enc_fln, *dec_fin, *dec_fln; /* pre-norm final norms */
 	const float *enc_out, *dec_out;
 	float *hc;		/* (Nt,D) gathered decoder outputs */
@@ -158,8 +182,6 @@ struct tfm_work {
 	float *dqkv;		/* (maxN,3D) */
 	float *dq, *dkv;	/* (Nt,D), (Ns,2D) */
 	float *dn;		/* (maxN,D) pre-norm sublayer-input gradient */
-	double *colsum;		/* (max(3D,F)) */
-	float *colsum_f;	/* (max(3D,F)) */
 	int drop, adrop, hdrop; /* dropouts active in this pass */
 	struct fedrun_rng *rng;
 
@@ -544,8 +566,9 @@ static void carve_train(struct tfm_work *w, struct carve *k)
 	const uint64_t N = Ns > Nt ? Ns : Nt, D = w->D, F = w->F, V = w->V;
 	const int dm = w->c.dropout > 0, hm = w->c.relu_dropout > 0;
 	const int gelu = w->c.activation != FEDRUN_ACT_RELU;
-	w->tc = (int32_t *)take(k, Nt);
-	w->rowidx = (int32_t *)take(k, Nt);
+	/* src (Ns), tgt_in (Nt), src_len and tgt_len (B each, B <= Ns, Nt),
+	 * targets (<= Nt) */
+	w->ids = (int32_t *)take(k, Ns + 2 * Nt + 2 * (Ns < Nt ? Ns : Nt));
 	w->xs = take(k, Ns * D);
 	w->xt = take(k, Nt * D);
 	w->ms = dm ? take_bytes(k, Ns * D) : NULL;
@@ -644,14 +667,15 @@ void tfm_work_destroy(struct tfm_work *w)
 		return;
 	if (w->be && w->ctx) {
 		dec_state_free(w);
-		if (w->mem)
-			w->be->free_mem(w->ctx, w->mem);
+		void *arrays[] = {w->mem, w->zeros, w->zids, w->prow};
+		for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+			if (arrays[i])
+				w->be->free_mem(w->ctx, arrays[i]);
 		w->be->ctx_destroy(w->ctx);
 	}
+	free(w->hbuf);
 	free(w->enc);
 	free(w->dec);
-	free(w->colsum);
-	free(w->colsum_f);
 	off_free(&w->off);
 	fedrun_layout_fini(&w->layout);
 	free(w);
@@ -668,6 +692,11 @@ int tfm_work_create_cfg(const struct tfm_cfg *c, const struct fedrun_layout *l,
 		return fedrun_error(FEDRUN_EUNSUPPORTED,
 				    "transformer: backend %s has no Transformer layers",
 				    be->name ? be->name : "?");
+	if (!FEDRUN_BACKEND_HAS(be, prox_grad))
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "transformer: backend %s has no prox_grad op (the network's "
+				    "element-wise sums)",
+				    be->name ? be->name : "?");
 	struct tfm_work *w = calloc(1, sizeof *w);
 	if (!w)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -683,14 +712,15 @@ int tfm_work_create_cfg(const struct tfm_cfg *c, const struct fedrun_layout *l,
 	if (rc == 0) {
 		w->enc = calloc(c->enc_layers, sizeof *w->enc);
 		w->dec = calloc(c->dec_layers, sizeof *w->dec);
-		uint64_t cs = 3 * (uint64_t)c->dim > c->ffn ? 3 * (uint64_t)c->dim : c->ffn;
-		w->colsum = malloc(cs * sizeof *w->colsum);
-		w->colsum_f = malloc(cs * sizeof *w->colsum_f);
-		if (!w->enc || !w->dec || !w->colsum || !w->colsum_f)
+		if (!w->enc || !w->dec)
 			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
+	if (rc == 0 && (rc = be->ctx_create(ctx_cfg, &w->ctx)) < 0) {
+		w->ctx = NULL;
+		rc = fedrun_error_wrap(rc, "backend %s: ", be->name ? be->name : "?");
+	}
 	if (rc == 0)
-		rc = be->ctx_create(ctx_cfg, &w->ctx);
+		rc = be->alloc(w->ctx, 3 * (uint64_t)c->dim * sizeof(float), (void **)&w->prow);
 	if (rc < 0) {
 		tfm_work_destroy(w);
 		return rc;
@@ -706,9 +736,99 @@ int tfm_work_create(const struct tfm_cfg *c, const struct fedrun_layout *l,
 	return tfm_work_create_cfg(c, l, be, &cfg, out);
 }
 
-/* ---- building blocks --------------------------------------------------------- */
+/* ---- device memory ------------------------------------------------------------ */
 
-#define COLSUM_RUN 32 /* rows summed in float before joining the double sums */
+void *tfm_work_ctx(const struct tfm_work *w)
+{
+	return w->ctx;
+}
+
+int tfm_work_to_device(struct tfm_work *w, void *dst, const void *src, uint64_t bytes)
+{
+	return mdev_to_device(w->be, w->ctx, &w->xfer, dst, src, bytes);
+}
+
+int tfm_work_to_host(struct tfm_work *w, void *dst, const void *src, uint64_t bytes)
+{
+	return mdev_to_host(w->be, w->ctx, &w->xfer, dst, src, bytes);
+}
+
+void tfm_work_xfer(const struct tfm_work *w, uint64_t *h2d, uint64_t *d2h)
+{
+	*h2d = w->xfer.h2d;
+	*d2h = w->xfer.d2h;
+}
+
+void tfm_work_xfer_add(struct tfm_work *w, uint64_t h2d, uint64_t d2h)
+{
+	w->xfer.h2d += h2d;
+	w->xfer.d2h += d2h;
+}
+
+/* Host room for n int32s of ids to send; NULL (error set) when out of
+ * memory. */
+static int32_t *stage(struct tfm_work *w, uint64_t n)
+{
+	if (n > w->hcap) {
+		int32_t *p = realloc(w->hbuf, n * sizeof *p);
+		if (!p) {
+			fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			return NULL;
+		}
+		w->hbuf = p;
+		w->hcap = n;
+	}
+	return w->hbuf;
+}
+
+/* Device zeros: at least n floats in w->zeros (ids: w->zids). alloc
+ * zero-fills, and nothing ever writes them. */
+static int grow_zeros(struct tfm_work *w, void **p, uint64_t *cap, uint64_t n)
+{
+	if (n <= *cap)
+		return 0;
+	if (*p)
+		w->be->free_mem(w->ctx, *p);
+	*p = NULL;
+	*cap = 0;
+	CHECK(w->be->alloc(w->ctx, n * sizeof(float), p));
+	*cap = n;
+	return 0;
+}
+
+/* y (n) += a x: prox_grad's y + a (x - 0) with the zeros as anchor, the
+ * same bits as y + a x (x - 0 is x, signed zeros too). */
+static int dev_add(struct tfm_work *w, uint64_t n, float a, const float *x, float *y)
+{
+	CHECK(grow_zeros(w, (void **)&w->zeros, &w->zcap, n));
+	return w->be->prox_grad(w->ctx, n, a, x, w->zeros, y);
+}
+
+int tfm_work_axpy(struct tfm_work *w, uint64_t n, float a, const float *x, float *y)
+{
+	return dev_add(w, n, a, x, y);
+}
+
+/* Every row of y (N, P D) = [b_0 | b_1 | ...]: embedding_forward of row 0
+ * of that one-row table, N times (copies, as memcpy of each b_p would
+ * be). Biases that are not adjacent are gathered into w->prow first. */
+static int bcast_rows(struct tfm_work *w, uint64_t N, uint32_t P, uint64_t D, const float *const *b,
+		      float *y)
+{
+	const float *row = b[0];
+	for (uint32_t p = 1; p < P && row; p++)
+		if (b[p] != b[0] + p * D)
+			row = NULL;
+	if (!row) {
+		for (uint32_t p = 0; p < P; p++)
+			CHECK(w->be->copy(w->ctx, w->prow + p * D, b[p], D * sizeof(float)));
+		row = w->prow;
+	}
+	CHECK(grow_zeros(w, (void **)&w->zids, &w->zidcap, N));
+	return w->be->embedding_forward(w->ctx, (uint32_t)N, 1, (uint32_t)(P * D), w->zids, row, y);
+}
+
+/* ---- building blocks --------------------------------------------------------- */
 
 static int mm(struct tfm_work *w, bool ta, bool tb, uint64_t m, uint64_t n, uint64_t k, float alpha,
 	      const float *a, uint64_t lda, const float *b, uint64_t ldb, float beta, float *c,
@@ -721,17 +841,21 @@ static int mm(struct tfm_work *w, bool ta, bool tb, uint64_t m, uint64_t n, uint
 /* y (N, P D) = [b_0 | b_1 | ...] on every row, then y += x . [W_0; W_1;
  * ...]^T: P projections of x (N,in) with weights W_p (D,in), side by side
  * (the fused in-projection of multi-head attention when P = 3 or 2). One
- * sgemm when the W_p are adjacent in memory. */
+ * linear op (the bias rows, then one sgemm with beta 1) when the W_p and
+ * the b_p are adjacent in memory; one sgemm when the W_p are. */
 static int proj_fwd(struct tfm_work *w, uint64_t N, uint64_t in, uint32_t P, uint64_t D,
 		    const float *x, const float *const *W, const float *const *b, float *y)
 {
 	const uint64_t ld = P * D;
-	for (uint64_t i = 0; i < N; i++)
-		for (uint32_t p = 0; p < P; p++)
-			memcpy(y + i * ld + p * D, b[p], D * sizeof *y);
-	int fused = 1;
-	for (uint32_t p = 1; p < P; p++)
+	int fused = 1, badj = 1;
+	for (uint32_t p = 1; p < P; p++) {
 		fused &= W[p] == W[0] + p * D * in;
+		badj &= b[p] == b[0] + p * D;
+	}
+	if (fused && badj)
+		return w->be->linear_forward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, x,
+					     W[0], b[0], y);
+	CHECK(bcast_rows(w, N, P, D, b, y));
 	if (fused)
 		return mm(w, false, true, N, ld, in, 1.0f, x, in, W[0], in, 1.0f, y, ld);
 	for (uint32_t p = 0; p < P; p++)
@@ -763,26 +887,20 @@ static int proj_bwd(struct tfm_work *w, uint64_t N, uint64_t in, uint32_t P, uin
 		for (uint32_t p = 0; p < P; p++)
 			CHECK(mm(w, true, false, D, in, N, 1.0f, dy + p * D, ld, x, in, 1.0f, dW[p],
 				 in));
-	/* bias gradients: column sums, rows in order, in float over runs of
-	 * COLSUM_RUN rows (vectorised) joined in double */
-	double *s = w->colsum;
-	float *f = w->colsum_f;
-	memset(s, 0, ld * sizeof *s);
-	for (uint64_t i0 = 0; i0 < N; i0 += COLSUM_RUN) {
-		const uint64_t i1 = N - i0 < COLSUM_RUN ? N : i0 + COLSUM_RUN;
-		memcpy(f, dy + i0 * ld, ld * sizeof *f);
-		for (uint64_t i = i0 + 1; i < i1; i++) {
-			const float *row = dy + i * ld;
-#pragma omp simd
-			for (uint64_t j = 0; j < ld; j++)
-				f[j] += row[j];
-		}
-		for (uint64_t j = 0; j < ld; j++)
-			s[j] += f[j];
-	}
+	/* bias gradients: the column sums of dy, linear_backward with only db
+	 * (rows in order, in float over runs of rows joined in double); with
+	 * the db_p apart, summed into w->prow and added to each */
+	int badj = 1;
+	for (uint32_t p = 1; p < P; p++)
+		badj &= db[p] == db[0] + p * D;
+	if (badj)
+		return w->be->linear_backward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL,
+					      NULL, dy, NULL, NULL, db[0]);
+	CHECK(w->be->zero(w->ctx, w->prow, ld * sizeof(float)));
+	CHECK(w->be->linear_backward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL, NULL,
+				     dy, NULL, NULL, w->prow));
 	for (uint32_t p = 0; p < P; p++)
-		for (uint64_t j = 0; j < D; j++)
-			db[p][j] += (float)s[p * D + j];
+		CHECK(dev_add(w, D, 1.0f, w->prow + p * D, db[p]));
 	return 0;
 }
 
@@ -810,15 +928,15 @@ static int blk_end(struct tfm_work *w, struct blk *k, uint64_t N, uint64_t K, co
 	const uint64_t D = w->D;
 	const float *b = P + bo;
 	if (k->drop) {
-		float *o = w->tmp;
-		CHECK(proj_fwd(w, N, K, 1, D, z, (const float *const[]){P + wo}, &b, o));
-		CHECK(w->be->dropout_forward(w->ctx, N * D, w->c.dropout, w->rng, o, o, k->mask));
-		for (uint64_t i = 0; i < N * D; i++)
-			k->r[i] = k->x[i] + o[i];
+		/* r = o + x, o = Dropout(z Wo^T + bo) made in r */
+		CHECK(proj_fwd(w, N, K, 1, D, z, (const float *const[]){P + wo}, &b, k->r));
+		CHECK(w->be->dropout_forward(w->ctx, N * D, w->c.dropout, w->rng, k->r, k->r,
+					     k->mask));
+		CHECK(dev_add(w, N * D, 1.0f, k->x, k->r));
 	} else {
-		for (uint64_t i = 0; i < N; i++)
-			for (uint64_t j = 0; j < D; j++)
-				k->r[i * D + j] = k->x[i * D + j] + b[j];
+		/* r = (bo + x) + z Wo^T */
+		CHECK(bcast_rows(w, N, 1, D, &b, k->r));
+		CHECK(dev_add(w, N * D, 1.0f, k->x, k->r));
 		CHECK(mm(w, false, true, N, D, K, 1.0f, z, K, P + wo, K, 1.0f, k->r, D));
 	}
 	if (w->c.pre_norm) {
@@ -867,10 +985,7 @@ static int blk_begin_bwd(struct tfm_work *w, struct blk *k, uint64_t N, const st
 		return 0;
 	CHECK(w->be->layernorm_backward(w->ctx, (uint32_t)N, w->D, k->x, P + ln->g, k->ln, w->dn,
 					w->dn, G + ln->g, G + ln->b));
-	const float *dn = w->dn;
-	for (uint64_t i = 0; i < N * w->D; i++)
-		g[i] += dn[i];
-	return 0;
+	return dev_add(w, N * w->D, 1.0f, w->dn, g);
 }
 
 static struct fedrun_attn_dims adims(const struct tfm_work *w, uint32_t B, uint32_t tq, uint32_t tk,
@@ -1209,6 +1324,65 @@ static int check_batch(const struct tfm_work *w, const struct tfm_batch *b, int 
 	return check_lens("tgt_len", b->tgt_len, b->B, b->Tt);
 }
 
+/* The batch's ids on the device, in one to_device: src (Ns), tgt_in (Nt),
+ * src_len (B), tgt_len (B), then with targets the target of every row
+ * that has one, in row order (*nc of them). *d gets the device view of b
+ * (tgt_out NULL: the targets are at *tg). */
+static int send_batch(struct tfm_work *w, const struct tfm_batch *b, bool targets,
+		      struct tfm_batch *d, const int32_t **tg, uint64_t *nc)
+{
+	const uint64_t Ns = (uint64_t)b->B * b->Ts, Nt = (uint64_t)b->B * b->Tt, B = b->B;
+	int32_t *h = stage(w, Ns + 2 * Nt + 2 * B);
+	if (!h)
+		return FEDRUN_ENOMEM;
+	memcpy(h, b->src, Ns * sizeof *h);
+	memcpy(h + Ns, b->tgt_in, Nt * sizeof *h);
+	memcpy(h + Ns + Nt, b->src_len, B * sizeof *h);
+	memcpy(h + Ns + Nt + B, b->tgt_len, B * sizeof *h);
+	uint64_t n = 0;
+	for (uint64_t i = 0; targets && i < Nt; i++)
+		if (b->tgt_out[i] >= 0)
+			h[Ns + Nt + 2 * B + n++] = b->tgt_out[i];
+	CHECK(tfm_work_to_device(w, w->ids, h, (Ns + Nt + 2 * B + n) * sizeof *h));
+	*d = (struct tfm_batch){.B = b->B,
+				.Ts = b->Ts,
+				.Tt = b->Tt,
+				.src = w->ids,
+				.tgt_in = w->ids + Ns,
+				.src_len = w->ids + Ns + Nt,
+				.tgt_len = w->ids + Ns + Nt + B};
+	if (tg)
+		*tg = w->ids + Ns + Nt + 2 * B;
+	if (nc)
+		*nc = n;
+	return 0;
+}
+
+/* Rows of (Nt,D) that have a target (tgt_out, host) moved between their
+ * places in full (Nt,D) and the compact (nc,D): gathered into compact, or
+ * with scatter from it. One copy per run of consecutive rows (the
+ * sentences' target positions). */
+static int move_rows(struct tfm_work *w, const int32_t *tgt_out, uint64_t Nt, float *full,
+		     float *compact, bool scatter)
+{
+	const uint64_t row = (uint64_t)w->D * sizeof(float);
+	uint64_t i = 0, pos = 0;
+	while (i < Nt) {
+		if (tgt_out[i] < 0) {
+			i++;
+			continue;
+		}
+		uint64_t j = i;
+		while (j < Nt && tgt_out[j] >= 0)
+			j++;
+		float *f = full + i * w->D, *c = compact + pos * w->D;
+		CHECK(w->be->copy(w->ctx, scatter ? f : c, scatter ? c : f, (j - i) * row));
+		pos += j - i;
+		i = j;
+	}
+	return 0;
+}
+
 int tfm_forward_backward(struct tfm_work *w, const float *params, const struct tfm_batch *b,
 			 struct fedrun_rng *rng, float *grad, double *loss_sum, double *nll_sum,
 			 uint64_t *ntok)
@@ -1219,14 +1393,14 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	CHECK(reserve_train(w, b->B, b->Ts, b->Tt));
 	const uint64_t Nt = (uint64_t)b->B * b->Tt, D = w->D, V = w->V;
 	const float *P = params;
+	struct tfm_batch d;
+	const int32_t *tg;
+	uint64_t nc;
+	CHECK(send_batch(w, b, true, &d, &tg, &nc));
 	set_drop(w, rng);
-	CHECK(encoder_fwd(w, P, b->B, b->Ts, b->src, b->src_len));
-	CHECK(decoder_fwd(w, P, b));
+	CHECK(encoder_fwd(w, P, d.B, d.Ts, d.src, d.src_len));
+	CHECK(decoder_fwd(w, P, &d));
 	/* the rows that have a target; padding rows skip the output layer */
-	uint64_t nc = 0;
-	for (uint64_t i = 0; i < Nt; i++)
-		if (b->tgt_out[i] >= 0)
-			w->rowidx[nc++] = (int32_t)i;
 	if (loss_sum)
 		*loss_sum = 0.0;
 	if (nll_sum)
@@ -1236,14 +1410,9 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	if (!nc)
 		return 0;
 	const float *h = w->dec_out;
-	const int32_t *tg = b->tgt_out;
 	if (nc < Nt) {
-		for (uint64_t i = 0; i < nc; i++) {
-			memcpy(w->hc + i * D, h + (uint64_t)w->rowidx[i] * D, D * sizeof *h);
-			w->tc[i] = b->tgt_out[w->rowidx[i]];
-		}
+		CHECK(move_rows(w, b->tgt_out, Nt, (float *)h, w->hc, false));
 		h = w->hc;
-		tg = w->tc;
 	}
 	/* The output layer, chunk by chunk of OUT_CHUNK rows, so that a
 	 * chunk's logits stay in the cache between the four passes over them:
@@ -1280,12 +1449,11 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	if (!grad)
 		return 0;
 	if (nc < Nt) {
-		memset(w->gt, 0, Nt * D * sizeof *w->gt);
-		for (uint64_t i = 0; i < nc; i++)
-			memcpy(w->gt + (uint64_t)w->rowidx[i] * D, dh + i * D, D * sizeof *dh);
+		CHECK(w->be->zero(w->ctx, w->gt, Nt * D * sizeof *w->gt));
+		CHECK(move_rows(w, b->tgt_out, Nt, w->gt, dh, true));
 	}
-	CHECK(decoder_bwd(w, P, G, b));
-	return encoder_bwd(w, P, G, b->B, b->Ts, b->src, b->src_len);
+	CHECK(decoder_bwd(w, P, G, &d));
+	return encoder_bwd(w, P, G, d.B, d.Ts, d.src, d.src_len);
 }
 
 int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm_batch *b,
@@ -1295,12 +1463,21 @@ int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm
 	if (!params || !logits)
 		return fedrun_error(FEDRUN_EINVAL, "transformer: NULL params or logits");
 	CHECK(reserve_train(w, b->B, b->Ts, b->Tt));
+	struct tfm_batch d;
+	CHECK(send_batch(w, b, false, &d, NULL, NULL));
 	set_drop(w, NULL);
-	CHECK(encoder_fwd(w, params, b->B, b->Ts, b->src, b->src_len));
-	CHECK(decoder_fwd(w, params, b));
-	const uint64_t Nt = (uint64_t)b->B * b->Tt, D = w->D;
-	return mm(w, false, true, Nt, w->V, D, 1.0f, w->dec_out, D, params + w->off.out, D, 0.0f,
-		  logits, w->V);
+	CHECK(encoder_fwd(w, params, d.B, d.Ts, d.src, d.src_len));
+	CHECK(decoder_fwd(w, params, &d));
+	const uint64_t Nt = (uint64_t)b->B * b->Tt, D = w->D, bytes = Nt * w->V * sizeof(float);
+	/* all of them at once, then to the caller's host array */
+	float *dl = NULL;
+	CHECK(w->be->alloc(w->ctx, bytes, (void **)&dl));
+	int rc = mm(w, false, true, Nt, w->V, D, 1.0f, w->dec_out, D, params + w->off.out, D, 0.0f,
+		    dl, w->V);
+	if (rc == 0)
+		rc = tfm_work_to_host(w, logits, dl, bytes);
+	w->be->free_mem(w->ctx, dl);
+	return rc;
 }
 
 /* ---- incremental decoding ------------------------------------------------------ */
@@ -1309,8 +1486,10 @@ static void carve_dec(struct tfm_work *w, struct carve *k)
 {
 	struct dec_state *s = &w->ds;
 	const uint64_t R = s->rows, D = w->D, M = s->steps;
-	s->src_len = (int32_t *)take(k, s->B);
-	s->klen = (int32_t *)take(k, R);
+	s->src_len = (int32_t *)take(k, s->B + (uint64_t)s->B * s->Ts);
+	s->src = s->src_len ? s->src_len + s->B : NULL;
+	s->tokens = (int32_t *)take(k, 2 * R);
+	s->klen = s->tokens ? s->tokens + R : NULL;
 	for (uint32_t l = 0; l < w->c.dec_layers; l++) {
 		s->ckv[l] = take(k, (uint64_t)s->B * s->Ts * 2 * D);
 		s->kv[l] = take(k, R * M * 2 * D);
@@ -1325,9 +1504,9 @@ static void carve_dec(struct tfm_work *w, struct carve *k)
 	s->cc = take(k, attn_floats(w, s->B, s->beam, s->Ts, 0.0f));
 	s->h = take(k, R * w->F);
 	s->hpre = w->c.activation != FEDRUN_ACT_RELU ? take(k, R * w->F) : NULL;
-	s->tmp = take(k, R * D);
 	s->fin = take(k, R * D);
 	s->finln = take(k, 2 * R);
+	s->logits = take(k, R * w->V);
 	carve_blk(k, &s->sa, R, D, 0);
 	carve_blk(k, &s->ca, R, D, 0);
 	carve_blk(k, &s->ff, R, D, 0);
@@ -1374,15 +1553,22 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 	k.base = s->mem;
 	k.n = 0;
 	carve_dec(w, &k);
-	memcpy(s->src_len, src_len, B * sizeof *src_len);
+	/* src_len (B) then src (B,Ts), in one to_device */
+	const uint64_t Ns = (uint64_t)B * Ts;
+	int32_t *h = stage(w, B + Ns);
+	if (!h)
+		return FEDRUN_ENOMEM;
+	memcpy(h, src_len, B * sizeof *h);
+	memcpy(h + B, src, Ns * sizeof *h);
+	CHECK(tfm_work_to_device(w, s->src_len, h, (B + Ns) * sizeof *h));
 	set_drop(w, NULL);
-	int rc = encoder_fwd(w, params, B, Ts, src, src_len);
+	int rc = encoder_fwd(w, params, B, Ts, s->src, s->src_len);
 	/* each decoder layer's cross-attention keys and values, once */
 	for (uint32_t l = 0; l < w->c.dec_layers && rc == 0; l++) {
 		const struct attn_off *o = &w->off.dec[l].ca;
 		const float *W[2] = {params + o->w[1], params + o->w[2]};
 		const float *b[2] = {params + o->b[1], params + o->b[2]};
-		rc = proj_fwd(w, (uint64_t)B * Ts, w->D, 2, w->D, w->enc_out, W, b, s->ckv[l]);
+		rc = proj_fwd(w, Ns, w->D, 2, w->D, w->enc_out, W, b, s->ckv[l]);
 	}
 	if (rc < 0)
 		return rc;
@@ -1391,12 +1577,10 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 	return 0;
 }
 
-/* Row r of every layer's cache becomes row parent[r] of the previous step
- * (positions [0, t)). */
-static int reorder(struct tfm_work *w, uint32_t t, const int32_t *parent)
+/* Checks parent (host); *identity when every row continues itself. */
+static int check_parent(const struct dec_state *s, const int32_t *parent, int *identity)
 {
-	struct dec_state *s = &w->ds;
-	int identity = 1;
+	*identity = 1;
 	for (uint32_t r = 0; r < s->rows; r++) {
 		if (parent[r] < 0 || (uint32_t)parent[r] >= s->rows ||
 		    (uint32_t)parent[r] / s->beam != r / s->beam)
@@ -1405,15 +1589,22 @@ static int reorder(struct tfm_work *w, uint32_t t, const int32_t *parent)
 					    "sentence %u (rows %u..%u)",
 					    r, parent[r], r / s->beam, r / s->beam * s->beam,
 					    r / s->beam * s->beam + s->beam - 1);
-		identity &= (uint32_t)parent[r] == r;
+		*identity &= (uint32_t)parent[r] == r;
 	}
-	if (identity)
-		return 0;
+	return 0;
+}
+
+/* Row r of every layer's cache becomes row parent[r] of the previous step
+ * (positions [0, t)): one copy per row, into the spare cache. */
+static int reorder(struct tfm_work *w, uint32_t t, const int32_t *parent)
+{
+	struct dec_state *s = &w->ds;
 	const uint64_t row = (uint64_t)s->steps * 2 * w->D, used = (uint64_t)t * 2 * w->D;
 	for (uint32_t l = 0; l < w->c.dec_layers; l++) {
 		float *old = s->kv[l], *neu = s->spare;
 		for (uint32_t r = 0; r < s->rows; r++)
-			memcpy(neu + r * row, old + (uint64_t)parent[r] * row, used * sizeof *neu);
+			CHECK(w->be->copy(w->ctx, neu + r * row, old + (uint64_t)parent[r] * row,
+					  used * sizeof *neu));
 		s->kv[l] = neu;
 		s->spare = old;
 	}
@@ -1456,67 +1647,65 @@ int tfm_decode_step(struct tfm_work *w, const float *params, uint32_t t, const i
 	if (!logprobs)
 		return fedrun_error(FEDRUN_EINVAL, "tfm_decode_step: NULL logprobs");
 	CHECK(check_ids("tokens", tokens, s->rows, w->V, 0));
+	int identity = 1;
 	if (t && parent)
+		CHECK(check_parent(s, parent, &identity));
+	if (!identity)
 		CHECK(reorder(w, t, parent));
 	const float *P = params;
 	const uint64_t R = s->rows, D = w->D, M = s->steps;
 	set_drop(w, NULL);
 	s->sa.drop = s->ca.drop = s->ff.drop = 0;
+	/* the step's tokens and every row's key count t + 1, in one to_device */
+	int32_t *hs = stage(w, 2 * R);
+	if (!hs)
+		return FEDRUN_ENOMEM;
+	memcpy(hs, tokens, R * sizeof *hs);
 	for (uint64_t r = 0; r < R; r++)
-		s->klen[r] = (int32_t)t + 1;
+		hs[R + r] = (int32_t)t + 1;
+	CHECK(tfm_work_to_device(w, s->tokens, hs, 2 * R * sizeof *hs));
 	/* the token at position t, scaled, plus PE(t) (sec. 3.4, 3.5) */
-	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)R, w->V, w->D, tokens, P + w->off.emb_tgt,
-				       s->x));
+	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)R, w->V, w->D, s->tokens,
+				       P + w->off.emb_tgt, s->x));
 	CHECK(w->be->posenc_forward(w->ctx, (uint32_t)R, 1, w->D, t, w->emb_scale, s->x, s->x));
 	const float *x = s->x;
-	float *tmp_save = w->tmp;
-	w->tmp = s->tmp;
-	int rc = 0;
-	for (uint32_t l = 0; l < w->c.dec_layers && rc == 0; l++) {
+	for (uint32_t l = 0; l < w->c.dec_layers; l++) {
 		const struct dec_off *o = &w->off.dec[l];
 		/* self-attention over the cached positions 0..t (sec. 3.2.3) */
-		rc = blk_begin(w, &s->sa, R, x, &o->sa.ln, P);
+		CHECK(blk_begin(w, &s->sa, R, x, &o->sa.ln, P));
 		const float *W[3], *b[3];
 		qkv_ptrs(P, &o->sa, 0, 3, W, b);
-		if (rc == 0)
-			rc = proj_fwd(w, R, D, 3, D, s->sa.sub, W, b, s->qkv);
-		if (rc < 0)
-			break;
+		CHECK(proj_fwd(w, R, D, 3, D, s->sa.sub, W, b, s->qkv));
+		/* this step's keys and values into each row's cache, position t */
 		float *kv = s->kv[l];
 		for (uint64_t r = 0; r < R; r++)
-			memcpy(kv + (r * M + t) * 2 * D, s->qkv + r * 3 * D + D,
-			       2 * D * sizeof *kv);
+			CHECK(w->be->copy(w->ctx, kv + (r * M + t) * 2 * D, s->qkv + r * 3 * D + D,
+					  2 * D * sizeof *kv));
 		struct fedrun_attn_dims d =
 		    adims(w, (uint32_t)R, 1, (uint32_t)M, 3 * w->D, 2 * w->D, 0, 0);
-		rc =
-		    w->be->attn_forward(w->ctx, &d, s->qkv, kv, kv + D, s->klen, NULL, s->a, s->ac);
-		if (rc == 0)
-			rc = blk_end(w, &s->sa, R, D, s->a, o->sa.wo, o->sa.bo, &o->sa.ln, P, &x);
+		CHECK(w->be->attn_forward(w->ctx, &d, s->qkv, kv, kv + D, s->klen, NULL, s->a,
+					  s->ac));
+		CHECK(blk_end(w, &s->sa, R, D, s->a, o->sa.wo, o->sa.bo, &o->sa.ln, P, &x));
 		/* cross-attention: the beam rows of sentence i are its queries */
-		if (rc == 0)
-			rc = blk_begin(w, &s->ca, R, x, &o->ca.ln, P);
+		CHECK(blk_begin(w, &s->ca, R, x, &o->ca.ln, P));
 		qkv_ptrs(P, &o->ca, 0, 1, W, b);
-		if (rc == 0)
-			rc = proj_fwd(w, R, D, 1, D, s->ca.sub, W, b, s->q);
+		CHECK(proj_fwd(w, R, D, 1, D, s->ca.sub, W, b, s->q));
 		d = adims(w, s->B, s->beam, s->Ts, 0, 2 * w->D, 0, 0);
-		if (rc == 0)
-			rc = w->be->attn_forward(w->ctx, &d, s->q, s->ckv[l], s->ckv[l] + D,
-						 s->src_len, NULL, s->c, s->cc);
-		if (rc == 0)
-			rc = blk_end(w, &s->ca, R, D, s->c, o->ca.wo, o->ca.bo, &o->ca.ln, P, &x);
-		if (rc == 0)
-			rc = ffn_fwd(w, P, &o->ff, &s->ff, s->h, s->hpre, NULL, R, x, &x);
+		CHECK(w->be->attn_forward(w->ctx, &d, s->q, s->ckv[l], s->ckv[l] + D, s->src_len,
+					  NULL, s->c, s->cc));
+		CHECK(blk_end(w, &s->ca, R, D, s->c, o->ca.wo, o->ca.bo, &o->ca.ln, P, &x));
+		CHECK(ffn_fwd(w, P, &o->ff, &s->ff, s->h, s->hpre, NULL, R, x, &x));
 	}
-	w->tmp = tmp_save;
-	if (rc < 0)
-		return rc;
 	if (w->c.pre_norm) {
 		CHECK(w->be->layernorm_forward(w->ctx, (uint32_t)R, w->D, TFM_LN_EPS, x,
 					       P + w->off.dec_norm.g, P + w->off.dec_norm.b, s->fin,
 					       s->finln));
 		x = s->fin;
 	}
-	CHECK(mm(w, false, true, R, w->V, D, 1.0f, x, D, P + w->off.out, D, 0.0f, logprobs, w->V));
+	/* the logits on the device, then to the host for the log softmax and
+	 * the search */
+	CHECK(mm(w, false, true, R, w->V, D, 1.0f, x, D, P + w->off.out, D, 0.0f, s->logits, w->V));
+	CHECK(tfm_work_to_host(w, logprobs, s->logits, R * w->V * sizeof *logprobs));
 	log_softmax_rows(R, w->V, logprobs);
 	s->next_t = t + 1;
 	return 0;

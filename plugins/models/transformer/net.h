@@ -74,11 +74,15 @@
  * rows x max_steps x 2D floats of key/value cache per decoder layer, plus
  * one more for reordering.
  *
- * Memory: every array (params, grad, token ids, lengths, logprobs) is
- * host memory; the network calls the backend for the heavy work but also
- * touches activations directly (bias rows, residual sums), so the
- * backend must be one whose device memory is host memory (the CPU
- * backend). Threads: a work object is used by one thread at a time. */
+ * Memory (fedrun/backend.h): params and grad are DEVICE memory of the work
+ * object's backend (its alloc, under the work object's context,
+ * tfm_work_ctx; on the CPU backend any host array); activations and caches
+ * too. Everything else the functions below take is HOST memory: the
+ * batches (token ids, lengths, targets), the decoding tokens, parents and
+ * log-probabilities, forward_logits' logits. The network touches device
+ * memory only through backend ops; host arrays cross with one to_device
+ * per pass or decoding step and the log-probabilities with one to_host per
+ * step. Threads: a work object is used by one thread at a time. */
 #ifndef FEDRUN_TRANSFORMER_NET_H
 #define FEDRUN_TRANSFORMER_NET_H
 
@@ -140,7 +144,8 @@ void tfm_layout_free(struct fedrun_layout *l);
 int tfm_init(const struct tfm_cfg *c, const struct fedrun_layout *l, uint64_t seed, float *params);
 
 /* One batch of sentence pairs; every array host memory, borrowed for the
- * call. Rows are right-padded (padding at the end). */
+ * call (the network sends them to the device). Rows are right-padded
+ * (padding at the end). */
 struct tfm_batch {
 	uint32_t B, Ts, Tt;	/* pairs, source and target row lengths, >= 1 */
 	const int32_t *src;	/* (B,Ts): tokens in [0, vocab), pad_id after src_len */
@@ -156,7 +161,7 @@ struct tfm_batch {
  * decoding caches. */
 struct tfm_work;
 
-/* Makes a work object for (c, l) on backend be (the CPU backend). The
+/* Makes a work object for (c, l) on backend be. The
  * backend context gets threads = 1 (one worker per core, as the engine
  * runs clients; the caller sets the BLAS threads). c and l are copied;
  * be is borrowed for the object's life. */
@@ -169,6 +174,20 @@ int tfm_work_create_cfg(const struct tfm_cfg *c, const struct fedrun_layout *l,
 			const struct fedrun_backend_ops *be,
 			const struct fedrun_backend_ctx_cfg *ctx_cfg, struct tfm_work **out);
 void tfm_work_destroy(struct tfm_work *w); /* NULL is fine */
+
+/* The work object's backend context, for the caller's own device arrays
+ * (alloc, ops) on the work object's thread. */
+void *tfm_work_ctx(const struct tfm_work *w);
+/* to_device and to_host under the work object's context, counted with
+ * the copies the network makes itself (tfm_work_xfer). */
+int tfm_work_to_device(struct tfm_work *w, void *dst, const void *src, uint64_t bytes);
+int tfm_work_to_host(struct tfm_work *w, void *dst, const void *src, uint64_t bytes);
+/* Bytes copied so far host to device and device to host. */
+void tfm_work_xfer(const struct tfm_work *w, uint64_t *h2d, uint64_t *d2h);
+/* Adds copies made elsewhere (another thread's work object) to the count. */
+void tfm_work_xfer_add(struct tfm_work *w, uint64_t h2d, uint64_t d2h);
+/* y (n) += a x, device memory: the bits of y[i] + a x[i]. */
+int tfm_work_axpy(struct tfm_work *w, uint64_t n, float a, const float *x, float *y);
 
 /* Forward pass over batch b, and the backward pass when grad != NULL:
  * grad (layout total floats) += d(mean loss)/d(params), the mean over the
@@ -186,7 +205,8 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 			 uint64_t *ntok);
 
 /* Forward pass without dropout that writes the logits of EVERY target
- * position, padding included, into logits (B*Tt, vocab) (host memory).
+ * position, padding included, into logits (B*Tt, vocab) (host memory: they
+ * are computed in device memory of that size, then copied).
  * tgt_out is not read (may be NULL). For tests and scoring. */
 int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm_batch *b,
 		       float *logits);

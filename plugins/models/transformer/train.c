@@ -1,8 +1,11 @@
 /* The transformer's loops: local training over token-count batches (the
- * clients' optimizer through fedrun_optim_step, with the inverse_sqrt or
- * noam warm-up schedules and FedProx's proximal term), evaluation (loss,
- * nll, perplexity, and BLEU and chrF by decoding), and decoding for
- * `fedrun translate`. */
+ * clients' optimizer through the backend's optim_step, with the
+ * inverse_sqrt or noam warm-up schedules computed on the host and
+ * FedProx's proximal term through its prox_grad), evaluation (loss, nll,
+ * perplexity, and BLEU and chrF by decoding), and decoding for `fedrun
+ * translate`. Each call sends the engine's host arrays to the worker's
+ * device copies at its start and brings back what it changed at its end
+ * (struct tfm_worker). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -21,8 +24,13 @@ int tfm_worker_create(void *model, void **worker)
 	if (!w)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	int rc = tfm_work_create(&m->cfg, m->layout, m->be, &w->w);
-	if (rc == 0 && !(w->grad = fedrun_arena_alloc(m->layout->total)))
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc < 0)
+		rc = fedrun_error_wrap(rc, "model.backend \"%s\": ", m->backend);
+	const uint64_t bytes = m->layout->total * sizeof(float);
+	if (rc == 0)
+		rc = m->be->alloc(tfm_work_ctx(w->w), bytes, (void **)&w->grad);
+	if (rc == 0)
+		rc = m->be->alloc(tfm_work_ctx(w->w), bytes, (void **)&w->params);
 	if (rc < 0) {
 		tfm_worker_destroy(m, w);
 		return rc;
@@ -33,14 +41,39 @@ int tfm_worker_create(void *model, void **worker)
 
 void tfm_worker_destroy(void *model, void *worker)
 {
-	(void)model;
+	struct tfm_model *m = model;
 	struct tfm_worker *w = worker;
 	if (!w)
 		return;
+	if (w->w) {
+		void *ctx = tfm_work_ctx(w->w);
+		void *arrays[] = {w->params, w->grad, w->state, w->anchor};
+		for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+			if (arrays[i])
+				m->be->free_mem(ctx, arrays[i]);
+	}
 	tfm_work_destroy(w->w);
-	fedrun_arena_free(w->grad);
 	tfm_batchbuf_free(&w->bb);
 	free(w);
+}
+
+int tfm_send_params(struct tfm_model *m, struct tfm_worker *w, const float *params)
+{
+	return tfm_work_to_device(w->w, w->params, params, m->layout->total * sizeof(float));
+}
+
+struct mdev_xfer tfm_xfer(const struct tfm_worker *w)
+{
+	struct mdev_xfer x;
+	tfm_work_xfer(w->w, &x.h2d, &x.d2h);
+	return x;
+}
+
+void tfm_report_xfer(struct tfm_model *m, struct tfm_worker *w, int64_t client,
+		     const struct mdev_xfer *before)
+{
+	const struct mdev_xfer now = tfm_xfer(w);
+	mdev_report(m->host, m->report_xfer, client, before, &now);
 }
 
 static int get_worker(struct tfm_model *m, void *worker, struct tfm_worker **w, bool *temp)
@@ -69,6 +102,36 @@ static bool has_prox(const struct fedrun_train_args *a)
 {
 	return a->size >= offsetof(struct fedrun_train_args, prox_anchor) + sizeof a->prox_anchor &&
 	       a->prox_mu > 0 && a->prox_anchor;
+}
+
+/* The train args' host arrays on the device: parameters, optimizer state
+ * (sf floats) and, with FedProx, the anchor. */
+static int send_train_arrays(struct tfm_model *m, struct tfm_worker *w,
+			     const struct fedrun_train_args *args, const float *params, uint64_t sf,
+			     bool prox)
+{
+	void *ctx = tfm_work_ctx(w->w);
+	const uint64_t n = m->layout->total;
+	if (sf && !args->optim_state)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: no optimizer state from the host");
+	int rc = 0;
+	if (sf > w->state_cap) {
+		if (w->state)
+			m->be->free_mem(ctx, w->state);
+		w->state = NULL;
+		w->state_cap = 0;
+		if ((rc = m->be->alloc(ctx, sf * sizeof(float), (void **)&w->state)) == 0)
+			w->state_cap = sf;
+	}
+	if (rc == 0 && prox && !w->anchor)
+		rc = m->be->alloc(ctx, n * sizeof(float), (void **)&w->anchor);
+	if (rc == 0)
+		rc = tfm_send_params(m, w, params);
+	if (rc == 0)
+		rc = tfm_work_to_device(w->w, w->state, args->optim_state, sf * sizeof(float));
+	if (rc == 0 && prox)
+		rc = tfm_work_to_device(w->w, w->anchor, args->prox_anchor, n * sizeof(float));
+	return rc;
 }
 
 /* The learning rate of update number `step` (1-based). */
@@ -107,6 +170,7 @@ int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, f
 	}
 	if ((rc = get_worker(m, worker, &w, &temp)) < 0)
 		goto out;
+	const struct mdev_xfer x0 = tfm_xfer(w);
 	/* The batch order of each epoch and the dropout masks come from
 	 * streams of (seed, round, client): the same whichever thread runs
 	 * the client. */
@@ -115,11 +179,16 @@ int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, f
 	fedrun_rng_init(&drop, args->seed, FEDRUN_RNG_DROPOUT, args->round, args->client);
 	const uint64_t steps = args->steps ? args->steps : (uint64_t)args->epochs * nb;
 	const uint64_t n = m->layout->total;
+	const uint64_t sf = fedrun_optim_state_floats(args->optim, n);
 	const bool prox = has_prox(args);
 	const uint64_t base = sched_base(args);
+	const struct fedrun_backend_ops *be = m->be;
+	void *ctx = tfm_work_ctx(w->w);
 	uint64_t updates = 0;
 	double loss_sum = 0;
 	uint64_t tokens = 0;
+	if ((rc = send_train_arrays(m, w, args, params, sf, prox)) < 0)
+		goto out;
 	for (uint64_t k = 0; k < steps; k++) {
 		if (k % nb == 0) { /* a new epoch, a new order */
 			for (uint32_t i = 0; i < nb; i++)
@@ -131,28 +200,37 @@ int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, f
 		if ((rc = tfm_batch_fill(m, s, s->order + start[bi], start[bi + 1] - start[bi],
 					 &w->bb, &b)) < 0)
 			goto out;
-		memset(w->grad, 0, n * sizeof(float));
+		if ((rc = be->zero(ctx, w->grad, n * sizeof(float))) < 0)
+			goto out;
 		double ls = 0;
 		uint64_t nt = 0;
-		if ((rc = tfm_forward_backward(w->w, params, &b, &drop, w->grad, &ls, NULL, &nt)) <
-		    0)
+		if ((rc = tfm_forward_backward(w->w, w->params, &b, &drop, w->grad, &ls, NULL,
+					       &nt)) < 0)
 			goto out;
 		if (nt == 0)
 			continue;
 		/* FedProx (Li et al. 2020, eq. 2): the gradient of μ/2·||w −
-		 * w_t||² joins the loss's before clipping and the step. */
-		if (prox)
-			fedrun_prox_grad(args, n, params, w->grad);
+		 * w_t||² joins the loss's before clipping and the step
+		 * (fedrun_prox_grad's μ, a float). */
+		if (prox && (rc = be->prox_grad(ctx, n, (float)args->prox_mu, w->params, w->anchor,
+						w->grad)) < 0)
+			goto out;
 		double lr = lr_at(m, args->optim, base + updates + 1);
 		if (updates++ == 0) /* the rate of the round's first update, logged */
 			m->host->metric(m->host->ctx, "lr", args->client, NULL, lr);
-		fedrun_optim_step(args->optim, lr, n, params, w->grad, args->optim_state,
-				  args->optim_step);
+		if ((rc = be->optim_step(ctx, args->optim, lr, n, w->params, w->grad, w->state,
+					 args->optim_step, false)) < 0)
+			goto out;
 		loss_sum += ls;
 		tokens += nt;
 	}
+	/* The trained parameters and the optimizer state back to the host. */
+	if ((rc = tfm_work_to_host(w->w, params, w->params, n * sizeof(float))) < 0 ||
+	    (rc = tfm_work_to_host(w->w, args->optim_state, w->state, sf * sizeof(float))) < 0)
+		goto out;
 	stats->loss = tokens ? loss_sum / (double)tokens : 0;
 	stats->samples = tokens;
+	tfm_report_xfer(m, w, args->client, &x0);
 out:
 	if (temp)
 		tfm_worker_destroy(m, w);
@@ -161,11 +239,11 @@ out:
 	return rc;
 }
 
-/* Sums of loss, nll and target tokens over a split; with grad, the
- * gradient of the split's mean loss into w->grad. */
-static int split_loss(struct tfm_model *m, struct tfm_worker *w, const float *params,
-		      const struct tfm_split *s, bool with_grad, double *loss, double *nll,
-		      uint64_t *ntok)
+/* Sums of loss, nll and target tokens over a split at the parameters in
+ * w->params; with grad, the gradient of the split's mean loss into
+ * w->grad. */
+static int split_loss(struct tfm_model *m, struct tfm_worker *w, const struct tfm_split *s,
+		      bool with_grad, double *loss, double *nll, uint64_t *ntok)
 {
 	uint32_t *start = NULL, nb = 0;
 	int rc = tfm_batch_plan(s, m->eval_batch, &start, &nb);
@@ -176,11 +254,12 @@ static int split_loss(struct tfm_model *m, struct tfm_worker *w, const float *pa
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < s->n; i++)
 		total += s->tlen[i] + 1;
-	if (with_grad)
-		memset(w->grad, 0, m->layout->total * sizeof(float));
+	const struct fedrun_backend_ops *be = m->be;
+	void *ctx = tfm_work_ctx(w->w);
+	const uint64_t bytes = m->layout->total * sizeof(float);
 	float *g = NULL;
-	if (with_grad && !(g = fedrun_arena_alloc(m->layout->total)))
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (with_grad && (rc = be->zero(ctx, w->grad, bytes)) == 0)
+		rc = be->alloc(ctx, bytes, (void **)&g);
 	for (uint32_t bi = 0; bi < nb && rc == 0; bi++) {
 		struct tfm_batch b;
 		if ((rc = tfm_batch_fill(m, s, s->order + start[bi], start[bi + 1] - start[bi],
@@ -188,20 +267,22 @@ static int split_loss(struct tfm_model *m, struct tfm_worker *w, const float *pa
 			break;
 		double l = 0, nl = 0;
 		uint64_t nt = 0;
-		if (g)
-			memset(g, 0, m->layout->total * sizeof(float));
-		if ((rc = tfm_forward_backward(w->w, params, &b, NULL, g, &l, &nl, &nt)) < 0)
+		if (g && (rc = be->zero(ctx, g, bytes)) < 0)
+			break;
+		if ((rc = tfm_forward_backward(w->w, w->params, &b, NULL, g, &l, &nl, &nt)) < 0)
 			break;
 		/* the batch's mean-loss gradient, weighted by its share of
 		 * the split's tokens */
-		if (g && nt)
-			for (uint64_t j = 0; j < m->layout->total; j++)
-				w->grad[j] += g[j] * (float)((double)nt / (double)total);
+		if (g && nt &&
+		    (rc = tfm_work_axpy(w->w, m->layout->total, (float)((double)nt / (double)total),
+					g, w->grad)) < 0)
+			break;
 		*loss += l;
 		*nll += nl;
 		*ntok += nt;
 	}
-	fedrun_arena_free(g);
+	if (g)
+		be->free_mem(ctx, g);
 	free(start);
 	return rc;
 }
@@ -231,10 +312,11 @@ static int by_src_len(const void *a, const void *b)
 	return i < j ? -1 : i > j;
 }
 
-/* Decodes the k sentences idx[0 .. k) as one batch with worker w. */
-static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const float *params,
-			const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
-			const uint32_t *idx, uint32_t k, char **out)
+/* Decodes the k sentences idx[0 .. k) as one batch with worker w, at the
+ * parameters in w->params. */
+static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const struct tfm_decode *d,
+			int32_t *const *src, const uint32_t *slen, const uint32_t *idx, uint32_t k,
+			char **out)
 {
 	const uint32_t beam = d->beam ? d->beam : 1;
 	uint32_t Ts = 1, steps = 1;
@@ -259,9 +341,9 @@ static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const float *
 			steps = maxl[r];
 	}
 	if (rc == 0)
-		rc = tfm_encode(w->w, params, k, Ts, sbuf, lens, beam, steps);
+		rc = tfm_encode(w->w, w->params, k, Ts, sbuf, lens, beam, steps);
 	if (rc == 0) {
-		struct step_ud u = {.w = w->w, .params = params};
+		struct step_ud u = {.w = w->w, .params = w->params};
 		struct tfm_search_opts so = {.beam = beam, .len_penalty = d->len_penalty};
 		rc = beam == 1 ? tfm_greedy(k, maxl, m->cfg.vocab, m->cfg.bos_id, m->cfg.eos_id,
 					    step_cb, &u, hyp)
@@ -297,29 +379,38 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 	uint32_t nt = threads < 1 ? 1 : threads > nb ? nb : threads;
 	int *rcs = calloc(nb ? nb : 1, sizeof *rcs);
 	char **msgs = calloc(nb ? nb : 1, sizeof *msgs);
-	int rc = rcs && msgs ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	struct mdev_xfer *xf = calloc(nt, sizeof *xf); /* the helper threads' copies */
+	int rc = rcs && msgs && xf ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	if (rc == 0) {
 #pragma omp parallel num_threads(nt) if (nt > 1)
 		{
 			struct tfm_worker *tw = w;
-			int wr = 0;
+			int wr = 0, me = 0;
 #ifdef _OPENMP
-			if (omp_get_thread_num() > 0)
-				wr = tfm_worker_create(m, (void **)&tw);
+			me = omp_get_thread_num();
+			/* each helper thread's worker gets its own copy of
+			 * the parameters */
+			if (me > 0 && (wr = tfm_worker_create(m, (void **)&tw)) == 0 &&
+			    (wr = tfm_send_params(m, tw, params)) < 0) {
+				tfm_worker_destroy(m, tw);
+				tw = w;
+			}
 #endif
 #pragma omp for schedule(dynamic, 1)
 			for (uint32_t c = 0; c < nb; c++) {
 				uint32_t i0 = c * B, k = n - i0 < B ? n - i0 : B;
-				int r = wr < 0 ? wr
-					       : decode_chunk(m, tw, params, d, src, slen, ord + i0,
-							      k, out);
+				int r = wr < 0
+					    ? wr
+					    : decode_chunk(m, tw, d, src, slen, ord + i0, k, out);
 				if (r < 0) {
 					rcs[c] = r;
 					msgs[c] = strdup(fedrun_error_message());
 				}
 			}
-			if (tw != w && wr == 0)
+			if (tw != w && wr == 0) {
+				xf[me] = tfm_xfer(tw);
 				tfm_worker_destroy(m, tw);
+			}
 		}
 		for (uint32_t c = 0; c < nb; c++) {
 			if (rcs[c] < 0 && rc == 0)
@@ -327,7 +418,11 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 						  msgs[c] ? msgs[c] : "transformer: decoding");
 			free(msgs[c]);
 		}
+		/* counted with w's own, so that a call reports them all */
+		for (uint32_t t = 1; t < nt; t++)
+			tfm_work_xfer_add(w->w, xf[t].h2d, xf[t].d2h);
 	}
+	free(xf);
 	free(rcs);
 	free(msgs);
 	free(ord);
@@ -343,7 +438,7 @@ static void put(struct fedrun_eval *out, const char *name, double v)
 }
 
 /* Corpus BLEU and chrF of the split's decoded sources against its raw
- * reference lines. */
+ * reference lines (params: host, already in w->params). */
 static int split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *params,
 		      const struct tfm_split *s, uint32_t threads, double *bleu, double *chrf)
 {
@@ -395,7 +490,10 @@ int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 		return rc;
 	double loss, nll;
 	uint64_t ntok;
-	rc = split_loss(m, w, params, s, false, &loss, &nll, &ntok);
+	const struct mdev_xfer x0 = tfm_xfer(w);
+	rc = tfm_send_params(m, w, params);
+	if (rc == 0)
+		rc = split_loss(m, w, s, false, &loss, &nll, &ntok);
 	if (rc == 0) {
 		out->n = 0;
 		put(out, "loss", ntok ? loss / (double)ntok : 0);
@@ -416,6 +514,8 @@ int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 			put(out, "chrf", c);
 		}
 	}
+	if (rc == 0)
+		tfm_report_xfer(m, w, client, &x0);
 	if (temp)
 		tfm_worker_destroy(m, w);
 	return rc;
@@ -435,12 +535,18 @@ int tfm_loss_grad(void *model, void *worker, const float *params, enum fedrun_sp
 		return rc;
 	double l, nl;
 	uint64_t nt;
-	rc = split_loss(m, w, params, s, grad != NULL, &l, &nl, &nt);
+	const struct mdev_xfer x0 = tfm_xfer(w);
+	rc = tfm_send_params(m, w, params);
+	if (rc == 0)
+		rc = split_loss(m, w, s, grad != NULL, &l, &nl, &nt);
 	if (rc == 0) {
 		*loss = nt ? l / (double)nt : 0;
 		if (grad)
-			memcpy(grad, w->grad, m->layout->total * sizeof(float));
+			rc =
+			    tfm_work_to_host(w->w, grad, w->grad, m->layout->total * sizeof(float));
 	}
+	if (rc == 0)
+		tfm_report_xfer(m, w, client, &x0);
 	if (temp)
 		tfm_worker_destroy(m, w);
 	return rc;

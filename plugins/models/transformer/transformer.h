@@ -10,6 +10,7 @@
 #include <fedrun/fedrun.h>
 #include "net.h"
 #include "tok.h"
+#include "../device.h"
 
 /* One split of one client: n sentence pairs, as token ids (no bos/eos),
  * and the raw target lines (the references BLEU scores against). */
@@ -40,6 +41,8 @@ enum { TFM_EVAL_BLEU_TEST = 0, TFM_EVAL_BLEU_ALL = 1, TFM_EVAL_BLEU_NONE = 2 };
 struct tfm_model {
 	const struct fedrun_host *host;
 	const struct fedrun_backend_ops *be;
+	char *backend;	  /* the "backend" option */
+	bool report_xfer; /* not "cpu": host<->device bytes become metrics */
 	struct tfm_cfg cfg;
 	struct fedrun_layout *layout;
 	struct tfm_tok *tok;
@@ -94,9 +97,18 @@ int tfm_batch_fill(const struct tfm_model *m, const struct tfm_split *s, const u
 		   uint32_t k, struct tfm_batchbuf *bb, struct tfm_batch *b);
 
 /* ---- train.c ---- */
+/* Per-thread scratch: the network's work object (and its backend
+ * context), device copies of the parameters, the gradient, the optimizer
+ * state and FedProx's anchor (each call sends the engine's host arrays at
+ * its start and brings back what it changed at its end), and the host
+ * batch buffers. */
 struct tfm_worker {
 	struct tfm_work *w;
-	float *grad;
+	float *params; /* device (layout total) */
+	float *grad;   /* device (layout total) */
+	float *state;  /* device optimizer state, state_cap floats */
+	uint64_t state_cap;
+	float *anchor; /* device (layout total), on first use */
 	struct tfm_batchbuf bb;
 };
 int tfm_worker_create(void *model, void **worker);
@@ -109,9 +121,18 @@ int tfm_loss_grad(void *model, void *worker, const float *params, enum fedrun_sp
 		  int64_t client, float *grad, double *loss);
 /* Decodes n tokenized sources with the given settings, in batches of
  * d->batch sentences of similar length spread over `threads` threads (w
- * serves the first): out[i] malloc'd detokenized text. */
+ * serves the first, and must hold the parameters in w->params already;
+ * the workers of the other threads are sent `params`, host memory):
+ * out[i] malloc'd detokenized text. */
 int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
 		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
 		   uint32_t n, uint32_t threads, char **out);
+/* Sends n floats of host params into w->params. */
+int tfm_send_params(struct tfm_model *m, struct tfm_worker *w, const float *params);
+/* Reports the bytes w copied since `before` (tfm_work_xfer's), when the
+ * model's backend is not "cpu". */
+void tfm_report_xfer(struct tfm_model *m, struct tfm_worker *w, int64_t client,
+		     const struct mdev_xfer *before);
+struct mdev_xfer tfm_xfer(const struct tfm_worker *w);
 
 #endif

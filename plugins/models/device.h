@@ -1,0 +1,91 @@
+/* Shared by the model plugins gru-lm and transformer (header only, so that
+ * the check programs and benchmarks that compile a model's network get it
+ * too): the backend a model runs on, named by its "backend" option, and the
+ * host<->device copies of a worker, counted so that a run can report the
+ * bytes that cross (the metrics backend.h2d_bytes and backend.d2h_bytes).
+ *
+ * The models keep the rules of fedrun/backend.h: what they hand to an op as
+ * device memory comes from the backend's alloc, host code never reads or
+ * writes it, and everything crosses with to_device / to_host. */
+#ifndef FEDRUN_MODELS_DEVICE_H
+#define FEDRUN_MODELS_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <fedrun/fedrun.h>
+
+/* Bytes a worker has copied, host to device and device to host. */
+struct mdev_xfer {
+	uint64_t h2d, d2h;
+};
+
+/* to_device of `bytes` bytes (none: no call), counted in x. */
+static inline int mdev_to_device(const struct fedrun_backend_ops *be, void *ctx,
+				 struct mdev_xfer *x, void *dst, const void *src, uint64_t bytes)
+{
+	if (!bytes)
+		return 0;
+	int rc = be->to_device(ctx, dst, src, bytes);
+	if (rc == 0)
+		x->h2d += bytes;
+	return rc;
+}
+
+/* to_host of `bytes` bytes (none: no call), counted in x. */
+static inline int mdev_to_host(const struct fedrun_backend_ops *be, void *ctx, struct mdev_xfer *x,
+			       void *dst, const void *src, uint64_t bytes)
+{
+	if (!bytes)
+		return 0;
+	int rc = be->to_host(ctx, dst, src, bytes);
+	if (rc == 0)
+		x->d2h += bytes;
+	return rc;
+}
+
+/* The backend of a model's "backend" option (JSON path model.backend):
+ * found with fedrun_backend_find, checked to have the ops that keep
+ * training on the device (optim_step, prox_grad), and asked for one
+ * context, so that a backend without its device fails when the model is
+ * created (fedrun validate, or before round 0) with the backend's own
+ * message. */
+static inline int mdev_backend_open(const char *name, const struct fedrun_backend_ops **out)
+{
+	const struct fedrun_backend_ops *be;
+	int rc = fedrun_backend_find(name, &be);
+	if (rc == FEDRUN_ENOENT) /* a pipeline error, as an unknown value is */
+		return fedrun_error_wrap(FEDRUN_ECONFIG,
+					 "model.backend: no backend \"%s\": ", name);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "model.backend \"%s\": ", name);
+	if (!FEDRUN_BACKEND_HAS(be, optim_step) || !FEDRUN_BACKEND_HAS(be, prox_grad))
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.backend \"%s\": the backend has no optim_step or "
+				    "prox_grad op (built for an older fedrun), which the model "
+				    "needs to train with its parameters in device memory",
+				    name);
+	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg, .threads = 1, .device = 0};
+	void *ctx = NULL;
+	if ((rc = be->ctx_create(&cfg, &ctx)) < 0)
+		return fedrun_error_wrap(rc, "model.backend \"%s\": ", name);
+	be->ctx_destroy(ctx);
+	*out = be;
+	return 0;
+}
+
+/* Reports the bytes copied since `before` as metrics of `client` (or -1),
+ * where the run wants them (report: the backend is not "cpu", whose device
+ * memory is host memory: its runs' metrics stay as they were). */
+static inline void mdev_report(const struct fedrun_host *host, bool report, int64_t client,
+			       const struct mdev_xfer *before, const struct mdev_xfer *now)
+{
+	if (!report || !host || !host->metric)
+		return;
+	host->metric(host->ctx, "backend.h2d_bytes", client, NULL,
+		     (double)(now->h2d - before->h2d));
+	host->metric(host->ctx, "backend.d2h_bytes", client, NULL,
+		     (double)(now->d2h - before->d2h));
+}
+
+#endif
