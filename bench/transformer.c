@@ -7,7 +7,7 @@
  *            [--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D]
  *            [--layers L] [--heads H] [--ffn F] [--batch B] [--len T]
  *            [--dropout P] [--label-smoothing E] [--beam K] [--max-len N]
- *            [--sentences S]
+ *            [--sentences S] [--backend NAME]
  * Defaults: the "small" preset of issue 5 (vocabulary 8000, dim 256, 3+3
  * layers, 4 heads, ffn 1024, post-norm, one embedding matrix for source,
  * target and output), batches of 64 pairs of 20 source and 20 target
@@ -33,7 +33,12 @@
  * of a training step per target token, see mflop_per_token()).
  *
  * --mode sgemm: prints "sgemm_gflops G", the best of 8 products 1024^3 on
- * one OpenBLAS thread.
+ * one OpenBLAS thread; with a device backend, of 8 products 8192^3 there.
+ *
+ * --backend NAME (fedrun_backend_find: cpu, cuda): where the network runs.
+ * Parameters, gradient and optimizer state are in the backend's memory and
+ * the step is its optim_step; each timed step ends with a to_host of one
+ * float, which waits for the device's queue.
  *
  * --mode greedy / beam: one model (tfm_init seed 1, untrained) on T
  * threads decodes --sentences random source sentences in batches of
@@ -74,6 +79,8 @@ struct opts {
 	struct tfm_cfg c;
 	int mode;
 	unsigned workers, threads, steps, warmup, batch, len, beam, max_len, sentences;
+	const struct fedrun_backend_ops *be; /* --backend: cpu by default */
+	const char *backend;
 };
 
 static double now(void)
@@ -122,11 +129,59 @@ static double mflop_per_token(const struct opts *o)
 	return 3 * (enc + dec + 2 * Tt * D * V) / Tt / 1e6;
 }
 
+/* On a device backend: best of 8 products 8192 x 8192 x 8192 (after one
+ * untimed), each waited for, in GFLOP/s: the device's FP32 GEMM ceiling
+ * (bench/backend_gemm measures more shapes). */
+static int device_sgemm_gflops(const struct opts *o)
+{
+	const int n = 8192;
+	const uint64_t nn = (uint64_t)n * n;
+	const struct fedrun_backend_ops *be = o->be;
+	void *ctx = NULL;
+	float *h = fedrun_arena_alloc(nn), *a = NULL, *b = NULL, *c = NULL, probe;
+	double best = 0.0;
+	int rc = h ? be->ctx_create(NULL, &ctx) : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = be->alloc(ctx, nn * 4, (void **)&a);
+	if (rc == 0)
+		rc = be->alloc(ctx, nn * 4, (void **)&b);
+	if (rc == 0)
+		rc = be->alloc(ctx, nn * 4, (void **)&c);
+	for (uint64_t i = 0; rc == 0 && i < nn; i++)
+		h[i] = (float)(i % 7) * 0.1f;
+	if (rc == 0)
+		rc = be->to_device(ctx, a, h, nn * 4);
+	if (rc == 0)
+		rc = be->to_device(ctx, b, h, nn * 4);
+	for (int r = 0; rc == 0 && r < 9; r++) {
+		double t0 = now();
+		rc = be->sgemm(ctx, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+		if (rc == 0)
+			rc = be->to_host(ctx, &probe, c, sizeof probe);
+		double g = 2.0 * n * (double)nn / (now() - t0) / 1e9;
+		if (r)
+			best = g > best ? g : best;
+	}
+	if (rc == 0)
+		printf("sgemm_gflops %.1f\n", best);
+	if (ctx) {
+		be->free_mem(ctx, a);
+		be->free_mem(ctx, b);
+		be->free_mem(ctx, c);
+		be->ctx_destroy(ctx);
+	}
+	fedrun_arena_free(h);
+	return rc;
+}
+
 /* Best of 8 products 1024 x 1024 x 1024 on one BLAS thread, in GFLOP/s:
  * the machine's sgemm speed on one core, for the fraction that training
  * reaches. */
-static int sgemm_gflops(void)
+static int device_sgemm_gflops(const struct opts *o);
+static int sgemm_gflops(const struct opts *o)
 {
+	if (o->be != fedrun_backend_cpu())
+		return device_sgemm_gflops(o);
 	const int n = 1024;
 	const uint64_t nn = (uint64_t)n * n;
 	float *a = fedrun_arena_alloc(nn), *b = fedrun_arena_alloc(nn), *c = fedrun_arena_alloc(nn);
@@ -176,9 +231,9 @@ static void *train_thread(void *arg)
 	const struct fedrun_optim_cfg oc = {
 	    .kind = FEDRUN_OPTIM_ADAM, .lr = 5e-4, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9};
 	const uint64_t ns = fedrun_optim_state_floats(&oc, n);
-	float *p = fedrun_arena_alloc(n), *g = fedrun_arena_alloc(n);
-	float *st = fedrun_arena_alloc(ns ? ns : 1);
+	float *p = fedrun_arena_alloc(n), *dp = NULL, *dg = NULL, *dst = NULL, probe;
 	double *dt = malloc(sizeof(double) * o->steps);
+	const struct fedrun_backend_ops *be = o->be;
 	struct tfm_work *w = NULL;
 	struct fedrun_backend_ctx_cfg cc = {.size = sizeof cc, .threads = j->threads};
 	uint64_t step = 0;
@@ -186,12 +241,22 @@ static void *train_thread(void *arg)
 #ifdef _OPENMP
 	omp_set_num_threads((int)j->threads);
 #endif
-	if (!p || !g || !st || !dt)
+	if (!p || !dt)
 		rc = fedrun_error(FEDRUN_ENOMEM, "bench/transformer: out of memory");
 	if (rc == 0)
 		rc = tfm_init(&o->c, j->l, 1 + j->index, p);
 	if (rc == 0)
-		rc = tfm_work_create_cfg(&o->c, j->l, fedrun_backend_cpu(), &cc, &w);
+		rc = tfm_work_create_cfg(&o->c, j->l, be, &cc, &w);
+	/* parameters, gradient and Adam's moments in the backend's memory */
+	void *ctx = w ? tfm_work_ctx(w) : NULL;
+	if (rc == 0)
+		rc = be->alloc(ctx, n * 4, (void **)&dp);
+	if (rc == 0)
+		rc = be->alloc(ctx, n * 4, (void **)&dg);
+	if (rc == 0)
+		rc = be->alloc(ctx, (ns ? ns : 1) * 4, (void **)&dst);
+	if (rc == 0)
+		rc = be->to_device(ctx, dp, p, n * 4);
 	struct fedrun_rng drop;
 	fedrun_rng_init(&drop, 1, FEDRUN_RNG_DROPOUT, 0, j->index);
 	for (unsigned s = 0; rc == 0 && s < o->warmup + o->steps; s++) {
@@ -199,9 +264,12 @@ static void *train_thread(void *arg)
 		double loss = 0.0;
 		uint64_t ntok = 0;
 		double t0 = now();
-		rc = tfm_forward_backward(w, p, b, &drop, g, &loss, NULL, &ntok);
+		rc = tfm_forward_backward(w, dp, b, &drop, dg, &loss, NULL, &ntok);
 		if (rc == 0)
-			fedrun_optim_step_zero(&oc, oc.lr, n, p, g, st, &step);
+			rc = be->optim_step(ctx, &oc, oc.lr, n, dp, dg, dst, &step, true);
+		/* waits for the step's work (a device queues it) */
+		if (rc == 0)
+			rc = be->to_host(ctx, &probe, dp, sizeof probe);
 		double t1 = now();
 		if (rc == 0 && s >= o->warmup)
 			dt[s - o->warmup] = t1 - t0;
@@ -212,10 +280,13 @@ static void *train_thread(void *arg)
 	else
 		snprintf(j->err, sizeof j->err, "%s", fedrun_error_message());
 	j->rc = rc;
+	if (ctx) {
+		be->free_mem(ctx, dp);
+		be->free_mem(ctx, dg);
+		be->free_mem(ctx, dst);
+	}
 	tfm_work_destroy(w);
 	fedrun_arena_free(p);
-	fedrun_arena_free(g);
-	fedrun_arena_free(st);
 	free(dt);
 	return NULL;
 }
@@ -337,7 +408,12 @@ static int decode(const struct opts *o)
 	omp_set_num_threads((int)o->threads);
 #endif
 	if (rc == 0)
-		rc = tfm_work_create_cfg(&o->c, l, fedrun_backend_cpu(), &cc, &w);
+		rc = tfm_work_create_cfg(&o->c, l, o->be, &cc, &w);
+	float *dp = NULL;
+	if (rc == 0)
+		rc = o->be->alloc(tfm_work_ctx(w), l->total * 4, (void **)&dp);
+	if (rc == 0)
+		rc = o->be->to_device(tfm_work_ctx(w), dp, p, l->total * 4);
 	if (rc == 0) {
 		struct fedrun_rng r;
 		fedrun_rng_init(&r, 2, FEDRUN_RNG_DATA, 0, 0);
@@ -349,13 +425,13 @@ static int decode(const struct opts *o)
 		}
 	}
 	struct step_ud u = {
-	    .w = w, .p = p, .V = o->c.vocab, .rows = B * K, .last = N - 1, .eos = o->c.eos_id};
+	    .w = w, .p = dp, .V = o->c.vocab, .rows = B * K, .last = N - 1, .eos = o->c.eos_id};
 	const struct tfm_search_opts so = {.beam = K, .len_penalty = 1.0};
 	/* run 0 is the untimed warm-up (batch 0), then every batch o->steps times */
 	for (unsigned s = 0; rc == 0 && s <= nt; s++) {
 		const int32_t *bsrc = src + (size_t)(s ? (s - 1) % nb : 0) * B * T;
 		double t0 = now();
-		rc = tfm_encode(w, p, B, T, bsrc, sl, K, N);
+		rc = tfm_encode(w, dp, B, T, bsrc, sl, K, N);
 		if (rc == 0)
 			rc = K == 1 ? tfm_greedy(B, ml, o->c.vocab, o->c.bos_id, o->c.eos_id, step,
 						 &u, best)
@@ -374,6 +450,8 @@ static int decode(const struct opts *o)
 	}
 	if (rc == 0)
 		printf("sentences_per_s %.2f\n", B / median(dt, nt));
+	if (dp)
+		o->be->free_mem(tfm_work_ctx(w), dp);
 	tfm_work_destroy(w);
 	fedrun_arena_free(p);
 	tfm_layout_free(l);
@@ -390,7 +468,8 @@ static void usage(void)
 	fprintf(stderr, "usage: bench/transformer [--mode train|greedy|beam|sgemm] [--workers W] "
 			"[--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D] [--layers L] "
 			"[--heads H] [--ffn F] [--batch B] [--len T] [--dropout P] "
-			"[--label-smoothing E] [--beam K] [--max-len N] [--sentences S]\n");
+			"[--label-smoothing E] [--beam K] [--max-len N] [--sentences S] "
+			"[--backend NAME]\n");
 }
 
 static int num(const char *name, const char *s, unsigned lo, unsigned *out)
@@ -436,14 +515,16 @@ int main(int argc, char **argv)
 			 .len = 20,
 			 .beam = 4,
 			 .max_len = 30,
-			 .sentences = 256};
+			 .sentences = 256,
+			 .backend = "cpu"};
 	static const struct option lo[] = {
 	    {"mode", 1, 0, 'm'},    {"workers", 1, 0, 'W'},	    {"threads", 1, 0, 'j'},
 	    {"steps", 1, 0, 's'},   {"warmup", 1, 0, 'w'},	    {"vocab", 1, 0, 'v'},
 	    {"dim", 1, 0, 'd'},	    {"layers", 1, 0, 'l'},	    {"heads", 1, 0, 'h'},
 	    {"ffn", 1, 0, 'f'},	    {"batch", 1, 0, 'b'},	    {"len", 1, 0, 't'},
 	    {"dropout", 1, 0, 'p'}, {"label-smoothing", 1, 0, 'e'}, {"beam", 1, 0, 'k'},
-	    {"max-len", 1, 0, 'n'}, {"sentences", 1, 0, 'S'},	    {0, 0, 0, 0}};
+	    {"max-len", 1, 0, 'n'}, {"sentences", 1, 0, 'S'},	    {"backend", 1, 0, 'B'},
+	    {0, 0, 0, 0}};
 	int ch, bad = 0;
 	unsigned u;
 	while (!bad && (ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -508,6 +589,9 @@ int main(int argc, char **argv)
 		case 'S':
 			bad = num("sentences", optarg, 1, &o.sentences) < 0;
 			break;
+		case 'B':
+			o.backend = optarg;
+			break;
 		case 'p':
 		case 'e': {
 			char *end;
@@ -532,8 +616,13 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	if (fedrun_backend_find(o.backend, &o.be) < 0) {
+		fprintf(stderr, "bench/transformer: --backend %s: %s\n", o.backend,
+			fedrun_error_message());
+		return 1;
+	}
 	int rc = o.mode == MODE_TRAIN	? train(&o)
-		 : o.mode == MODE_SGEMM ? sgemm_gflops()
+		 : o.mode == MODE_SGEMM ? sgemm_gflops(&o)
 					: decode(&o);
 	if (rc < 0) {
 		fprintf(stderr, "bench/transformer: %s\n", fedrun_error_message());
