@@ -30,4 +30,7 @@ awk -v b="$bleu" 'BEGIN { exit !(b > 90) }' || die "copy task on the GPU: test B
 printf 'w1 w2 w3 w4\nw5 w6 w7 w8 w9 w10\n' >in.txt
 "$FEDRUN" translate copy <in.txt >out.txt 2>tr.err || { cat tr.err; die "fedrun translate failed"; }
 cmp in.txt out.txt || { cat out.txt; die "the copy model trained on the GPU does not copy"; }
+"$FEDRUN" translate --backend cpu copy <in.txt >out.cpu 2>tr.err ||
+	{ cat tr.err; die "fedrun translate --backend cpu failed"; }
+cmp in.txt out.cpu || die "the GPU-trained copy model translated on the CPU does not copy"
 echo "copy task on the GPU: test BLEU $bleu in $((t1 - t0)) s; fedrun translate copies"

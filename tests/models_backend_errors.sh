@@ -26,6 +26,10 @@ for p in "$g" "$t"; do
 	[ -e v ] && die "validate created the run directory"
 	fails 2 'model.backend: no backend "nope"' -q "$p" --set model.backend=nope --set output.dir=r
 	fails 2 'model.backend: expected a string' validate "$p" --set model.backend=3
+	fails 2 'model.device' validate "$p" --set model.device=-1
+	fails 2 'model.deterministic' validate "$p" --set model.deterministic=3
+	# fedrun --backend is model.backend
+	fails 2 'model.backend: no backend "nope"' validate --backend nope "$p"
 	# a backend whose context cannot be made: the backend's own message
 	FEDRUN_TAGGED_NO_DEVICE=1 fails 1 \
 		'model.backend "tagged": tagged backend: no device (FEDRUN_TAGGED_NO_DEVICE is set)' \

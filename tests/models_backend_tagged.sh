@@ -90,4 +90,13 @@ for run in tfm tfm-pre tfm-odd; do
 		cmp "$run.cpu.$beam" "$run.tagged.$beam" || die "translate $run --beam $beam differs"
 	done
 done
+# --backend overrides the run's: the CPU run translated on tagged, and back.
+"$FEDRUN" translate --backend tagged --beam 3 --batch 2 tfm.cpu <in.txt >x.tagged 2>err ||
+	{ cat err; die "translate --backend tagged failed"; }
+cmp tfm.cpu.3 x.tagged || die "translate --backend tagged differs from the run's cpu"
+"$FEDRUN" translate --backend cpu --beam 3 --batch 2 tfm.tagged <in.txt >x.cpu 2>err ||
+	{ cat err; die "translate --backend cpu failed"; }
+cmp tfm.cpu.3 x.cpu || die "translate --backend cpu of the tagged run differs"
+"$FEDRUN" translate --backend nosuch tfm.cpu <in.txt >/dev/null 2>err && die "translate --backend nosuch succeeded"
+grep -q 'no backend "nosuch"' err || { cat err; die "translate --backend nosuch: unclear message"; }
 echo "models on the tagged backend: the same models, metrics and translations as on cpu"

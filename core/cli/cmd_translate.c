@@ -31,6 +31,8 @@ static void usage(FILE *fp)
 	      "      --max-len-b B\n"
 	      "      --batch N           sentences decoded at once\n"
 	      "  -t, --threads N         threads the model may use (default 1)\n"
+	      "      --backend NAME      where the model computes (cpu, cuda); default:\n"
+	      "                          the backend the run's pipeline names\n"
 	      "      --allow-plugin-paths  load the model plugin from the file the run's\n"
 	      "                          pipeline names (its \"path\" key): runs its code\n"
 	      "  -h, --help              this help\n"
@@ -121,7 +123,7 @@ static void decode_defaults(json_t *model, struct fedrun_decode_opts *d)
 }
 
 struct cli {
-	const char *target, *checkpoint;
+	const char *target, *checkpoint, *backend;
 	double beam, len_penalty, max_len_a, max_len_b, batch, threads; /* NAN: not given */
 	bool allow_plugin_paths;
 };
@@ -133,7 +135,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"len-penalty", required_argument, NULL, 'L'}, {"max-len-a", required_argument, NULL, 'A'},
 		{"max-len-b", required_argument, NULL, 'B'},  {"batch", required_argument, NULL, 'n'},
 		{"threads", required_argument, NULL, 't'},    {"help", no_argument, NULL, 'h'},
-		{"allow-plugin-paths", no_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
+		{"allow-plugin-paths", no_argument, NULL, 'P'}, {"backend", required_argument, NULL, 'E'},
+		{NULL, 0, NULL, 0}};
 	*c = (struct cli){.beam = NAN, .len_penalty = NAN, .max_len_a = NAN, .max_len_b = NAN,
 			  .batch = NAN, .threads = 1};
 	int o;
@@ -149,6 +152,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'n': bad = parse_num("--batch", optarg, 1, 1e6, &c->batch); break;
 		case 't': bad = parse_num("--threads", optarg, 1, 1024, &c->threads); break;
 		case 'P': c->allow_plugin_paths = true; break;
+		case 'E': c->backend = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}
@@ -260,6 +264,11 @@ static int run(const struct cli *c)
 	json_t *msec = json_object_get(pipeline, "model");
 	if (!json_is_object(msec)) {
 		rc = fedrun_error(FEDRUN_ECONFIG, "%s: no \"model\" section", pipe_path);
+		goto out;
+	}
+	/* --backend: a run trained on a GPU translated on a CPU, or back */
+	if (c->backend && json_object_set_new(msec, "backend", json_string(c->backend)) < 0) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
 	json_t *seed = json_object_get(pipeline, "seed");

@@ -44,13 +44,26 @@ static inline int mdev_to_host(const struct fedrun_backend_ops *be, void *ctx, s
 	return rc;
 }
 
+/* A worker's context settings from the model's "device" and
+ * "deterministic" options (fedrun-models(7), BACKENDS). */
+static inline struct fedrun_backend_ctx_cfg mdev_ctx_cfg(int32_t device, bool deterministic)
+{
+	/* one thread: the engine runs one client per worker (backend.h) */
+	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg,
+					     .threads = 1,
+					     .device = device,
+					     .allow_nondeterministic = !deterministic};
+	return cfg;
+}
+
 /* The backend of a model's "backend" option (JSON path model.backend):
  * found with fedrun_backend_find, checked to have the ops that keep
  * training on the device (optim_step, prox_grad), and asked for one
  * context, so that a backend without its device fails when the model is
  * created (fedrun validate, or before round 0) with the backend's own
  * message. */
-static inline int mdev_backend_open(const char *name, const struct fedrun_backend_ops **out)
+static inline int mdev_backend_open(const char *name, int32_t device, bool deterministic,
+				    const struct fedrun_backend_ops **out)
 {
 	const struct fedrun_backend_ops *be;
 	int rc = fedrun_backend_find(name, &be);
@@ -65,7 +78,7 @@ static inline int mdev_backend_open(const char *name, const struct fedrun_backen
 				    "prox_grad op (built for an older fedrun), which the model "
 				    "needs to train with its parameters in device memory",
 				    name);
-	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg, .threads = 1, .device = 0};
+	struct fedrun_backend_ctx_cfg cfg = mdev_ctx_cfg(device, deterministic);
 	void *ctx = NULL;
 	if ((rc = be->ctx_create(&cfg, &ctx)) < 0)
 		return fedrun_error_wrap(rc, "model.backend \"%s\": ", name);

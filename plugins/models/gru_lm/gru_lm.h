@@ -27,6 +27,8 @@ struct gru_lm {
 	const struct fedrun_host *host;
 	const struct fedrun_backend_ops *be;
 	char *backend;	  /* the "backend" option */
+	int32_t device;	  /* the "device" option */
+	bool deterministic; /* the "deterministic" option */
 	bool report_xfer; /* not "cpu": host<->device bytes become metrics */
 	struct fedrun_textdata *td;
 	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */

@@ -25,6 +25,8 @@ struct model_cfg {
 	double dropout, init_range;
 	bool tied, speed_metric;
 	const char *backend;
+	int64_t device;
+	bool deterministic;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -49,6 +51,9 @@ static const struct fedrun_opt model_spec[] = {
     {"speed_metric", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, speed_metric), 0, 0, 0, 1, NULL,
      NULL},
     {"backend", FEDRUN_OPT_STRING, offsetof(struct model_cfg, backend), 0, 0, 0, 0, "cpu", NULL},
+    {"device", FEDRUN_OPT_INT, offsetof(struct model_cfg, device), 0, 0, 1023, 0, NULL, NULL},
+    {"deterministic", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, deterministic), 0, 0, 0, 1, NULL,
+     NULL},
     FEDRUN_OPT_END_,
 };
 
@@ -146,7 +151,7 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 		return fedrun_error(FEDRUN_ECONFIG, "data: required section is missing (gru-lm "
 						    "reads text: data.train or data.clients)");
 	const struct fedrun_backend_ops *be = NULL;
-	if ((rc = mdev_backend_open(c.backend, &be)) < 0)
+	if ((rc = mdev_backend_open(c.backend, (int32_t)c.device, c.deterministic, &be)) < 0)
 		return rc;
 	struct gru_lm *m = calloc(1, sizeof *m);
 	if (!m)
@@ -154,6 +159,8 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	fedrun_layout_init(&m->layout);
 	m->host = host;
 	m->be = be;
+	m->device = (int32_t)c.device;
+	m->deterministic = c.deterministic;
 	m->report_xfer = strcmp(c.backend, "cpu") != 0;
 	if (!(m->backend = strdup(c.backend))) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");

@@ -66,7 +66,7 @@ int gru_lm_worker_create(void *model, void **worker)
 	struct gru_lm_worker *w = calloc(1, sizeof *w);
 	if (!w)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg, .threads = 1, .device = 0};
+	struct fedrun_backend_ctx_cfg cfg = mdev_ctx_cfg(m->device, m->deterministic);
 	int rc = m->be->ctx_create(&cfg, &w->ctx);
 	if (rc < 0) {
 		w->ctx = NULL;

@@ -28,6 +28,8 @@ struct model_cfg {
 	double dropout, attn_dropout, relu_dropout, label_smoothing, warmup_init_lr;
 	json_t *tokenizer, *decode, *bleu;
 	const char *backend;
+	int64_t device;
+	bool deterministic;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -73,6 +75,9 @@ static const struct fedrun_opt model_spec[] = {
     {"eval_bleu", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, eval_bleu), 0, 0, 0, 0, "test",
      "test|all|none"},
     {"backend", FEDRUN_OPT_STRING, offsetof(struct model_cfg, backend), 0, 0, 0, 0, "cpu", NULL},
+    {"device", FEDRUN_OPT_INT, offsetof(struct model_cfg, device), 0, 0, 1023, 0, NULL, NULL},
+    {"deterministic", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, deterministic), 0, 0, 0, 1, NULL,
+     NULL},
     FEDRUN_OPT_END_,
 };
 
@@ -169,7 +174,7 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 	    (rc = fedrun_opts_parse(bleu_spec, bl, "model.bleu", &bc)) < 0)
 		return rc;
 	const struct fedrun_backend_ops *be = NULL;
-	if ((rc = mdev_backend_open(c.backend, &be)) < 0)
+	if ((rc = mdev_backend_open(c.backend, (int32_t)c.device, c.deterministic, &be)) < 0)
 		return rc;
 	struct tfm_model *m = calloc(1, sizeof *m);
 	if (!m)
@@ -213,6 +218,8 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 	    .pad_id = tfm_tok_pad(m->tok),
 	    .bos_id = tfm_tok_bos(m->tok),
 	    .eos_id = tfm_tok_eos(m->tok),
+	    .device = (int32_t)c.device,
+	    .nondeterministic = !c.deterministic,
 	    .activation = c.activation == 0 ? FEDRUN_ACT_RELU : FEDRUN_ACT_GELU,
 	};
 	if ((rc = tfm_layout(&m->cfg, &m->layout)) < 0)

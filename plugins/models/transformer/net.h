@@ -116,6 +116,11 @@ struct tfm_cfg {
 	 * (0, the default: Vaswani eq. 2) or FEDRUN_ACT_GELU (fairseq's
 	 * --activation-fn gelu; smooth, which the gradient tests use). */
 	int activation;
+	/* Where a work object's backend context runs (tfm_work_create): the
+	 * device index, and whether the backend may use nondeterministic
+	 * ops (fedrun_backend_ctx_cfg); 0, 0 by default. */
+	int32_t device;
+	int nondeterministic;
 };
 
 /* Checks a configuration: 0, or FEDRUN_EINVAL with a message naming the
