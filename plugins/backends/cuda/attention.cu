@@ -1,7 +1,8 @@
 /* The CUDA backend's multi-head attention (Vaswani et al. 2017, sec. 3.2,
- * eq. 1): the score and value products are cuBLAS strided-batched GEMMs,
- * one call per head over the B sequences (a head's rows are a fixed stride
- * apart within and between sequences, fedrun/backend.h), and the masked
+ * eq. 1): the score and value products are one cuBLAS batched GEMM each
+ * over all B H (sequence, head) pairs, whose matrix pointers a kernel
+ * computes (a head's rows are a fixed stride apart within a sequence and
+ * another between sequences, fedrun/backend.h), and the masked
  * softmax, its dropout and its backward are one warp per row of scores.
  * The cache holds P (B,H,Tq,Tk) and, with dropout, its mask of bytes, as
  * the table specifies. */
@@ -190,15 +191,13 @@ extern "C" int cu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, cons
 	float *pd = drop ? (float *)(s + 256) : cache;
 	uint8_t *mask = drop ? (uint8_t *)(cache + n) : NULL;
 	CU_TRY(op, cudaMemsetAsync(flag, 0xff, sizeof(int), c->stream));
-	/* S = scale Q K^T, head by head, into the cache */
-	for (uint32_t h = 0; h < g.H; h++) {
-		rc = cu_gemm_batched(c, op, false, true, (int)g.Tq, (int)g.Tk, (int)g.dh, g.scale,
-				     q + (uint64_t)h * g.dh, (int)g.ldq, (int64_t)g.Tq * g.ldq,
-				     k + (uint64_t)h * g.dh, (int)g.ldk, (int64_t)g.Tk * g.ldk,
-				     0.0f, cache + h * TT, (int)g.Tk, (int64_t)g.H * TT, (int)g.B);
-		if (rc < 0)
-			return rc;
-	}
+	/* S = scale Q K^T for every (sequence, head), into the cache */
+	rc = cu_gemm_heads(c, op, false, true, (int)g.Tq, (int)g.Tk, (int)g.dh, g.scale, q,
+			   (int)g.ldq, (int64_t)g.Tq * g.ldq, g.dh, k, (int)g.ldk,
+			   (int64_t)g.Tk * g.ldk, g.dh, 0.0f, cache, (int)g.Tk, (int64_t)g.H * TT,
+			   (int64_t)TT, (int)g.B, (int)g.H);
+	if (rc < 0)
+		return rc;
 	struct cu_drop dr = {};
 	if (drop)
 		dr = cu_drop_take(rng, n, g.p);
@@ -207,15 +206,12 @@ extern "C" int cu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, cons
 	    rows, g.H, g.Tq, g.Tk, g.causal, key_len, cache, dr, g.p, mask, pd, flag);
 	CU_LAUNCHED(op);
 	/* out = drop(P) V, head h into columns [h dh, (h+1) dh) */
-	for (uint32_t h = 0; h < g.H; h++) {
-		rc = cu_gemm_batched(c, op, false, false, (int)g.Tq, (int)g.dh, (int)g.Tk, 1.0f,
-				     pd + h * TT, (int)g.Tk, (int64_t)g.H * TT,
-				     v + (uint64_t)h * g.dh, (int)g.ldv, (int64_t)g.Tk * g.ldv, 0.0f,
-				     out + (uint64_t)h * g.dh, (int)g.D, (int64_t)g.Tq * g.D,
-				     (int)g.B);
-		if (rc < 0)
-			return rc;
-	}
+	rc = cu_gemm_heads(c, op, false, false, (int)g.Tq, (int)g.dh, (int)g.Tk, 1.0f, pd,
+			   (int)g.Tk, (int64_t)g.H * TT, (int64_t)TT, v, (int)g.ldv,
+			   (int64_t)g.Tk * g.ldv, g.dh, 0.0f, out, (int)g.D, (int64_t)g.Tq * g.D, g.dh,
+			   (int)g.B, (int)g.H);
+	if (rc < 0)
+		return rc;
 	return key_len ? bad_len(c, op, flag, g.Tk) : 0;
 }
 
@@ -251,47 +247,35 @@ extern "C" int cu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, con
 		CU_LAUNCHED(op);
 		pd = w;
 	}
-	for (uint32_t h = 0; h < g.H && dv; h++) {
-		/* dV = drop(P)^T dout */
-		rc = cu_gemm_batched(c, op, true, false, (int)g.Tk, (int)g.dh, (int)g.Tq, 1.0f,
-				     pd + h * TT, (int)g.Tk, (int64_t)g.H * TT,
-				     dout + (uint64_t)h * g.dh, (int)g.D, (int64_t)g.Tq * g.D, 0.0f,
-				     dv + (uint64_t)h * g.dh, (int)g.ldv, (int64_t)g.Tk * g.ldv,
-				     (int)g.B);
-		if (rc < 0)
-			return rc;
-	}
+	/* dV = drop(P)^T dout */
+	if (dv && (rc = cu_gemm_heads(c, op, true, false, (int)g.Tk, (int)g.dh, (int)g.Tq, 1.0f, pd,
+				      (int)g.Tk, (int64_t)g.H * TT, (int64_t)TT, dout, (int)g.D,
+				      (int64_t)g.Tq * g.D, g.dh, 0.0f, dv, (int)g.ldv,
+				      (int64_t)g.Tk * g.ldv, g.dh, (int)g.B, (int)g.H)) < 0)
+		return rc;
 	if (!dq && !dk)
 		return 0;
-	for (uint32_t h = 0; h < g.H; h++) {
-		/* d drop(P) = dout V^T */
-		rc = cu_gemm_batched(c, op, false, true, (int)g.Tq, (int)g.Tk, (int)g.dh, 1.0f,
-				     dout + (uint64_t)h * g.dh, (int)g.D, (int64_t)g.Tq * g.D,
-				     v + (uint64_t)h * g.dh, (int)g.ldv, (int64_t)g.Tk * g.ldv,
-				     0.0f, dP + h * TT, (int)g.Tk, (int64_t)g.H * TT, (int)g.B);
-		if (rc < 0)
-			return rc;
-	}
+	/* d drop(P) = dout V^T */
+	rc = cu_gemm_heads(c, op, false, true, (int)g.Tq, (int)g.Tk, (int)g.dh, 1.0f, dout,
+			   (int)g.D, (int64_t)g.Tq * g.D, g.dh, v, (int)g.ldv, (int64_t)g.Tk * g.ldv,
+			   g.dh, 0.0f, dP, (int)g.Tk, (int64_t)g.H * TT, (int64_t)TT, (int)g.B,
+			   (int)g.H);
+	if (rc < 0)
+		return rc;
 	const uint64_t rows = (uint64_t)g.B * g.H * g.Tq;
 	attn_softmax_bwd<<<cu_blocks(rows * 32, 256), 256, 0, c->stream>>>(rows, g.Tk, cache,
 									    mask, ks, dP);
 	CU_LAUNCHED(op);
-	for (uint32_t h = 0; h < g.H; h++) {
-		/* dQ = scale dS K, dK = scale dS^T Q */
-		if (dq)
-			rc = cu_gemm_batched(c, op, false, false, (int)g.Tq, (int)g.dh, (int)g.Tk,
-					     g.scale, dP + h * TT, (int)g.Tk, (int64_t)g.H * TT,
-					     k + (uint64_t)h * g.dh, (int)g.ldk,
-					     (int64_t)g.Tk * g.ldk, 0.0f, dq + (uint64_t)h * g.dh,
-					     (int)g.ldq, (int64_t)g.Tq * g.ldq, (int)g.B);
-		if (rc == 0 && dk)
-			rc = cu_gemm_batched(c, op, true, false, (int)g.Tk, (int)g.dh, (int)g.Tq,
-					     g.scale, dP + h * TT, (int)g.Tk, (int64_t)g.H * TT,
-					     q + (uint64_t)h * g.dh, (int)g.ldq,
-					     (int64_t)g.Tq * g.ldq, 0.0f, dk + (uint64_t)h * g.dh,
-					     (int)g.ldk, (int64_t)g.Tk * g.ldk, (int)g.B);
-		if (rc < 0)
-			return rc;
-	}
+	/* dQ = scale dS K, dK = scale dS^T Q */
+	if (dq && (rc = cu_gemm_heads(c, op, false, false, (int)g.Tq, (int)g.dh, (int)g.Tk, g.scale,
+				      dP, (int)g.Tk, (int64_t)g.H * TT, (int64_t)TT, k, (int)g.ldk,
+				      (int64_t)g.Tk * g.ldk, g.dh, 0.0f, dq, (int)g.ldq,
+				      (int64_t)g.Tq * g.ldq, g.dh, (int)g.B, (int)g.H)) < 0)
+		return rc;
+	if (dk && (rc = cu_gemm_heads(c, op, true, false, (int)g.Tk, (int)g.dh, (int)g.Tq, g.scale,
+				      dP, (int)g.Tk, (int64_t)g.H * TT, (int64_t)TT, q, (int)g.ldq,
+				      (int64_t)g.Tq * g.ldq, g.dh, 0.0f, dk, (int)g.ldk,
+				      (int64_t)g.Tk * g.ldk, g.dh, (int)g.B, (int)g.H)) < 0)
+		return rc;
 	return 0;
 }

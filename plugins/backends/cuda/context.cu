@@ -93,6 +93,7 @@ extern "C" void cu_ctx_destroy(void *ctx)
 		cublasDestroy(c->blas);
 	cudaFree(c->blas_ws);
 	cudaFree(c->scratch);
+	cudaFree(c->ptrs);
 	cudaFreeHost(c->host);
 	if (c->stream)
 		cudaStreamDestroy(c->stream);

@@ -36,6 +36,51 @@ int cu_gemm_batched(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, i
 	return 0;
 }
 
+/* ptr[0][i], ptr[1][i], ptr[2][i]: A, B, C of problem i = b nh + h */
+__global__ void head_ptrs(int nb, int nh, const float *a, int64_t sab, int64_t sah,
+			  const float *b, int64_t sbb, int64_t sbh, const float *c, int64_t scb,
+			  int64_t sch, const float **ptr)
+{
+	const int i = blockIdx.x * blockDim.x + threadIdx.x;
+	const int n = nb * nh;
+	if (i >= n)
+		return;
+	const int64_t bi = i / nh, hi = i % nh;
+	ptr[i] = a + bi * sab + hi * sah;
+	ptr[n + i] = b + bi * sbb + hi * sbh;
+	ptr[2 * n + i] = c + bi * scb + hi * sch;
+}
+
+int cu_gemm_heads(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k,
+		  float alpha, const float *a, int lda, int64_t sab, int64_t sah, const float *b,
+		  int ldb, int64_t sbb, int64_t sbh, float beta, float *cm, int ldc, int64_t scb,
+		  int64_t sch, int nb, int nh)
+{
+	const int cnt = nb * nh;
+	if (m == 0 || n == 0 || cnt == 0)
+		return 0;
+	if ((uint64_t)cnt * 3 > c->ptrs_cap) {
+		/* queued calls may still read the old arrays */
+		int rc = cu_sync(c, op);
+		if (rc < 0)
+			return rc;
+		cudaFree(c->ptrs);
+		c->ptrs = NULL;
+		c->ptrs_cap = 0;
+		CU_TRY(op, cudaMalloc((void **)&c->ptrs, (uint64_t)cnt * 3 * sizeof(float *)));
+		c->ptrs_cap = (uint64_t)cnt * 3;
+	}
+	head_ptrs<<<cu_blocks(cnt, 256), 256, 0, c->stream>>>(nb, nh, a, sab, sah, b, sbb, sbh,
+							      cm, scb, sch, c->ptrs);
+	CU_LAUNCHED(op);
+	/* column-major view: C^T = op(B)^T op(A)^T, as cu_gemm */
+	CU_BLAS(op, cublasSgemmBatched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+				       ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
+				       c->ptrs + cnt, ldb, c->ptrs, lda, &beta,
+				       (float *const *)(c->ptrs + 2 * cnt), ldc, cnt));
+	return 0;
+}
+
 static int gemm_check(const char *op, bool ta, bool tb, int m, int n, int k, const float *a,
 		      int lda, const float *b, int ldb, const float *c, int ldc)
 {

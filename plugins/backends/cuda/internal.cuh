@@ -23,6 +23,8 @@ struct cu_ctx {
 	void *scratch;	     /* device scratch, grown on demand */
 	uint64_t scratch_bytes;
 	double *host;	     /* pinned host memory for scalars coming back */
+	const float **ptrs;  /* device arrays of matrix pointers (cu_gemm_heads) */
+	uint64_t ptrs_cap;   /* pointers they hold */
 	bool deterministic;  /* FEDRUN_CUDA_DETERMINISTIC != 0 (the default) */
 };
 
@@ -76,6 +78,16 @@ int cu_gemm(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, in
 int cu_gemm_batched(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k,
 		    float alpha, const float *a, int lda, int64_t sa, const float *b, int ldb,
 		    int64_t sb, float beta, float *cm, int ldc, int64_t sc, int batch);
+
+/* nb x nh products, problem (b, h) reading A + b sab + h sah, B + b sbb +
+ * h sbh and writing C + b scb + h sch (strides in floats): the heads of
+ * attention, a fixed stride apart within a sequence and another stride
+ * between sequences, in one cuBLAS batched call whose pointer arrays a
+ * kernel builds on the device. */
+int cu_gemm_heads(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k,
+		  float alpha, const float *a, int lda, int64_t sab, int64_t sah, const float *b,
+		  int ldb, int64_t sbb, int64_t sbh, float beta, float *cm, int ldc, int64_t scb,
+		  int64_t sch, int nb, int nh);
 
 /* out[j] += sum over rows i of x[i ld + j] (N rows, D columns), the rows
  * added in an order fixed by (N, D): deterministic. part is device scratch
