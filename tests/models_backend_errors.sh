@@ -27,11 +27,13 @@ for p in "$g" "$t"; do
 	fails 2 'model.backend: no backend "nope"' -q "$p" --set model.backend=nope --set output.dir=r
 	fails 2 'model.backend: expected a string' validate "$p" --set model.backend=3
 	# a backend whose context cannot be made: the backend's own message
-	FEDRUN_TAGGED_NO_DEVICE=1 fails 1 \
-		'model.backend "tagged": tagged backend: no device (FEDRUN_TAGGED_NO_DEVICE is set)' \
+	FEDRUN_TAGGED_NO_DEVICE=1
+	export FEDRUN_TAGGED_NO_DEVICE
+	fails 1 'model.backend "tagged": tagged backend: no device (FEDRUN_TAGGED_NO_DEVICE is set)' \
 		validate "$p" --set model.backend=tagged
-	FEDRUN_TAGGED_NO_DEVICE=1 fails 1 'model.backend "tagged": tagged backend: no device' \
+	fails 1 'model.backend "tagged": tagged backend: no device' \
 		-q "$p" --set model.backend=tagged --set output.dir=r
+	unset FEDRUN_TAGGED_NO_DEVICE
 done
 
 # translate: the backend the run directory's pipeline names
