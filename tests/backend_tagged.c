@@ -24,7 +24,14 @@
 #include "fedrun/error.h"
 #include "fedrun/plugin.h"
 
+/* x86-64: bit 62 makes any user address non-canonical. AArch64 ignores the
+ * top byte of addresses (TBI), so there bit 55, which points into the
+ * kernel's half, does it. */
+#if defined(__aarch64__)
+#define TAG (UINT64_C(1) << 55)
+#else
 #define TAG (UINT64_C(1) << 62)
+#endif
 #define CTX_MAGIC 0x74616767u /* "tagg" */
 
 /* A context: the CPU backend's, behind a magic number, so that an op given

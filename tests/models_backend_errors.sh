@@ -31,11 +31,13 @@ for p in "$g" "$t"; do
 	# fedrun --backend is model.backend
 	fails 2 'model.backend: no backend "nope"' validate --backend nope "$p"
 	# a backend whose context cannot be made: the backend's own message
-	FEDRUN_TAGGED_NO_DEVICE=1 fails 1 \
-		'model.backend "tagged": tagged backend: no device (FEDRUN_TAGGED_NO_DEVICE is set)' \
+	FEDRUN_TAGGED_NO_DEVICE=1
+	export FEDRUN_TAGGED_NO_DEVICE
+	fails 1 'model.backend "tagged": tagged backend: no device (FEDRUN_TAGGED_NO_DEVICE is set)' \
 		validate "$p" --set model.backend=tagged
-	FEDRUN_TAGGED_NO_DEVICE=1 fails 1 'model.backend "tagged": tagged backend: no device' \
+	fails 1 'model.backend "tagged": tagged backend: no device' \
 		-q "$p" --set model.backend=tagged --set output.dir=r
+	unset FEDRUN_TAGGED_NO_DEVICE
 done
 
 # translate: the backend the run directory's pipeline names

@@ -567,8 +567,8 @@ static void carve_train(struct tfm_work *w, struct carve *k)
 	const int dm = w->c.dropout > 0, hm = w->c.relu_dropout > 0;
 	const int gelu = w->c.activation != FEDRUN_ACT_RELU;
 	/* src (Ns), tgt_in (Nt), src_len and tgt_len (B each, B <= Ns, Nt),
-	 * targets (<= Nt) */
-	w->ids = (int32_t *)take(k, Ns + 2 * Nt + 2 * (Ns < Nt ? Ns : Nt));
+	 * targets and their rows (<= Nt each), every row's target (Nt) */
+	w->ids = (int32_t *)take(k, Ns + 4 * Nt + 2 * (Ns < Nt ? Ns : Nt));
 	w->xs = take(k, Ns * D);
 	w->xt = take(k, Nt * D);
 	w->ms = dm ? take_bytes(k, Ns * D) : NULL;
@@ -1324,62 +1324,65 @@ static int check_batch(const struct tfm_work *w, const struct tfm_batch *b, int 
 	return check_lens("tgt_len", b->tgt_len, b->B, b->Tt);
 }
 
+/* Where a batch's ids are on the device (send_batch). */
+struct dev_batch {
+	struct tfm_batch b; /* device view: src, tgt_in, src_len, tgt_len */
+	const int32_t *tg;  /* (nc) the targets, in row order */
+	const int32_t *row; /* (nc) the rows they are at */
+	const int32_t *pos; /* (Nt) each row's index in tg, or nc (no target) */
+	uint64_t nc;
+};
+
 /* The batch's ids on the device, in one to_device: src (Ns), tgt_in (Nt),
- * src_len (B), tgt_len (B), then with targets the target of every row
- * that has one, in row order (*nc of them). *d gets the device view of b
- * (tgt_out NULL: the targets are at *tg). */
-static int send_batch(struct tfm_work *w, const struct tfm_batch *b, bool targets,
-		      struct tfm_batch *d, const int32_t **tg, uint64_t *nc)
+ * src_len (B), tgt_len (B), then with `targets` the nc targets (the
+ * non-negative entries of tgt_out, in row order) and, when some rows have
+ * none, the rows they are at (nc) and, with `scatter`, every row's index
+ * among them (Nt; nc for a row without one). */
+static int send_batch(struct tfm_work *w, const struct tfm_batch *b, bool targets, bool scatter,
+		      struct dev_batch *d)
 {
 	const uint64_t Ns = (uint64_t)b->B * b->Ts, Nt = (uint64_t)b->B * b->Tt, B = b->B;
-	int32_t *h = stage(w, Ns + 2 * Nt + 2 * B);
+	int32_t *h = stage(w, Ns + 4 * Nt + 2 * B);
 	if (!h)
 		return FEDRUN_ENOMEM;
 	memcpy(h, b->src, Ns * sizeof *h);
 	memcpy(h + Ns, b->tgt_in, Nt * sizeof *h);
 	memcpy(h + Ns + Nt, b->src_len, B * sizeof *h);
 	memcpy(h + Ns + Nt + B, b->tgt_len, B * sizeof *h);
-	uint64_t n = 0;
+	const uint64_t base = Ns + Nt + 2 * B;
+	uint64_t nc = 0;
 	for (uint64_t i = 0; targets && i < Nt; i++)
-		if (b->tgt_out[i] >= 0)
-			h[Ns + Nt + 2 * B + n++] = b->tgt_out[i];
-	CHECK(tfm_work_to_device(w, w->ids, h, (Ns + Nt + 2 * B + n) * sizeof *h));
-	*d = (struct tfm_batch){.B = b->B,
-				.Ts = b->Ts,
-				.Tt = b->Tt,
-				.src = w->ids,
-				.tgt_in = w->ids + Ns,
-				.src_len = w->ids + Ns + Nt,
-				.tgt_len = w->ids + Ns + Nt + B};
-	if (tg)
-		*tg = w->ids + Ns + Nt + 2 * B;
-	if (nc)
-		*nc = n;
-	return 0;
-}
-
-/* Rows of (Nt,D) that have a target (tgt_out, host) moved between their
- * places in full (Nt,D) and the compact (nc,D): gathered into compact, or
- * with scatter from it. One copy per run of consecutive rows (the
- * sentences' target positions). */
-static int move_rows(struct tfm_work *w, const int32_t *tgt_out, uint64_t Nt, float *full,
-		     float *compact, bool scatter)
-{
-	const uint64_t row = (uint64_t)w->D * sizeof(float);
-	uint64_t i = 0, pos = 0;
-	while (i < Nt) {
-		if (tgt_out[i] < 0) {
-			i++;
-			continue;
+		nc += b->tgt_out[i] >= 0;
+	int32_t *tg = h + base, *row = tg + nc, *pos = row + nc;
+	uint64_t n = base;
+	if (targets) {
+		uint64_t k = 0;
+		for (uint64_t i = 0; i < Nt; i++) {
+			if (b->tgt_out[i] < 0) {
+				pos[i] = (int32_t)nc;
+				continue;
+			}
+			pos[i] = (int32_t)k;
+			row[k] = (int32_t)i;
+			tg[k++] = b->tgt_out[i];
 		}
-		uint64_t j = i;
-		while (j < Nt && tgt_out[j] >= 0)
-			j++;
-		float *f = full + i * w->D, *c = compact + pos * w->D;
-		CHECK(w->be->copy(w->ctx, scatter ? f : c, scatter ? c : f, (j - i) * row));
-		pos += j - i;
-		i = j;
+		n += nc;
+		if (nc < Nt)
+			n += nc + (scatter ? Nt : 0);
 	}
+	CHECK(tfm_work_to_device(w, w->ids, h, n * sizeof *h));
+	const int32_t *dv = w->ids;
+	d->b = (struct tfm_batch){.B = b->B,
+				  .Ts = b->Ts,
+				  .Tt = b->Tt,
+				  .src = dv,
+				  .tgt_in = dv + Ns,
+				  .src_len = dv + Ns + Nt,
+				  .tgt_len = dv + Ns + Nt + B};
+	d->tg = dv + base;
+	d->row = dv + base + nc;
+	d->pos = dv + base + 2 * nc;
+	d->nc = nc;
 	return 0;
 }
 
@@ -1393,13 +1396,13 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	CHECK(reserve_train(w, b->B, b->Ts, b->Tt));
 	const uint64_t Nt = (uint64_t)b->B * b->Tt, D = w->D, V = w->V;
 	const float *P = params;
-	struct tfm_batch d;
-	const int32_t *tg;
-	uint64_t nc;
-	CHECK(send_batch(w, b, true, &d, &tg, &nc));
+	struct dev_batch d;
+	CHECK(send_batch(w, b, true, grad != NULL, &d));
+	const uint64_t nc = d.nc;
+	const int32_t *tg = d.tg;
 	set_drop(w, rng);
-	CHECK(encoder_fwd(w, P, d.B, d.Ts, d.src, d.src_len));
-	CHECK(decoder_fwd(w, P, &d));
+	CHECK(encoder_fwd(w, P, d.b.B, d.b.Ts, d.b.src, d.b.src_len));
+	CHECK(decoder_fwd(w, P, &d.b));
 	/* the rows that have a target; padding rows skip the output layer */
 	if (loss_sum)
 		*loss_sum = 0.0;
@@ -1410,8 +1413,9 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	if (!nc)
 		return 0;
 	const float *h = w->dec_out;
-	if (nc < Nt) {
-		CHECK(move_rows(w, b->tgt_out, Nt, (float *)h, w->hc, false));
+	if (nc < Nt) { /* hc (nc,D) = the rows of h that have a target */
+		CHECK(w->be->embedding_forward(w->ctx, (uint32_t)nc, (uint32_t)Nt, w->D, d.row, h,
+					       w->hc));
 		h = w->hc;
 	}
 	/* The output layer, chunk by chunk of OUT_CHUNK rows, so that a
@@ -1449,11 +1453,14 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	if (!grad)
 		return 0;
 	if (nc < Nt) {
-		CHECK(w->be->zero(w->ctx, w->gt, Nt * D * sizeof *w->gt));
-		CHECK(move_rows(w, b->tgt_out, Nt, w->gt, dh, true));
+		/* gt (Nt,D): row i = dh row pos[i], the zero row nc of dh for
+		 * the rows without a target */
+		CHECK(w->be->zero(w->ctx, dh + nc * D, D * sizeof *dh));
+		CHECK(w->be->embedding_forward(w->ctx, (uint32_t)Nt, (uint32_t)nc + 1, w->D, d.pos,
+					       dh, w->gt));
 	}
-	CHECK(decoder_bwd(w, P, G, &d));
-	return encoder_bwd(w, P, G, d.B, d.Ts, d.src, d.src_len);
+	CHECK(decoder_bwd(w, P, G, &d.b));
+	return encoder_bwd(w, P, G, d.b.B, d.b.Ts, d.b.src, d.b.src_len);
 }
 
 int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm_batch *b,
@@ -1463,11 +1470,11 @@ int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm
 	if (!params || !logits)
 		return fedrun_error(FEDRUN_EINVAL, "transformer: NULL params or logits");
 	CHECK(reserve_train(w, b->B, b->Ts, b->Tt));
-	struct tfm_batch d;
-	CHECK(send_batch(w, b, false, &d, NULL, NULL));
+	struct dev_batch d;
+	CHECK(send_batch(w, b, false, false, &d));
 	set_drop(w, NULL);
-	CHECK(encoder_fwd(w, params, d.B, d.Ts, d.src, d.src_len));
-	CHECK(decoder_fwd(w, params, &d));
+	CHECK(encoder_fwd(w, params, d.b.B, d.b.Ts, d.b.src, d.b.src_len));
+	CHECK(decoder_fwd(w, params, &d.b));
 	const uint64_t Nt = (uint64_t)b->B * b->Tt, D = w->D, bytes = Nt * w->V * sizeof(float);
 	/* all of them at once, then to the caller's host array */
 	float *dl = NULL;
