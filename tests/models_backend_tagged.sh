@@ -90,6 +90,23 @@ for run in tfm tfm-pre tfm-odd; do
 		cmp "$run.cpu.$beam" "$run.tagged.$beam" || die "translate $run --beam $beam differs"
 	done
 done
+# --resume on another backend: a cpu run of 2 rounds resumed to 3 on
+# tagged gives the uninterrupted cpu run's model (the same arithmetic); a
+# run recorded before model.backend existed (the key taken out of its
+# pipeline.json) resumes too.
+g="$top_srcdir/tests/pipelines/gru_lm.json"
+run_ok --threads 2 "$g" --set rounds=3 --set output.dir=full
+run_ok --threads 2 "$g" --set rounds=2 --set output.dir=part --set output.checkpoint_every=1
+run_ok --threads 2 --resume --backend tagged "$g" --set rounds=3 --set output.dir=part \
+	--set output.checkpoint_every=1
+cmp full/final.safetensors part/final.safetensors || die "resumed on tagged: another model"
+run_ok --threads 2 "$g" --set rounds=2 --set output.dir=old --set output.checkpoint_every=1
+sed '/"backend": "cpu",/d; /"device": 0,/d; /"deterministic": true,/d' old/pipeline.json >old/p &&
+	mv old/p old/pipeline.json
+grep -q '"backend"' old/pipeline.json && die "the old run still names a backend"
+run_ok --threads 2 --resume "$g" --set rounds=3 --set output.dir=old --set output.checkpoint_every=1
+cmp full/final.safetensors old/final.safetensors || die "a run without model.backend: another model"
+
 # --backend overrides the run's: the CPU run translated on tagged, and back.
 "$FEDRUN" translate --backend tagged --beam 3 --batch 2 tfm.cpu <in.txt >x.tagged 2>err ||
 	{ cat err; die "translate --backend tagged failed"; }

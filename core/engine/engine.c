@@ -533,8 +533,11 @@ static void run_teardown(struct run *r)
 
 
 /* Compares the resolved pipeline with the one a run directory holds; only
- * "rounds" (a resumed run may be extended) and "output.dir" (the directory
- * may have been moved) may differ. */
+ * "rounds" (a resumed run may be extended), "output.dir" (the directory
+ * may have been moved) and where the model computes (model.backend,
+ * model.device, model.deterministic: a run started on a GPU may finish on
+ * a CPU, and a run started before those keys existed has none) may
+ * differ. */
 static int same_pipeline(const struct run *r, const char *saved_path)
 {
 	json_t *saved;
@@ -546,6 +549,11 @@ static int same_pipeline(const struct run *r, const char *saved_path)
 	json_object_del(now, "rounds");
 	json_object_del(json_object_get(saved, "output"), "dir");
 	json_object_del(json_object_get(now, "output"), "dir");
+	static const char *const placement[] = {"backend", "device", "deterministic"};
+	for (size_t i = 0; i < sizeof placement / sizeof placement[0]; i++) {
+		json_object_del(json_object_get(saved, "model"), placement[i]);
+		json_object_del(json_object_get(now, "model"), placement[i]);
+	}
 	const char *key;
 	json_t *v;
 	rc = 0;
