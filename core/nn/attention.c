@@ -16,14 +16,6 @@
 #include "fastmath.h"
 #include "lanes.h"
 
-/* The dimensions of one call, checked, with defaults resolved. */
-struct attn_geo {
-	uint32_t B, H, Tq, Tk, dh, D;
-	uint32_t ldq, ldk, ldv;
-	float scale, p;
-	int causal;
-};
-
 uint64_t nn_cpu_attn_cache_floats(void *ctx, const struct fedrun_attn_dims *d)
 {
 	if (!d)
@@ -32,11 +24,11 @@ uint64_t nn_cpu_attn_cache_floats(void *ctx, const struct fedrun_attn_dims *d)
 	return n + (d->dropout > 0.0f ? (n + 3) / 4 : 0);
 }
 
-static int attn_setup(const char *op, const struct fedrun_attn_dims *d, const int32_t *key_len,
-		      const float *q, const float *k, const float *v, const float *cache,
-		      struct attn_geo *g)
+int fedrun_attn_geometry(const char *op, const struct fedrun_attn_dims *d, const void *q,
+			 const void *k, const void *v, const void *cache,
+			 struct fedrun_attn_geometry *g)
 {
-	if (!d)
+	if (!d || !g)
 		return fedrun_error(FEDRUN_EINVAL, "%s: NULL dims", op);
 	if (!d->batch || !d->heads || !d->tq || !d->tk || !d->dh)
 		return fedrun_error(FEDRUN_EINVAL,
@@ -69,6 +61,18 @@ static int attn_setup(const char *op, const struct fedrun_attn_dims *d, const in
 	g->causal = d->causal != 0;
 	if (!q || !k || !v || !cache)
 		return fedrun_error(FEDRUN_EINVAL, "%s: NULL q, k, v or cache", op);
+	return 0;
+}
+
+/* The call's geometry, and on the CPU (where device memory is host
+ * memory) its key lengths checked too. */
+static int attn_setup(const char *op, const struct fedrun_attn_dims *d, const int32_t *key_len,
+		      const float *q, const float *k, const float *v, const float *cache,
+		      struct fedrun_attn_geometry *g)
+{
+	int rc = fedrun_attn_geometry(op, d, q, k, v, cache, g);
+	if (rc < 0)
+		return rc;
 	for (uint32_t b = 0; key_len && b < g->B; b++)
 		if (key_len[b] < 0 || (uint32_t)key_len[b] > g->Tk)
 			return fedrun_error(FEDRUN_EINVAL, "%s: key_len[%u] = %d outside [0, %u]",
@@ -76,13 +80,13 @@ static int attn_setup(const char *op, const struct fedrun_attn_dims *d, const in
 	return 0;
 }
 
-static uint32_t attn_len(const struct attn_geo *g, const int32_t *key_len, uint32_t b)
+static uint32_t attn_len(const struct fedrun_attn_geometry *g, const int32_t *key_len, uint32_t b)
 {
 	return key_len ? (uint32_t)key_len[b] : g->Tk;
 }
 
 /* Keys [0, lim) are visible to query i of a sequence with len keys. */
-static uint32_t attn_lim(const struct attn_geo *g, uint32_t len, uint32_t i)
+static uint32_t attn_lim(const struct fedrun_attn_geometry *g, uint32_t len, uint32_t i)
 {
 	if (!g->causal)
 		return len;
@@ -167,7 +171,7 @@ int nn_cpu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, const float
 			const float *v, const int32_t *key_len, struct fedrun_rng *rng, float *out,
 			float *cache)
 {
-	struct attn_geo g;
+	struct fedrun_attn_geometry g;
 	int rc = attn_setup("attn_forward", d, key_len, q, k, v, cache, &g);
 	if (rc)
 		return rc;
@@ -236,7 +240,7 @@ int nn_cpu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, const floa
 			 const float *k, const float *v, const int32_t *key_len, const float *cache,
 			 const float *dout, float *dq, float *dk, float *dv)
 {
-	struct attn_geo g;
+	struct fedrun_attn_geometry g;
 	int rc = attn_setup("attn_backward", d, key_len, q, k, v, cache, &g);
 	if (rc)
 		return rc;

@@ -426,6 +426,25 @@ struct fedrun_backend_ops {
 			 const float *anchor, float *grad);
 };
 
+/* The dimensions of one attention call, checked and with the defaults of
+ * struct fedrun_attn_dims resolved: for backends, which all take them the
+ * same way. */
+struct fedrun_attn_geometry {
+	uint32_t B, H, Tq, Tk, dh, D; /* D = H dh */
+	uint32_t ldq, ldk, ldv;	      /* 0 replaced by D */
+	float scale;		      /* 0 replaced by 1/sqrt(dh) */
+	float p;		      /* dropout */
+	int causal;
+};
+
+/* Checks d for op `op` (named in the message) and fills g: every size
+ * nonzero, D and Tq Tk within INT_MAX, strides in [D, INT_MAX], a finite
+ * scale, dropout in [0, 1); q, k, v and cache not NULL. FEDRUN_EINVAL
+ * otherwise. key_len's values are device memory and are not checked here. */
+int fedrun_attn_geometry(const char *op, const struct fedrun_attn_dims *d, const void *q,
+			 const void *k, const void *v, const void *cache,
+			 struct fedrun_attn_geometry *g);
+
 /* The built-in CPU backend: OpenBLAS (any CBLAS) for matrix products,
  * OpenMP for the element-wise kernels. Static; never NULL. */
 const struct fedrun_backend_ops *fedrun_backend_cpu(void);

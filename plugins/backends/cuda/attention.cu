@@ -9,54 +9,12 @@
 #include <math.h>
 #include "internal.cuh"
 
-struct geo {
-	uint32_t B, H, Tq, Tk, dh, D, ldq, ldk, ldv;
-	float scale, p;
-	bool causal;
-};
-
 extern "C" uint64_t cu_attn_cache_floats(void *ctx, const struct fedrun_attn_dims *d)
 {
 	if (!d)
 		return 0;
 	uint64_t n = (uint64_t)d->batch * d->heads * d->tq * d->tk;
 	return n + (d->dropout > 0.0f ? (n + 3) / 4 : 0);
-}
-
-static int setup(const char *op, const struct fedrun_attn_dims *d, const float *q, const float *k,
-		 const float *v, const float *cache, struct geo *g)
-{
-	if (!d)
-		return fedrun_error(FEDRUN_EINVAL, "%s: NULL dims", op);
-	if (!d->batch || !d->heads || !d->tq || !d->tk || !d->dh)
-		return fedrun_error(FEDRUN_EINVAL,
-				    "%s: zero dimension (B=%u, H=%u, Tq=%u, Tk=%u, dh=%u)", op,
-				    d->batch, d->heads, d->tq, d->tk, d->dh);
-	const uint64_t D = (uint64_t)d->heads * d->dh;
-	if (D > INT32_MAX || (uint64_t)d->tq * d->tk > INT32_MAX)
-		return fedrun_error(FEDRUN_EINVAL, "%s: dimensions beyond INT_MAX", op);
-	g->B = d->batch, g->H = d->heads, g->Tq = d->tq, g->Tk = d->tk, g->dh = d->dh;
-	g->D = (uint32_t)D;
-	g->ldq = d->ldq ? d->ldq : g->D;
-	g->ldk = d->ldk ? d->ldk : g->D;
-	g->ldv = d->ldv ? d->ldv : g->D;
-	if (g->ldq < g->D || g->ldk < g->D || g->ldv < g->D || g->ldq > INT32_MAX ||
-	    g->ldk > INT32_MAX || g->ldv > INT32_MAX)
-		return fedrun_error(FEDRUN_EINVAL,
-				    "%s: row strides ldq=%u, ldk=%u, ldv=%u must be in [D=%u, "
-				    "INT_MAX]",
-				    op, g->ldq, g->ldk, g->ldv, g->D);
-	if (!isfinite(d->scale))
-		return fedrun_error(FEDRUN_EINVAL, "%s: scale = %g", op, (double)d->scale);
-	g->scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)d->dh));
-	if (!(d->dropout >= 0.0f && d->dropout < 1.0f))
-		return fedrun_error(FEDRUN_EINVAL, "%s: dropout = %g outside [0, 1)", op,
-				    (double)d->dropout);
-	g->p = d->dropout;
-	g->causal = d->causal != 0;
-	if (!q || !k || !v || !cache)
-		return fedrun_error(FEDRUN_EINVAL, "%s: NULL q, k, v or cache", op);
-	return 0;
 }
 
 /* Keys visible to query i of sequence b: [0, len). A key_len outside
@@ -174,8 +132,8 @@ extern "C" int cu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, cons
 	struct cu_ctx *c = cu_enter(ctx, op);
 	if (!c)
 		return FEDRUN_EINVAL;
-	struct geo g;
-	int rc = setup(op, d, q, k, v, cache, &g);
+	struct fedrun_attn_geometry g;
+	int rc = fedrun_attn_geometry(op, d, q, k, v, cache, &g);
 	if (rc < 0)
 		return rc;
 	if (!out)
@@ -224,8 +182,8 @@ extern "C" int cu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, con
 	struct cu_ctx *c = cu_enter(ctx, op);
 	if (!c)
 		return FEDRUN_EINVAL;
-	struct geo g;
-	int rc = setup(op, d, q, k, v, cache, &g);
+	struct fedrun_attn_geometry g;
+	int rc = fedrun_attn_geometry(op, d, q, k, v, cache, &g);
 	if (rc < 0)
 		return rc;
 	if (!dout)
