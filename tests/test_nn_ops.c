@@ -48,7 +48,7 @@ START_TEST(test_table)
 	}
 	ck_assert(FEDRUN_BACKEND_HAS(be, act_backward));
 
-	struct fedrun_backend_ctx_cfg cfg = {sizeof cfg, 2, 0};
+	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg, .threads = 2};
 	void *c2 = NULL;
 	ck_assert_int_eq(be->ctx_create(&cfg, &c2), 0);
 	void *mem = NULL;
@@ -448,7 +448,8 @@ END_TEST
 START_TEST(test_threads_bitwise)
 {
 	void *c1, *c2;
-	struct fedrun_backend_ctx_cfg k1 = {sizeof k1, 1, 0}, k2 = {sizeof k2, 2, 0};
+	struct fedrun_backend_ctx_cfg k1 = {.size = sizeof k1, .threads = 1},
+				      k2 = {.size = sizeof k2, .threads = 2};
 	ck_assert_int_eq(be->ctx_create(&k1, &c1), 0);
 	ck_assert_int_eq(be->ctx_create(&k2, &c2), 0);
 	struct gru_data a, b;

@@ -758,7 +758,8 @@ END_TEST
 START_TEST(test_threads_bitwise)
 {
 	void *c1, *c2;
-	struct fedrun_backend_ctx_cfg k1 = {sizeof k1, 1, 0}, k2 = {sizeof k2, 2, 0};
+	struct fedrun_backend_ctx_cfg k1 = {.size = sizeof k1, .threads = 1},
+				      k2 = {.size = sizeof k2, .threads = 2};
 	ck_assert_int_eq(be->ctx_create(&k1, &c1), 0);
 	ck_assert_int_eq(be->ctx_create(&k2, &c2), 0);
 	void *cs[2] = {c1, c2};

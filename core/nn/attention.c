@@ -24,9 +24,9 @@ uint64_t nn_cpu_attn_cache_floats(void *ctx, const struct fedrun_attn_dims *d)
 	return n + (d->dropout > 0.0f ? (n + 3) / 4 : 0);
 }
 
-int fedrun_attn_geometry(const char *op, const struct fedrun_attn_dims *d, const void *q,
-			 const void *k, const void *v, const void *cache,
-			 struct fedrun_attn_geometry *g)
+int fedrun_attn_resolve(const char *op, const struct fedrun_attn_dims *d, const void *q,
+			const void *k, const void *v, const void *cache,
+			struct fedrun_attn_geometry *g)
 {
 	if (!d || !g)
 		return fedrun_error(FEDRUN_EINVAL, "%s: NULL dims", op);
@@ -70,7 +70,7 @@ static int attn_setup(const char *op, const struct fedrun_attn_dims *d, const in
 		      const float *q, const float *k, const float *v, const float *cache,
 		      struct fedrun_attn_geometry *g)
 {
-	int rc = fedrun_attn_geometry(op, d, q, k, v, cache, g);
+	int rc = fedrun_attn_resolve(op, d, q, k, v, cache, g);
 	if (rc < 0)
 		return rc;
 	for (uint32_t b = 0; key_len && b < g->B; b++)

@@ -441,9 +441,9 @@ struct fedrun_attn_geometry {
  * nonzero, D and Tq Tk within INT_MAX, strides in [D, INT_MAX], a finite
  * scale, dropout in [0, 1); q, k, v and cache not NULL. FEDRUN_EINVAL
  * otherwise. key_len's values are device memory and are not checked here. */
-int fedrun_attn_geometry(const char *op, const struct fedrun_attn_dims *d, const void *q,
-			 const void *k, const void *v, const void *cache,
-			 struct fedrun_attn_geometry *g);
+int fedrun_attn_resolve(const char *op, const struct fedrun_attn_dims *d, const void *q,
+			const void *k, const void *v, const void *cache,
+			struct fedrun_attn_geometry *g);
 
 /* The built-in CPU backend: OpenBLAS (any CBLAS) for matrix products,
  * OpenMP for the element-wise kernels. Static; never NULL. */

@@ -133,7 +133,7 @@ extern "C" int cu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, cons
 	if (!c)
 		return FEDRUN_EINVAL;
 	struct fedrun_attn_geometry g;
-	int rc = fedrun_attn_geometry(op, d, q, k, v, cache, &g);
+	int rc = fedrun_attn_resolve(op, d, q, k, v, cache, &g);
 	if (rc < 0)
 		return rc;
 	if (!out)
@@ -183,7 +183,7 @@ extern "C" int cu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, con
 	if (!c)
 		return FEDRUN_EINVAL;
 	struct fedrun_attn_geometry g;
-	int rc = fedrun_attn_geometry(op, d, q, k, v, cache, &g);
+	int rc = fedrun_attn_resolve(op, d, q, k, v, cache, &g);
 	if (rc < 0)
 		return rc;
 	if (!dout)
