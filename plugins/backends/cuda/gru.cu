@@ -3,7 +3,8 @@
  * r, z, n; fedrun/backend.h). The input projections of all steps are one
  * GEMM before the recurrence; in backward the parameter gradients are one
  * GEMM each after it, so only the (B,H) x (H,3H) product and the gate
- * kernel run per step.
+ * kernel run per step. Measured against cuDNN's GRU (bench/cudnn_gru, FP32,
+ * gru-lm's windows on an H200): 11 to 45% faster, hence no cuDNN.
  *
  * Cache layout (floats; private to this backend), TB = T B:
  *   G  (T,B,4H): r, z, n and hn = W_hn h + b_hn of each step,
