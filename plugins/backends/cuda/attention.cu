@@ -112,18 +112,6 @@ __global__ void attn_softmax_bwd(uint64_t rows, uint32_t Tk, const float *P, con
 		dr[j] = pr[j] * (dr[j] - dot);
 }
 
-static int bad_len(struct cu_ctx *c, const char *op, int *flag, uint32_t Tk)
-{
-	int h = -1;
-	CU_TRY(op, cudaMemcpyAsync(&h, flag, sizeof h, cudaMemcpyDeviceToHost, c->stream));
-	int rc = cu_sync(c, op);
-	if (rc < 0)
-		return rc;
-	if (h >= 0)
-		return fedrun_error(FEDRUN_EINVAL, "%s: key_len[%d] outside [0, %u]", op, h, Tk);
-	return 0;
-}
-
 extern "C" int cu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, const float *q,
 			       const float *k, const float *v, const int32_t *key_len,
 			       struct fedrun_rng *rng, float *out, float *cache)
@@ -170,7 +158,12 @@ extern "C" int cu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, cons
 			   (int)g.B, (int)g.H);
 	if (rc < 0)
 		return rc;
-	return key_len ? bad_len(c, op, flag, g.Tk) : 0;
+	if (!key_len)
+		return 0;
+	int bad;
+	if ((rc = cu_read_flag(c, op, flag, &bad)) == 0 && bad >= 0)
+		rc = fedrun_error(FEDRUN_EINVAL, "%s: key_len[%d] outside [0, %u]", op, bad, g.Tk);
+	return rc;
 }
 
 extern "C" int cu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, const float *q,

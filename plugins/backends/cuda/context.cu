@@ -56,6 +56,13 @@ int cu_sync(struct cu_ctx *c, const char *op)
 	return e == cudaSuccess ? 0 : cu_fail(op, e);
 }
 
+int cu_read_flag(struct cu_ctx *c, const char *op, const int *flag, int *index)
+{
+	*index = -1;
+	CU_TRY(op, cudaMemcpyAsync(index, flag, sizeof *index, cudaMemcpyDeviceToHost, c->stream));
+	return cu_sync(c, op);
+}
+
 void *cu_scratch(struct cu_ctx *c, uint64_t bytes, const char *op)
 {
 	if (bytes <= c->scratch_bytes)

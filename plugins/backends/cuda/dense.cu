@@ -258,6 +258,13 @@ extern "C" int cu_linear_backward(void *ctx, uint32_t N, uint32_t in, uint32_t o
 
 /* ---- embedding ---------------------------------------------------------- */
 
+/* Threads of a block that handles one row of D floats: whole warps, at
+ * most 256. */
+static unsigned row_threads(uint32_t D)
+{
+	return D < 256 ? 32 * ((D + 31) / 32) : 256;
+}
+
 __global__ void embed_gather(uint32_t N, uint32_t V, uint32_t D, const int32_t *__restrict__ ids,
 			     const float *__restrict__ w, float *__restrict__ out,
 			     int *__restrict__ bad)
@@ -312,21 +319,6 @@ __global__ void embed_atomic(uint32_t N, uint32_t V, uint32_t D, const int32_t *
 		atomicAdd(&dw[(uint64_t)id * D + d], dout[(uint64_t)i * D + d]);
 }
 
-/* An id outside [0, V) is found on the device; reading the flag back costs
- * a wait, which forward pays (its output would be garbage otherwise). */
-static int bad_id(struct cu_ctx *c, const char *op, int *flag, uint32_t V)
-{
-	int h = -1;
-	CU_TRY(op, cudaMemcpyAsync(&h, flag, sizeof h, cudaMemcpyDeviceToHost, c->stream));
-	int rc = cu_sync(c, op);
-	if (rc < 0)
-		return rc;
-	if (h >= 0)
-		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: ids[%d] outside [0, %u)", op,
-				    h, V);
-	return 0;
-}
-
 extern "C" int cu_embedding_forward(void *ctx, uint32_t N, uint32_t V, uint32_t D,
 				    const int32_t *ids, const float *w, float *out)
 {
@@ -342,10 +334,14 @@ extern "C" int cu_embedding_forward(void *ctx, uint32_t N, uint32_t V, uint32_t 
 	if (!flag)
 		return FEDRUN_ENOMEM;
 	CU_TRY(op, cudaMemsetAsync(flag, 0xff, sizeof(int), c->stream));
-	embed_gather<<<N, D < 256 ? 32 * ((D + 31) / 32) : 256, 0, c->stream>>>(N, V, D, ids, w,
-										 out, flag);
+	embed_gather<<<N, row_threads(D), 0, c->stream>>>(N, V, D, ids, w, out, flag);
 	CU_LAUNCHED(op);
-	return bad_id(c, op, flag, V);
+	/* an id outside [0, V) is found on the device */
+	int bad, rc = cu_read_flag(c, op, flag, &bad);
+	if (rc == 0 && bad >= 0)
+		rc = fedrun_error(FEDRUN_EINVAL, "cuda backend %s: ids[%d] outside [0, %u)", op, bad,
+				  V);
+	return rc;
 }
 
 extern "C" int cu_embedding_backward(void *ctx, uint32_t N, uint32_t V, uint32_t D,
@@ -359,7 +355,7 @@ extern "C" int cu_embedding_backward(void *ctx, uint32_t N, uint32_t V, uint32_t
 		return 0;
 	if (!ids || !dout || !dw)
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: NULL argument", op);
-	const unsigned th = D < 256 ? 32 * ((D + 31) / 32) : 256;
+	const unsigned th = row_threads(D);
 	if (!c->deterministic) {
 		embed_atomic<<<N, th, 0, c->stream>>>(N, V, D, ids, dout, dw);
 		CU_LAUNCHED(op);

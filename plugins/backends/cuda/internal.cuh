@@ -42,6 +42,11 @@ void *cu_scratch(struct cu_ctx *c, uint64_t bytes, const char *op);
 int cu_check_launch(const char *op);
 /* Waits for the context's stream; returns its error, if any. */
 int cu_sync(struct cu_ctx *c, const char *op);
+/* Waits for the stream and reads back a device flag that a kernel set to
+ * the index of the first bad input (ids, key lengths) or left at -1: *index
+ * gets it. Costs a wait, which ops pay to report bad input as the CPU
+ * backend does, from the call that received it. */
+int cu_read_flag(struct cu_ctx *c, const char *op, const int *flag, int *index);
 
 #define CU_TRY(op, call)                                                                           \
 	do {                                                                                       \
