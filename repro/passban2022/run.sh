@@ -31,10 +31,10 @@ export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 
-die() {
-	echo "run.sh: $*" >&2
-	exit 1
-}
+# shellcheck disable=SC2034 # used by common.sh
+prog=run.sh
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 
 quick=0 out='' data='' threads=2 jobs=1 steps='' force=0
 while [ $# -gt 0 ]; do
@@ -60,28 +60,18 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case $threads in '' | *[!0-9]* | 0) die "--threads needs a positive number" ;; esac
-case $jobs in '' | *[!0-9]* | 0) die "--jobs needs a positive number" ;; esac
+need_positive --threads "$threads"
+need_positive --jobs "$jobs"
 if [ $quick = 1 ]; then
 	: "${out:=runs/passban2022-quick}" "${steps:=50}"
 else
 	: "${out:=runs/passban2022}" "${steps:=200}"
 fi
-case $steps in '' | *[!0-9]* | 0) die "--steps needs a positive number" ;; esac
+need_positive --steps "$steps"
 [ $((steps % 50)) -eq 0 ] || die "--steps must be a multiple of 50 (T/50 steps a round at 50 rounds)"
 : "${data:=$top/data/gettext/out-en-de}"
 
-# fedrun: $FEDRUN, else the build tree's, else the installed one.
-if [ -z "${FEDRUN:-}" ]; then
-	if [ -x "$top/fedrun" ]; then
-		FEDRUN=$top/fedrun
-		: "${FEDRUN_PLUGIN_PATH:=$top/plugins/.libs}"
-		export FEDRUN_PLUGIN_PATH
-	else
-		FEDRUN=fedrun
-	fi
-fi
-command -v "$FEDRUN" >/dev/null 2>&1 || die "no fedrun: build it (make) or set FEDRUN"
+find_fedrun
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
