@@ -1,0 +1,38 @@
+#!/bin/sh
+# Checks that a results.md of repro/tupitsa2024 has every table, each row
+# with numbers (CI runs it on the --quick reproduction).
+# Usage: check-results.sh RESULTS.md
+set -eu
+[ $# -eq 1 ] || { echo "usage: check-results.sh RESULTS.md" >&2; exit 2; }
+awk '
+function num(s) { return s ~ /^ -?[0-9.]+(e[-+][0-9]+)? $/ }
+function numsd(s) { return s ~ /^ -?[0-9.]+(e[-+][0-9]+)? \([0-9.]+(e[-+][0-9]+)?\) $/ }
+/^## / { section = substr($0, 4) }
+/^\| method / { next }
+/^\| / && !/^\|---/ {
+	n = split($0, c, "|")
+	rows[section]++
+	if (section == "Byzantine clients") {
+		for (i = 3; i < n; i++)
+			if (c[2] ~ /ratio/ ? !num(c[i]) : c[2] ~ /share/ ? c[i] !~ /^ [0-9.]+\/[0-9.]+ $/ : !numsd(c[i])) {
+				printf "%s: row \"%s\": cell %d is \"%s\"\n", section, c[2], i - 2, c[i]
+				bad = 1
+			}
+	} else if (!numsd(c[3]) || !num(c[4]) || !num(c[5])) {
+		printf "%s: row \"%s\" lacks numbers: %s\n", section, c[2], $0
+		bad = 1
+	}
+}
+END {
+	split("The 150-client problem|The target\x27s validation sample|Byzantine clients", want, "|")
+	split("6 3 7", nrows, " ")
+	for (k = 1; k <= 3; k++)
+		if (rows[want[k]] != nrows[k]) {
+			printf "%s: %d rows, expected %d\n", want[k], rows[want[k]], nrows[k]
+			bad = 1
+		}
+	exit bad
+}' "$1"
+grep -Eq '^- MeritFed within 1.25x the ideal.s error on the 150-client problem: \*\*(met|missed)\*\*' "$1" ||
+	{ echo "$1: no verdict on the 1.25x goal"; exit 1; }
+echo "$1: every table has its rows, with numbers"

@@ -1,0 +1,188 @@
+#!/bin/sh
+# Reproduces the mean-estimation experiments of Tupitsa, Horvath, Takac and
+# Gorbunov (2024), "Federated Learning Can Find Friends That Are
+# Advantageous" (MeritFed), as on Gorbunov's slides: the 150-client problem
+# and the Byzantine variants, with MeritFed, FedAvg over all clients, the
+# ideal (FedAvg over the target's distribution only), the coordinate-wise
+# median, the trimmed mean and Krum, over several seeds; writes results.md
+# and figures. See repro/tupitsa2024/README.md.
+#
+# Usage: repro/tupitsa2024/run.sh [OPTIONS]
+#   --quick          every stage with 2 seeds and 10 rounds (about a
+#                    minute, for CI; the numbers mean little)
+#   --out DIR        run directories, results.md and figures
+#                    (default runs/tupitsa2024, or runs/tupitsa2024-quick)
+#   --seeds LIST     seeds, e.g. "1 2 3" (default "1 2 3 4 5"; "1 2" with
+#                    --quick); seed s runs with data.seed s + 4, so that
+#                    seed 1 is examples/meanest-meritfed.json as shipped
+#   --rounds R       rounds of every run (default 50; 10 with --quick)
+#   --only LIST      only these stages, comma-separated: meanest, valid,
+#                    byzantine (default: all)
+#   --threads N      threads of each run (default 1)
+#   --force          rerun runs that are already complete
+# A run whose directory holds a .complete file written with the same fedrun
+# arguments is kept, so an interrupted reproduction continues where it
+# stopped. results.sh alone remakes results.md from the run directories.
+set -eu
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+# shellcheck disable=SC2034 # used by common.sh
+prog=run.sh
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
+
+quick=0 out='' seeds='' rounds='' only='meanest,valid,byzantine' threads=1 force=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--force) force=1 ;;
+	--out | --seeds | --rounds | --only | --threads)
+		[ $# -ge 2 ] || die "$1 needs a value"
+		case $1 in
+		--out) out=$2 ;;
+		--seeds) seeds=$2 ;;
+		--rounds) rounds=$2 ;;
+		--only) only=$2 ;;
+		--threads) threads=$2 ;;
+		esac
+		shift
+		;;
+	-h | --help)
+		sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+	shift
+done
+if [ $quick = 1 ]; then
+	: "${out:=runs/tupitsa2024-quick}" "${seeds:=1 2}" "${rounds:=10}"
+else
+	: "${out:=runs/tupitsa2024}" "${seeds:=1 2 3 4 5}" "${rounds:=50}"
+fi
+need_positive --threads "$threads"
+need_positive --rounds "$rounds"
+[ -n "$seeds" ] || die "--seeds needs at least one seed"
+for s in $seeds; do
+	case $s in *[!0-9]* | 0) die "--seeds: '$s' is not a positive number" ;; esac
+done
+for st in $(echo "$only" | tr ',' ' '); do
+	case $st in meanest | valid | byzantine) ;; *) die "--only: no stage '$st' (meanest, valid, byzantine)" ;; esac
+done
+want() { # STAGE: whether --only includes it
+	case ",$only," in *",$1,"*) return 0 ;; esac
+	return 1
+}
+
+find_fedrun
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+times=$out/times.tsv
+[ -e "$times" ] || printf 'stage\tseconds\n' >"$times"
+# What results.sh needs to label the tables.
+printf 'seeds=%s\nrounds=%s\nquick=%s\n' "$seeds" "$rounds" "$quick" >"$out/settings"
+
+ex=$top/examples
+
+# run NAME PIPELINE [fedrun options]: PIPELINE once per seed, into
+# $out/NAME/s<seed>, unless that run is complete with the same arguments
+# (its .complete file holds them); each run's output goes to its log.txt
+# (fedrun's) and $out/NAME/s<seed>.log.
+run() {
+	name=$1 pipe=$2
+	shift 2
+	mkdir -p "$out/$name"
+	for s in $seeds; do
+		d=$out/$name/s$s
+		args="$(basename "$pipe") rounds=$rounds seed=$s $*"
+		if [ $force = 0 ] && [ -e "$d/.complete" ] && [ "$(cat "$d/.complete")" = "$args" ]; then
+			continue
+		fi
+		rm -rf "$d"
+		if ! "$FEDRUN" -q --threads "$threads" "$pipe" --set output.dir="$d" \
+			--set rounds="$rounds" --set seed="$s" --set data.seed=$((s + 4)) \
+			--set output.checkpoint_every=0 --set eval.every=1 "$@" \
+			>"$out/$name/s$s.log" 2>&1; then
+			tail -n 5 "$out/$name/s$s.log" >&2
+			die "$name, seed $s failed: see $out/$name/s$s.log"
+		fi
+		printf '%s\n' "$args" >"$d/.complete"
+	done
+}
+
+# stage NAME: times the runs that follow until the next stage call.
+stage_name='' stage_t0=0
+stage() {
+	now=$(date +%s)
+	if [ -n "$stage_name" ]; then
+		printf '%s\t%s\n' "$stage_name" $((now - stage_t0)) >>"$times"
+		echo "run.sh: $stage_name: $((now - stage_t0)) s"
+	fi
+	stage_name=$1 stage_t0=$now
+	[ -z "$1" ] || echo "run.sh: $1 (seeds $seeds, $rounds rounds)"
+}
+
+# The aggregators every setting compares; the robust ones take the most
+# Byzantine clients that their conditions allow (Krum: n > 2f + 2; the
+# trimmed mean: b = floor(0.45 n) values dropped at each end).
+FEDAVG='aggregator={"plugin": "fedavg"}'
+MEDIAN='aggregator={"plugin": "median"}'
+TRIMMED='aggregator={"plugin": "trimmed_mean", "trim": 0.45}'
+krum() { # N: Krum with the largest f for N clients
+	echo "aggregator={\"plugin\": \"krum\", \"f\": $((($1 - 3) / 2))}"
+}
+
+# ---- the 150-client problem (slides, "Mean Estimation") -----------------
+# examples/meanest-meritfed.json: 5 clients of the target's distribution
+# D1 = N(0, I) (the target, client 0, holds 1000 validation samples), 95
+# of D2 = N(0.1 * 1, I), 50 of D3 = N(e1, I); one full-batch local step.
+ME=$ex/meanest-meritfed.json
+G='{"clients": 5, "mean": 0, "samples": 1000, "valid_samples": 1000}'
+if want meanest; then
+	stage meanest
+	run meanest/meritfed "$ME"
+	run meanest/fedavg "$ME" --set "$FEDAVG"
+	run meanest/ideal "$ME" --set "$FEDAVG" --set "data.groups=[$G]"
+	run meanest/median "$ME" --set "$MEDIAN"
+	run meanest/trimmed_mean "$ME" --set "$TRIMMED"
+	run meanest/krum "$ME" --set "$(krum 150)"
+fi
+
+# ---- the target's validation sample (mean-estimation-analysis.md) --------
+# MeritFed fits its weights to the target's validation loss: with the
+# paper's 1000 samples that noise costs about 2x the ideal's error.
+if want valid; then
+	stage valid
+	for v in 3000 10000; do
+		run valid/meritfed-v$v "$ME" --set data.groups.0.valid_samples=$v
+	done
+fi
+
+# ---- Byzantine clients (slides, "Byzantine-Robustness for Free") ---------
+# 55 clients of one distribution N(1, I); 50 of them (clients 5..54) know
+# it and attack: bit flipping, random noise, ALIE and IPM (attack.* in
+# fedrun-pipeline(5), defaults). The ideal is FedAvg over the 5 honest.
+BZ=$ex/byzantine-meritfed.json
+if want byzantine; then
+	stage byzantine
+	run byzantine/ideal "$BZ" --set "$FEDAVG" --set attack=null \
+		--set 'data.groups=[{"clients": 5, "mean": 1, "samples": 1000, "valid_samples": 1000}]'
+	for a in bitflip noise alie ipm; do
+		A="--set attack.type=$a"
+		# shellcheck disable=SC2086
+		{
+			run byzantine/$a/meritfed "$BZ" $A
+			run byzantine/$a/fedavg "$BZ" $A --set "$FEDAVG"
+			run byzantine/$a/median "$BZ" $A --set "$MEDIAN"
+			run byzantine/$a/trimmed_mean "$BZ" $A --set "$TRIMMED"
+			run byzantine/$a/krum "$BZ" $A --set "$(krum 55)"
+		}
+	done
+fi
+stage ''
+
+"$here/results.sh" "$out"
+echo "run.sh: $out/results.md"
