@@ -60,7 +60,8 @@ stat() {
 		m = s / n
 		if (n == 1) { printf fmt "\n", m; exit }
 		for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
-		printf fmt " ± " fmt " (%d)\n", m, sqrt(v / (n - 1)), n
+		f2 = fmt; sub(/\+/, "", f2)
+		printf fmt " ± " f2 " (%d)\n", m, sqrt(v / (n - 1)), n
 	}'
 }
 # mean: the mean of one number a line, or "-"
