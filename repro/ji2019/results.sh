@@ -264,7 +264,11 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		echo
 	fi
 	echo "Made by \`repro/ji2019/run.sh\` ($(date -u +%Y-%m-%d), fedrun $("${FEDRUN:-$top/fedrun}" --version 2>/dev/null | head -n 1 | awk '{ print $2 }'))"
-	echo "with backend **$backend** on $machine."
+	# the backends the complete runs recorded (pipeline.json's model.backend)
+	used=$(for f in "$out"/*/.complete; do
+		[ -e "$f" ] && sed -n 's/^ *"backend": *"\([^"]*\)".*/\1/p' "$(dirname "$f")/pipeline.json" | head -n 1
+	done | sort -u | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
+	echo "with backend **$backend** on $machine (the runs' pipeline.json: ${used:-none})."
 	echo "gru-lm preset $preset (tied), vocabulary $([ "$quick" = 1 ] && echo 2000 || echo 10000), $rounds rounds, validation every $every rounds,"
 	echo "SGD lr 5, momentum 0.5, gradient clipping 0.5, batch 20, bptt 35, 1 local epoch."
 	echo "Seeds: $seeds. Cells are the test perplexity of the model after the last round"

@@ -110,6 +110,7 @@ if [ ! -e "$data/stats.tsv" ]; then
 	echo "run.sh: building the Brown corpus in $data"
 	"$top/data/brown/build.sh" "$data"
 fi
+data=$(cd "$data" && pwd) # (the links below need an absolute path)
 genres=$(cd "$data/train" && ls *.txt | sed 's/\.txt$//')
 [ -n "$genres" ] || die "$data/train: no genre files"
 # $out/data: the pooled splits and the genre files (sliced with --quick).
