@@ -29,11 +29,11 @@ END {
 		}
 	exit bad
 }' "$1"
-if grep -q 'not measured' "$1"; then
+if grep -q '\*\*not measured\*\*' "$1"; then
 	echo "Goals: a goal is not measured"
 	exit 1
 fi
-n=$(grep -oE '\*\*(lower|not lower)\*\* \(test perplexity difference [+-][0-9]' "$1" | wc -l)
+n=$(grep -oE '\*\*(lower|not lower|mixed)\*\* \(test perplexity difference [+-][0-9]' "$1" | wc -l)
 [ "$n" -eq 20 ] || { echo "Goals: $n measured comparisons, expected 20"; exit 1; }
 grep -q '^with backend \*\*[A-Za-z0-9_-]*\*\* on ' "$1" || { echo "no backend line"; exit 1; }
 echo "$1: every table has its rows, with numbers"
