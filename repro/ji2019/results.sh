@@ -175,23 +175,16 @@ figs=""
 # curve OPTIONS... LABEL=RUN...: fedrun-plot curve over the complete runs
 curve() {
 	n=0
-	for a in "$@"; do
+	for a in "$@"; do # (the list is expanded once: rebuilt without missing runs)
+		shift
 		case $a in *=$out/*)
-			done_ "${a##*/}" && n=$((n + 1)) ;;
+			done_ "${a##*/}" || continue
+			n=$((n + 1))
+			;;
 		esac
+		set -- "$@" "$a"
 	done
 	[ $n -gt 0 ] || return 0
-	set -- $(
-		for a in "$@"; do
-			case $a in *=$out/*) done_ "${a##*/}" || continue ;; esac
-			printf '%s\n' "$a" | sed 's/ /\\040/g'
-		done
-	)
-	# (labels travel with their spaces as \040, undone here)
-	for a in "$@"; do
-		shift
-		set -- "$@" "$(printf '%s' "$a" | sed 's/\\040/ /g')"
-	done
 	"$PLOT" curve "$@"
 }
 if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
