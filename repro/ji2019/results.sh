@@ -17,7 +17,7 @@ die() {
 [ $# -eq 1 ] || die "usage: results.sh OUT"
 out=$(cd "$1" && pwd)
 [ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
-quick=0 rounds=20 every=5 preset=small backend=cpu seeds=1 K=100 frac=0.1 files_frac=0.2
+quick=0 rounds=12 every=4 preset=small backend=cpu seeds=1 K=100 frac=0.1 files_frac=0.2
 ngenres=15 betas="0.001 0.005 0.01 0.05" dp_eps="1 4 8" dp_delta=1e-5 dp_clip=1.0 machine=unknown
 . "$out/settings"
 nseeds=$(echo $seeds | wc -w)

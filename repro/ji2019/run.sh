@@ -17,9 +17,9 @@
 #   --seeds LIST     seeds, each a run of every setting (default "1");
 #                    results.md gives mean and spread when there are several
 #   --preset P       gru-lm preset small, medium or large (default small)
-#   --rounds R       communication rounds of every run (default 20; 3 with
+#   --rounds R       communication rounds of every run (default 12; 3 with
 #                    --quick; the paper's is 50)
-#   --eval-every E   validation perplexity every E rounds (default 5; 1
+#   --eval-every E   validation perplexity every E rounds (default 4; 1
 #                    with --quick)
 #   --backend NAME   fedrun --backend (default cpu; cuda on a GPU build)
 #   --only LIST      only these stages, comma-separated: table2, noniid,
@@ -71,7 +71,7 @@ posint() { case $2 in '' | *[!0-9]* | 0) die "$1 needs a positive number" ;; esa
 if [ $quick = 1 ]; then
 	: "${out:=runs/ji2019-quick}" "${rounds:=3}" "${every:=1}"
 else
-	: "${out:=runs/ji2019}" "${rounds:=20}" "${every:=5}"
+	: "${out:=runs/ji2019}" "${rounds:=12}" "${every:=4}"
 fi
 posint --threads "$threads"
 posint --rounds "$rounds"
