@@ -60,7 +60,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
