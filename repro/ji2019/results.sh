@@ -1,0 +1,409 @@
+#!/bin/sh
+# Writes OUT/results.md, OUT/*.tsv and OUT/fig-*.{png,svg} from the run
+# directories that repro/ji2019/run.sh left in OUT (it calls this at its
+# end; run it again on its own to remake the tables and figures).
+#
+# Usage: repro/ji2019/results.sh OUT
+# (the settings are read from OUT/settings, which run.sh writes)
+set -eu
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
+die() {
+	echo "results.sh: $*" >&2
+	exit 1
+}
+[ $# -eq 1 ] || die "usage: results.sh OUT"
+out=$(cd "$1" && pwd)
+[ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
+quick=0 rounds=12 every=4 preset=small backend=cpu seeds=1 K=100 frac=0.1 files_frac=0.2
+ngenres=15 betas="0.001 0.005 0.01 0.05" dp_eps="1 4 8" dp_delta=1e-5 dp_clip=1.0 machine=unknown
+. "$out/settings"
+nseeds=$(echo $seeds | wc -w)
+first_seed=$(echo $seeds | awk '{ print $1 }')
+
+done_() { [ -e "$out/$1/.complete" ]; }
+
+# value RUN METRIC SPLIT: the server's last METRIC on SPLIT ("" for none)
+value() {
+	awk -F, -v m="$2" -v s="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$(c["client"]) == "" && $(c["split"]) == s && $(c["metric"]) == m && $(c["tensor"]) == "" { v = $(c["value"]) }
+	END { if (v != "") print v }' "$out/$1/metrics.csv"
+}
+# bestvalid RUN: the lowest validation perplexity of the run, and its round
+bestvalid() {
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$(c["client"]) == "" && $(c["split"]) == "valid" && $(c["metric"]) == "ppl" && $(c["tensor"]) == "" {
+		if (b == "" || $(c["value"]) + 0 < b) { b = $(c["value"]) + 0; r = $(c["round"]) }
+	}
+	END { if (b != "") print b }' "$out/$1/metrics.csv"
+}
+# over PREFIX CMD...: CMD run on PREFIX-sSEED for every complete seed, one
+# value a line
+over() {
+	p=$1
+	shift
+	for s in $seeds; do
+		done_ "$p-s$s" || continue
+		"$@" "$p-s$s"
+	done
+}
+test_ppl() { value "$1" ppl test; }
+final_eps() { value "$1" privacy.epsilon ""; }
+# stat: "mean" (one value), "mean ± sd (n)" (several; sample sd), or
+# "not run" from one number a line
+stat() {
+	awk -v fmt="${1:-%.1f}" '{ x[++n] = $1; s += $1 }
+	END {
+		if (n == 0) { print "not run"; exit }
+		m = s / n
+		if (n == 1) { printf fmt "\n", m; exit }
+		for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
+		f2 = fmt; sub(/\+/, "", f2)
+		printf fmt " ± " f2 " (%d)\n", m, sqrt(v / (n - 1)), n
+	}'
+}
+# mean: the mean of one number a line, or "-"
+mean() { awk '{ s += $1; n++ } END { if (n) printf "%.6g\n", s / n; else print "-" }'; }
+# diff A_PREFIX B_PREFIX: per seed, test ppl of A minus B (seeds with both)
+diff_() {
+	for s in $seeds; do
+		done_ "$1-s$s" && done_ "$2-s$s" || continue
+		a=$(test_ppl "$1-s$s") b=$(test_ppl "$2-s$s")
+		awk -v a="$a" -v b="$b" 'BEGIN { print a - b }'
+	done
+}
+
+fedatt_label() { # NORM EPS
+	echo "FedAtt $1, ε $2"
+}
+t2_specs="t2-fedsgd:FedSGD t2-fedavg:FedAvg"
+for n in frobenius spectral; do
+	for e in 0.5 1 1.2; do t2_specs="$t2_specs t2-fedatt-$n-e$e:$n/$e"; done
+done
+label_of() {
+	case $1 in
+	*/*) fedatt_label "${1%/*}" "${1#*/}" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# ---- tables as TSV (for the figures and for reading) ------------------------
+{
+	printf 'method\ttest ppl\n'
+	for sp in $t2_specs; do
+		m=$(over "${sp%%:*}" test_ppl | mean)
+		printf '%s\t%s\n' "$(label_of "${sp#*:}")" "$m"
+	done
+} >"$out/table2.tsv"
+parts="files dir0.1 dir1 dir10"
+part_label() {
+	case $1 in
+	files) echo "one client per genre" ;;
+	dir*) echo "Dirichlet α ${1#dir}" ;;
+	esac
+}
+{
+	printf 'partition\tFedAvg\tFedAtt\n'
+	for p in $parts; do
+		printf '%s\t%s\t%s\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | mean)" "$(over ni-$p-fedatt test_ppl | mean)"
+	done
+} >"$out/noniid.tsv"
+{
+	printf 'method'
+	printf '\tβ = 0'
+	for b in $betas; do printf '\tβ = %s' "$b"; done
+	printf '\n'
+	printf 'FedAvg (noise on each update)\t%s' "$(over t2-fedavg test_ppl | mean)"
+	for b in $betas; do printf '\t%s' "$(over t3-fedavg-b$b test_ppl | mean)"; done
+	printf '\n'
+	printf 'FedAtt (noise on the aggregate)\t%s' "$(over t2-fedatt-frobenius-e1 test_ppl | mean)"
+	for b in $betas; do printf '\t%s' "$(over t3-fedatt-b$b test_ppl | mean)"; done
+	printf '\n'
+} >"$out/table3-beta.tsv"
+
+# ---- attention weights --------------------------------------------------------
+# Per FedAtt run of Table II (ε = 1, both norms, first seed): for every round
+# and tensor, over the m clients of the round, the entropy of α normalised
+# by log m (1: uniform weights), m⋅max α and m⋅min α (1: uniform).
+# alpha/RUN/TENSOR.csv are metrics.csv-shaped files of these, per round.
+alpha_sum() { # RUN -> OUT/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>min" (means over rounds)
+	d=$out/alpha/$1
+	rm -rf "$d"
+	mkdir -p "$d"
+	awk -F, -v d="$d" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$(c["metric"]) == "fedatt.alpha" {
+		r = $(c["round"]); t = $(c["tensor"]); a = $(c["value"]) + 0
+		k = r SUBSEP t
+		if (!(k in n)) { key[++nk] = k; if (!(t in seen)) { seen[t] = 1; tens[++nt] = t } }
+		n[k]++; h[k] -= (a > 0 ? a * log(a) : 0)
+		if (!(k in mx) || a > mx[k]) mx[k] = a
+		if (!(k in mn) || a < mn[k]) mn[k] = a
+	}
+	END {
+		for (j = 1; j <= nt; j++) {
+			f = d "/" tens[j] ".csv"
+			print "round,client,split,metric,tensor,value,bytes_push,bytes_pull,wall,model" > f
+		}
+		for (i = 1; i <= nk; i++) {
+			split(key[i], p, SUBSEP); r = p[1]; t = p[2]; m = n[key[i]]
+			H = (m > 1) ? h[key[i]] / log(m) : 1
+			f = d "/" t ".csv"
+			printf "%d,,,alpha.entropy,,%.6f,0,0,0,\n", r, H > f
+			printf "%d,,,alpha.max,,%.6f,0,0,0,\n", r, m * mx[key[i]] > f
+			printf "%d,,,alpha.min,,%.6f,0,0,0,\n", r, m * mn[key[i]] > f
+			sH[t] += H; sX[t] += m * mx[key[i]]; sN[t] += m * mn[key[i]]; cnt[t]++
+		}
+		for (j = 1; j <= nt; j++) {
+			t = tens[j]; close(d "/" t ".csv")
+			printf "%s\t%.4f\t%.3f\t%.3f\n", t, sH[t] / cnt[t], sX[t] / cnt[t], sN[t] / cnt[t]
+		}
+	}' "$out/$1/metrics.csv"
+}
+{
+	printf 'norm\ttensor\tentropy/log m\tm max α\tm min α\n'
+	for n in frobenius spectral; do
+		r=t2-fedatt-$n-e1-s$first_seed
+		done_ $r || continue
+		alpha_sum $r | sed "s/^/$n\t/"
+	done
+} >"$out/alpha.tsv"
+
+# ---- figures (gnuplot through tools/fedrun-plot) --------------------------------
+figs=""
+# curve OPTIONS... LABEL=RUN...: fedrun-plot curve over the complete runs
+curve() {
+	n=0
+	for a in "$@"; do # (the list is expanded once: rebuilt without missing runs)
+		shift
+		case $a in *=$out/*)
+			done_ "${a##*/}" || continue
+			n=$((n + 1))
+			;;
+		esac
+		set -- "$@" "$a"
+	done
+	[ $n -gt 0 ] || return 0
+	"$PLOT" curve "$@"
+}
+if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
+	S=s$first_seed
+	set --
+	for sp in $t2_specs; do set -- "$@" "$(label_of "${sp#*:}")=$out/${sp%%:*}-$S"; done
+	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
+		--title "Table II setting (iid, $K clients, C = $frac), seed $first_seed" -o "$out/fig-table2-ppl" "$@"
+	set --
+	for p in $parts; do
+		set -- "$@" "FedAvg, $(part_label $p)=$out/ni-$p-fedavg-$S" "FedAtt, $(part_label $p)=$out/ni-$p-fedatt-$S"
+	done
+	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
+		--title "Non-iid partitions of the genres, seed $first_seed" -o "$out/fig-noniid-ppl" "$@"
+	if awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$out/table3-beta.tsv"; then
+		"$PLOT" bars --title "Table III: test perplexity vs noise magnitude β (mean over seeds)" \
+			--ylabel "test perplexity" -o "$out/fig-table3-beta" "$out/table3-beta.tsv"
+	fi
+	set --
+	for e in $dp_eps; do set -- "$@" "DP-FedAvg, target ε $e=$out/t3-dp-eps$e-$S"; done
+	curve --metric privacy.epsilon --split none --ylabel "accountant's ε (δ = $dp_delta)" \
+		--title "DP-FedAvg: privacy spent per round, seed $first_seed" -o "$out/fig-dp-epsilon" "$@"
+	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
+		--title "DP-FedAvg against FedAvg, seed $first_seed" -o "$out/fig-dp-ppl" \
+		"FedAvg (no noise)=$out/t2-fedavg-$S" "$@"
+	for n in frobenius spectral; do
+		r=t2-fedatt-$n-e1-$S
+		[ -d "$out/alpha/$r" ] || continue
+		for what in entropy max min; do
+			set --
+			for f in "$out/alpha/$r"/*.csv; do set -- "$@" "$(basename "$f" .csv)=$f"; done
+			case $what in
+			entropy) yl="entropy of α / log m (1: uniform)" ;;
+			max) yl="m × max α (1: uniform)" ;;
+			min) yl="m × min α (1: uniform)" ;;
+			esac
+			"$PLOT" curve --metric alpha.$what --split none --ylabel "$yl" \
+				--title "FedAtt ($n, ε = 1) attention per tensor, seed $first_seed" \
+				-o "$out/fig-alpha-$what-$n" "$@"
+		done
+	done
+	figs=1
+fi
+
+# ---- goals, from the numbers ------------------------------------------------------
+# lower A_PREFIX B_PREFIX: "mean difference (A − B) over seeds, seeds where
+# A is lower / seeds" or "not measured"
+lower() {
+	diff_ "$1" "$2" | awk '{ s += $1; n++; if ($1 < 0) k++ }
+	END { if (!n) print "not measured"; else printf "%+.1f\t%d/%d\n", s / n, k, n }'
+}
+verdict() { # "mean<TAB>k/n" -> a phrase
+	case $1 in
+	"not measured") echo "**not measured**" ;;
+	*)
+		d=${1%%	*} kn=${1#*	}
+		k=${kn%/*} n=${kn#*/}
+		if [ "$k" -eq "$n" ] && awk -v d="$d" 'BEGIN { exit !(d < 0) }'; then
+			w=lower
+		elif [ "$k" -eq 0 ]; then
+			w="not lower"
+		else
+			w=mixed
+		fi
+		echo "**$w** (test perplexity difference $d; lower in $kn seeds)"
+		;;
+	esac
+}
+
+{
+	echo "# Ji et al. 2019 (FedAtt) on the Brown corpus: results"
+	echo
+	if [ "$quick" = 1 ]; then
+		echo "**This is a --quick run: 100 training sentences a genre, 200 validation and test"
+		echo "sentences, a 2000-word vocabulary, 32 units, $K clients, $rounds rounds. It checks that"
+		echo "every stage works; its numbers mean nothing.**"
+		echo
+	fi
+	echo "Made by \`repro/ji2019/run.sh\` ($(date -u +%Y-%m-%d), fedrun $("${FEDRUN:-$top/fedrun}" --version 2>/dev/null | head -n 1 | awk '{ print $2 }'))"
+	# the backends the complete runs recorded (pipeline.json's model.backend)
+	used=$(for f in "$out"/*/.complete; do
+		[ -e "$f" ] && sed -n 's/^ *"backend": *"\([^"]*\)".*/\1/p' "$(dirname "$f")/pipeline.json" | head -n 1
+	done | sort -u | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
+	echo "with backend **$backend** on $machine (the runs' pipeline.json: ${used:-none})."
+	echo "gru-lm preset $preset (tied), vocabulary $([ "$quick" = 1 ] && echo 2000 || echo 10000), $rounds rounds, validation every $every rounds,"
+	echo "SGD lr 5, momentum 0.5, gradient clipping 0.5, batch 20, bptt 35, 1 local epoch."
+	echo "Seeds: $seeds. Cells are the test perplexity of the model after the last round"
+	if [ "$nseeds" -gt 1 ]; then
+		echo "(mean ± sample standard deviation over the seeds that ran, their number in parentheses)."
+	else
+		echo "(one seed)."
+	fi
+	echo "The paper tests the round with the best validation perplexity; the best validation"
+	echo "perplexity is given too."
+	echo
+	echo "## Table II: iid"
+	echo
+	echo "$K clients (iid shards of the training sentences), fraction C = $frac a round, except"
+	echo "FedSGD: every client, one local step (one bptt window of 20 rows; \`clients.steps\` 1)."
+	echo
+	echo "| method | test ppl | best valid ppl |"
+	echo "|---|---:|---:|"
+	for sp in $t2_specs; do
+		printf '| %s | %s | %s |\n' "$(label_of "${sp#*:}")" "$(over "${sp%%:*}" test_ppl | stat)" "$(over "${sp%%:*}" bestvalid | stat)"
+	done
+	echo
+	echo "## Non-iid"
+	echo
+	echo "The genres of the Brown corpus as categories: one client per genre ($ngenres clients,"
+	echo "fraction $files_frac a round), and Dirichlet partitions of each genre's sentences over $K"
+	echo "clients (fraction $frac). FedAtt: frobenius, ε = 1. Gain: FedAvg's test perplexity"
+	echo "minus FedAtt's, per seed (positive: FedAtt lower)."
+	echo
+	echo "| partition | FedAvg | FedAtt | gain |"
+	echo "|---|---:|---:|---:|"
+	for p in $parts; do
+		printf '| %s | %s | %s | %s |\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | stat)" \
+			"$(over ni-$p-fedatt test_ppl | stat)" "$(diff_ ni-$p-fedavg ni-$p-fedatt | stat %+.1f)"
+	done
+	echo
+	echo "## Table III: randomisation β⋅N(0, σ²), σ = 1"
+	echo
+	echo "FedAtt (frobenius, ε = 1): fedatt's beta, noise added once to the aggregated"
+	echo "tensors (as the authors' code implements eq. 6). FedAvg: the gaussian privacy"
+	echo "plugin in mode fedatt, noise added to each client's update before averaging (FedAvg"
+	echo "has no server noise in fedrun), so on the average of m = $(awk -v k=$K -v f=$frac 'BEGIN { m = int(k * f); print (m < 1 ? 1 : m) }') updates its standard"
+	echo "deviation is about β/√m, smaller than FedAtt's β. Neither is differential privacy."
+	echo
+	echo "| β | FedAvg | FedAtt |"
+	echo "|---|---:|---:|"
+	printf '| 0 | %s | %s |\n' "$(over t2-fedavg test_ppl | stat)" "$(over t2-fedatt-frobenius-e1 test_ppl | stat)"
+	for b in $betas; do
+		printf '| %s | %s | %s |\n' "$b" "$(over t3-fedavg-b$b test_ppl | stat)" "$(over t3-fedatt-b$b test_ppl | stat)"
+	done
+	echo
+	echo "## Table III: DP-FedAvg"
+	echo
+	echo "The gaussian privacy plugin, mode central (McMahan et al. 2018): updates clipped to"
+	echo "L2 norm $dp_clip, the unweighted mean (fedavg, weights uniform), Gaussian noise of"
+	echo "standard deviation zC/m on it; δ = $dp_delta. The plugin takes the noise multiplier z,"
+	echo "so run.sh found, by bisection on the plugin's own accountant (runs of the meanest"
+	echo "model with the same $K clients, q = $frac and $rounds rounds), the smallest z whose ε"
+	echo "after the last round is at most the target (\`dp-calibration.tsv\`). Final ε is what the"
+	echo "training run's accountant reported after its last round. Client-level (ε, δ) under"
+	echo "Poisson sampling: see fedrun-privacy(7) for the sampling gap. The noise source is"
+	echo "\"reproducible\" (for experiments; it protects nothing)."
+	echo
+	echo "| target ε | noise multiplier | final ε | test ppl |"
+	echo "|---|---:|---:|---:|"
+	for e in $dp_eps; do
+		z=$(awk -F'\t' -v e="$e" -v r="$rounds" '$1 == e && $2 == r { z = $5 } END { print z }' "$out/dp-calibration.tsv" 2>/dev/null || true)
+		printf '| %s | %s | %s | %s |\n' "$e" "${z:-not run}" "$(over t3-dp-eps$e final_eps | stat %.3f)" "$(over t3-dp-eps$e test_ppl | stat)"
+	done
+	echo
+	echo "## Attention weights"
+	echo
+	echo "fedatt.alpha of the Table II runs with ε = 1 (seed $first_seed), per tensor, averaged over"
+	echo "the rounds: the entropy of α over the round's m clients divided by log m (1 when"
+	echo "all clients get 1/m), and m times the largest and the smallest α (1 when uniform)."
+	echo
+	echo "| norm | tensor | entropy/log m | m max α | m min α |"
+	echo "|---|---|---:|---:|---:|"
+	tail -n +2 "$out/alpha.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
+	echo
+	echo "## Goals"
+	echo
+	echo "Does FedAtt lower the test perplexity? Measured differences (FedAtt − baseline;"
+	echo "negative is lower), the mean over seeds; **lower** when FedAtt is lower in every"
+	echo "seed, **not lower** when in none, **mixed** otherwise."
+	echo
+	# the settings where FedAtt (frobenius or spectral, ε = 1) is lower than FedAvg
+	sum=$(
+		for ab in t2-fedatt-frobenius-e1:t2-fedavg t2-fedatt-spectral-e1:t2-fedavg \
+			ni-files-fedatt:ni-files-fedavg ni-dir0.1-fedatt:ni-dir0.1-fedavg \
+			ni-dir1-fedatt:ni-dir1-fedavg ni-dir10-fedatt:ni-dir10-fedavg \
+			$(for b in $betas; do printf 't3-fedatt-b%s:t3-fedavg-b%s ' $b $b; done); do
+			verdict "$(lower ${ab%%:*} ${ab#*:})" | sed 's/^\*\*\([^*]*\)\*\*.*/\1/'
+		done | awk '{ c[$0]++ }
+		END { printf "**lower** in %d, **mixed** in %d, **not lower** in %d, not measured in %d",
+			c["lower"], c["mixed"], c["not lower"], c["not measured"] }'
+	)
+	echo "Summary over the $((6 + $(echo $betas | wc -w))) comparisons of FedAtt at ε = 1 with FedAvg in the same"
+	echo "setting (iid with both norms, the four non-iid partitions, the noise levels β > 0):"
+	echo "$sum."
+	echo
+	for n in frobenius spectral; do
+		for e in 0.5 1 1.2; do
+			echo "- iid, FedAtt $n ε = $e against FedAvg: $(verdict "$(lower t2-fedatt-$n-e$e t2-fedavg)");"
+			echo "  against FedSGD: $(verdict "$(lower t2-fedatt-$n-e$e t2-fedsgd)")."
+		done
+	done
+	for p in $parts; do
+		echo "- $(part_label $p), FedAtt against FedAvg: $(verdict "$(lower ni-$p-fedatt ni-$p-fedavg)")."
+	done
+	for b in $betas; do
+		echo "- noise β = $b, FedAtt against FedAvg: $(verdict "$(lower t3-fedatt-b$b t3-fedavg-b$b)")."
+	done
+	echo
+	if [ -n "$figs" ]; then
+		echo "## Figures"
+		echo
+		echo "Seed $first_seed's runs. PNG files of the same names are next to the SVGs; \`.dat\` files"
+		echo "hold the numbers plotted."
+		echo
+		for f in fig-table2-ppl fig-noniid-ppl fig-table3-beta fig-dp-epsilon fig-dp-ppl \
+			fig-alpha-entropy-frobenius fig-alpha-max-frobenius fig-alpha-min-frobenius \
+			fig-alpha-entropy-spectral fig-alpha-max-spectral fig-alpha-min-spectral; do
+			[ -e "$out/$f.svg" ] && echo "![$f]($f.svg)"
+		done
+		echo
+	fi
+	echo "## Time"
+	echo
+	echo "Seconds per run (\`times.tsv\`; the last time of each run):"
+	echo
+	echo '```'
+	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
+	END { print "run\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
+	      print "all runs\t" s }' "$out/times.tsv"
+	echo '```'
+} >"$out/results.md"
+echo "results.sh: wrote $out/results.md"
