@@ -267,6 +267,10 @@ sh "$build" --from-dir "$tmp/tree" en de "$tmp/bad" >/dev/null 2>"$tmp/err"
 check "empty domain fails" [ $? -ne 0 ]
 check "nothing written after a failure" [ ! -e "$tmp/bad" ]
 check "empty domain named, others offered" grep -q 'no pairs for de in domain(s): gamma; these have some: --domains alpha,beta' "$tmp/err"
+sh "$build" --from-dir "$tmp/tree" --no-split en de "$tmp/nosplit2" >/dev/null 2>"$tmp/err"
+check "--no-split: an empty domain is no error" [ $? -eq 0 ]
+check "--no-split: the empty domain reported" grep -q 'no pairs for de in domain(s): gamma (written empty)' "$tmp/err"
+check "--no-split: the empty domain written empty" [ -f "$tmp/nosplit2/gamma/pairs.tsv" ] && [ ! -s "$tmp/nosplit2/gamma/pairs.tsv" ]
 sh "$build" --from-dir "$tmp/tree" --domains alpha,gamma en fr "$tmp/fr" >/dev/null 2>&1
 check "the same tree in French: alpha has a pair" has "$tmp/fr/alpha/train.tsv" "Close the window${tab}Fermer la fenêtre"
 check "the same tree in French: gamma has a pair" has "$tmp/fr/gamma/train.tsv" "Close the window${tab}Fermer la fenêtre"
