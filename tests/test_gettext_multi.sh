@@ -212,6 +212,17 @@ check "en as a language refused" grep -q "en is the source" "$tmp/err"
 sh "$multi" --from-dir "$tmp/tree" --domains alpha --train-size 5 is da "$tmp/small" >/dev/null 2>"$tmp/err"
 check "--domains alpha: 26 distinct strings, one test string" [ "$(sort -u "$tmp/small/is/test.en" | wc -l)" -eq 1 ]
 check "--domains alpha: no beta string" [ -z "$(grep -h 'number \(5[1-9]\|[67][0-9]\|80\)$' "$tmp"/small/da/*.en)" ]
+# A kept tree lacks the directory of a domain without catalogues of its
+# language: that language goes on without it; a domain in no tree is refused.
+mkdir -p "$tmp/tree3"
+cp -R "$tmp/tree/is" "$tmp/tree/da" "$tmp/tree3/"
+rm -rf "$tmp/tree3/da/beta"
+sh "$multi" --from-dir "$tmp/tree3" --domains alpha,beta is da "$tmp/nobeta" >/dev/null 2>"$tmp/err"
+check "a helper without a domain goes on" [ $? -eq 0 ]
+check "the missing domain reported" grep -q "da: no beta in $tmp/tree3/da: goes on without it" "$tmp/err"
+check "the helper without beta: alpha's pairs only" [ "$(cat "$tmp"/nobeta/da/*.en | wc -l)" -eq 50 ]
+sh "$multi" --from-dir "$tmp/tree3" --domains alpha,gamma is da "$tmp/bad" >/dev/null 2>"$tmp/err"
+check "a domain in no tree refused" grep -q "unknown domain gamma" "$tmp/err"
 mkdir -p "$tmp/tree2"
 cp -R "$tmp/tree/da" "$tmp/tree/de" "$tmp/tree2/"
 mkdir -p "$tmp/tree2/is"

@@ -103,10 +103,36 @@ work=$(mktemp -d) || die "cannot create a temporary directory"
 trap 'rm -rf "$work"' EXIT
 tab=$(printf '\t')
 
+# A kept tree has no directory for a domain without catalogues of its
+# language (git in Danish): such a language goes on without the domain, as
+# it would after a download. A domain in no language's tree is a mistake.
+if [ -n "$tree" ] && [ -n "$domains" ]; then
+	for d in $(printf '%s' "$domains" | tr ',' ' '); do
+		found=
+		for l in $langs; do
+			[ -d "$tree/$l/$d" ] && found=1
+		done
+		[ -n "$found" ] || die "unknown domain $d (in none of $(for l in $langs; do printf '%s/%s ' "$tree" "$l"; done| sed 's/ $//'))"
+	done
+fi
+
 # ---- Each language's cleaned pairs per domain, by build.sh.
 for l in $langs; do
 	set -- --no-split --max-tokens "$maxtok"
-	[ -z "$domains" ] || set -- "$@" --domains "$domains"
+	if [ -n "$tree" ] && [ -n "$domains" ]; then
+		mine=
+		for d in $(printf '%s' "$domains" | tr ',' ' '); do
+			if [ -d "$tree/$l/$d" ]; then
+				mine="$mine,$d"
+			else
+				note "$l: no $d in $tree/$l: goes on without it"
+			fi
+		done
+		[ -n "$mine" ] || die "$l: none of the domains in $tree/$l"
+		set -- "$@" --domains "${mine#,}"
+	elif [ -n "$domains" ]; then
+		set -- "$@" --domains "$domains"
+	fi
 	if [ -n "$tree" ]; then
 		set -- "$@" --from-dir "$tree/$l"
 	else
