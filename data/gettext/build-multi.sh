@@ -66,7 +66,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*) die "unknown option $1 (see --help)" ;;
