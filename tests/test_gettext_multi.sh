@@ -154,6 +154,10 @@ check "target: both translations of one string in the same split" \
 check "--train-size 0: same held-out sets" diff -r -x 'train.*' -x stats.tsv -x SOURCE "$out" "$tmp/full"
 check "the helpers do not depend on the target's training size" diff -r "$out/da" "$tmp/full/da"
 
+sh "$multi" --from-dir "$tmp/tree" --train-size 10 is da "$tmp/one_helper" >/dev/null 2>&1
+check "the split does not depend on the helpers: the target" diff -r "$out/is" "$tmp/one_helper/is"
+check "the split does not depend on the helpers: a helper" diff -r "$out/da" "$tmp/one_helper/da"
+
 check "stats.tsv: the target" has "$out/stats.tsv" "is${tab}10${tab}2${tab}2${tab}42${tab}40${tab}40${tab}13${tab}13${tab}10${tab}2${tab}2"
 check "stats.tsv: a helper's pairs" grep -q "^da${tab}$(wc -l <"$out/da/train.en")${tab}$(wc -l <"$out/da/dev.en")${tab}$(wc -l <"$out/da/test.en")${tab}" "$out/stats.tsv"
 check "cleaning.tsv: per language and domain" has "$out/cleaning.tsv" "de${tab}beta${tab}1${tab}30${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}30"
