@@ -5,7 +5,8 @@
 # and format-only strings, accelerators, identical and duplicate pairs,
 # length filters, other languages ignored, the pinned deterministic splits,
 # held-out strings kept out of every domain's training data, the output
-# layout and statistics, both directions, and the error messages. Also
+# layout and statistics, both directions, --no-split, and the error
+# messages. Also
 # po.awk alone on PO input that msgfmt would not pass (fuzzy, obsolete), and
 # check-overlap.sh on the output and on copies with planted leaks.
 set -u
@@ -146,6 +147,14 @@ check "de-en: files named by language" [ -f "$tmp/rev/alpha/train.de" ]
 check "de-en: same split, columns swapped" [ "$(cat "$tmp/rev/alpha/test.tsv")" = "Dokument drucken${tab}Print the document" ]
 check "de-en: same files" cmp -s "$tmp/rev/all/train.en" "$out/all/train.en"
 
+# --no-split: the cleaned pairs per domain, before the splits and the
+# cross-domain rule (what build-multi.sh reads).
+sh "$build" --from-dir "$tmp/tree" --max-tokens 30 --no-split en de "$tmp/nosplit" >/dev/null 2>&1
+check "--no-split: pairs.tsv per domain, no splits" [ "$(cd "$tmp/nosplit" && find . -type f | sort | tr '\n' ' ')" = "./SOURCE ./alpha/pairs.tsv ./beta/pairs.tsv ./cleaning.tsv " ]
+check "--no-split: alpha's pairs are those of its splits" [ "$(sort "$tmp/nosplit/alpha/pairs.tsv" | cksum)" = "$(sort "$tmp/alpha" | cksum)" ]
+check "--no-split: beta keeps alpha's test string" has "$tmp/nosplit/beta/pairs.tsv" "Print the document${tab}Dokument drucken"
+check "--no-split: cleaning counts without leaks" has "$tmp/nosplit/cleaning.tsv" "beta	1	50	0	0	0	0	0	0	0	50"
+
 # check-overlap.sh on the fixture corpus, then on copies with leaks planted.
 overlap="$srcdir/data/gettext/check-overlap.sh"
 sh "$overlap" "$out" >"$tmp/ov" 2>"$tmp/err"
@@ -258,6 +267,10 @@ sh "$build" --from-dir "$tmp/tree" en de "$tmp/bad" >/dev/null 2>"$tmp/err"
 check "empty domain fails" [ $? -ne 0 ]
 check "nothing written after a failure" [ ! -e "$tmp/bad" ]
 check "empty domain named, others offered" grep -q 'no pairs for de in domain(s): gamma; these have some: --domains alpha,beta' "$tmp/err"
+sh "$build" --from-dir "$tmp/tree" --no-split en de "$tmp/nosplit2" >/dev/null 2>"$tmp/err"
+check "--no-split: an empty domain is no error" [ $? -eq 0 ]
+check "--no-split: the empty domain reported" grep -q 'no pairs for de in domain(s): gamma (written empty)' "$tmp/err"
+check "--no-split: the empty domain written empty" [ -f "$tmp/nosplit2/gamma/pairs.tsv" ] && [ ! -s "$tmp/nosplit2/gamma/pairs.tsv" ]
 sh "$build" --from-dir "$tmp/tree" --domains alpha,gamma en fr "$tmp/fr" >/dev/null 2>&1
 check "the same tree in French: alpha has a pair" has "$tmp/fr/alpha/train.tsv" "Close the window${tab}Fermer la fenêtre"
 check "the same tree in French: gamma has a pair" has "$tmp/fr/gamma/train.tsv" "Close the window${tab}Fermer la fenêtre"

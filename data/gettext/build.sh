@@ -13,6 +13,13 @@
 #   --from-dir DIR      no download: process DIR/DOMAIN/PACKAGE/... trees
 #                       holding .../LANG/LC_MESSAGES/*.mo files
 #   --max-tokens N      drop pairs with a side longer than N tokens (200)
+#   --deb-cache DIR     keep the downloaded .deb files in DIR, and take a
+#                       package from there instead of downloading it when
+#                       DIR holds one (builds of several languages share
+#                       the packages that are not per language)
+#   --no-split          write each domain's cleaned pairs, unsplit, to
+#                       OUTDIR/DOMAIN/pairs.tsv (a domain without pairs is
+#                       reported, not refused); what build-multi.sh reads
 #   --list              print the domains and their packages, and exit
 # See data/gettext/README.md for the rules and the output layout.
 set -eu
@@ -37,24 +44,28 @@ domains=
 tree=
 keep=
 maxtok=200
+debcache=
+nosplit=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--domains | --keep-tree | --from-dir | --max-tokens)
+	--domains | --keep-tree | --from-dir | --max-tokens | --deb-cache)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
 		--domains) domains=$(printf '%s' "$2" | tr ',' ' ') ;;
+		--deb-cache) debcache=$2 ;;
 		--keep-tree) keep=$2 ;;
 		--from-dir) tree=$2 ;;
 		--max-tokens) maxtok=$2 ;;
 		esac
 		shift
 		;;
+	--no-split) nosplit=1 ;;
 	--list)
 		grep -v '^#' "$here/domains.txt" | grep .
 		exit 0
 		;;
 	-h | --help)
-		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*) die "unknown option $1 (see --help)" ;;
@@ -100,7 +111,9 @@ fetch() { # tree
 	command -v apt-get >/dev/null 2>&1 || die "apt-get is required to download packages (or use --from-dir)"
 	command -v dpkg-deb >/dev/null 2>&1 || die "dpkg-deb is required (or use --from-dir)"
 	debpkg=$(printf '%s' "$lang" | tr 'A-Z_' 'a-z-' | sed 's/@.*//')
-	mkdir -p "$1" "$work/debs" "$work/x"
+	debs=${debcache:-$work/debs}
+	mkdir -p "$1" "$debs" "$work/x" || die "cannot create $debs"
+	debs=$(cd "$debs" && pwd)
 	: >"$work/wanted"
 	for d in $domains; do
 		for p in $($AWK -v d="$d" '$1 == d { for (i = 2; i <= NF; i++) print $i }' "$work/domains"); do
@@ -114,14 +127,21 @@ fetch() { # tree
 	done
 	[ -s "$work/wanted" ] ||
 		die "no package of the chosen domains is in the apt lists; run apt-get update (as root) first"
-	echo "build.sh: downloading $(wc -l <"$work/wanted" | tr -d ' ') packages with apt-get download ..." >&2
-	if ! (cd "$work/debs" && apt-get download $(cut -d' ' -f2 "$work/wanted")) >"$work/apt.log" 2>&1; then
+	: >"$work/missing"
+	for p in $(cut -d' ' -f2 "$work/wanted"); do
+		ls "$debs/${p}_"*.deb >/dev/null 2>&1 || echo "$p" >>"$work/missing"
+	done
+	[ -z "$debcache" ] ||
+		note "$(($(wc -l <"$work/wanted") - $(wc -l <"$work/missing"))) packages already in $debcache"
+	echo "build.sh: downloading $(wc -l <"$work/missing" | tr -d ' ') packages with apt-get download ..." >&2
+	if [ -s "$work/missing" ] &&
+		! (cd "$debs" && apt-get download $(cat "$work/missing")) >"$work/apt.log" 2>&1; then
 		cat "$work/apt.log" >&2
 		die "apt-get download failed (is the Debian archive reachable? if it reports 404 Not Found, the package lists are stale: run apt-get update as root)"
 	fi
 	printf 'domain\tpackage\tversion\tsha256\tcatalogues\n' >"$1/packages.tsv"
 	while read -r d p; do
-		deb=$(ls "$work/debs/${p}_"*.deb 2>/dev/null | head -n 1)
+		deb=$(ls "$debs/${p}_"*.deb 2>/dev/null | head -n 1)
 		[ -n "$deb" ] || die "apt-get download did not leave a .deb for $p"
 		version=$(dpkg-deb -f "$deb" Version)
 		sum=$(sha256sum <"$deb" | cut -d' ' -f1)
@@ -133,7 +153,8 @@ fetch() { # tree
 			cp "$work/x/$p/$mo" "$1/$d/$p/$mo"
 			n=$((n + 1))
 		done
-		rm -rf "$work/x/$p" "$deb"
+		rm -rf "$work/x/$p"
+		[ -n "$debcache" ] || rm -f "$deb"
 		[ "$n" -gt 0 ] || note "$d: $p $version has no catalogue for $lang: skipped"
 		printf '%s\t%s\t%s\t%s\t%d\n' "$d" "$p" "$version" "$sum" "$n" >>"$1/packages.tsv"
 	done <"$work/wanted"
@@ -191,10 +212,65 @@ full=
 for d in $domains; do
 	if [ -s "$work/d/$d.clean" ]; then full="$full $d"; else empty="$empty $d"; fi
 done
-if [ -n "$empty" ]; then
+if [ -n "$nosplit" ] && [ -n "$full" ]; then
+	[ -z "$empty" ] || note "no pairs for $lang in domain(s):$empty (written empty)"
+elif [ -n "$empty" ]; then
 	msg="no pairs for $lang in domain(s):$empty"
 	[ -n "$full" ] && msg="$msg; these have some: --domains $(echo $full | tr ' ' ',')"
 	die "$msg"
+fi
+
+# Prints cleaning.tsv from the counts and $work/final (the pairs kept, as
+# DOMAIN<TAB>SPLIT<TAB>EN<TAB>XX lines).
+cleaning_table() {
+	printf 'domain\tcatalogues\tpairs\tcredits\tno-text\tidentical\tlength\tratio\tduplicate\tleak\tkept\n'
+	for d in $domains; do
+		$AWK -F '\t' -v d="$d" -v ncat="$(cat "$work/d/$d.catalogues")" '
+			FILENAME ~ /po-counts$/ && $1 == "read" { c["pairs"] += $2; next }
+			FILENAME ~ /clean-counts$/ { if ($1 != "read" && $1 != "kept") c[$1] += $2; next }
+			FILENAME ~ /leak-counts$/ { if ($1 == d) c["leak"] += $3; next }
+			FILENAME ~ /final$/ && $1 == d { kept++ }
+			END {
+				printf "%s\t%d\t%d", d, ncat, c["pairs"]
+				n = split("credits no-text identical length ratio duplicate leak", r, " ")
+				for (i = 1; i <= n; i++) printf "\t%d", c[r[i]]
+				printf "\t%d\n", kept
+			}' "$work/d/$d.po-counts" "$work/d/$d.clean-counts" "$work/leak-counts" "$work/final"
+	done
+}
+
+# Writes DIR/packages.tsv: the tree's, for the domains built.
+packages_table() { # DIR
+	[ -f "$tree/packages.tsv" ] || return 0
+	$AWK -F '\t' -v list=" $(echo $domains) " 'NR == 1 || index(list, " " $1 " ")' \
+		"$tree/packages.tsv" >"$1/packages.tsv"
+}
+
+# ---- --no-split: the cleaned pairs of each domain (EN<TAB>XX, in the
+# order clean.awk kept them), for build-multi.sh to split across languages.
+if [ -n "$nosplit" ]; then
+	out=$work/out
+	: >"$work/final"
+	: >"$work/leak-counts"
+	for d in $domains; do
+		mkdir -p "$out/$d"
+		cp "$work/d/$d.clean" "$out/$d/pairs.tsv"
+		$AWK -v d="$d" '{ print d "\tnone\t" $0 }' "$work/d/$d.clean" >>"$work/final"
+	done
+	cleaning_table >"$out/cleaning.tsv"
+	packages_table "$out"
+	{
+		echo "languages: en-$lang (catalogues: $lang), cleaned pairs, not split"
+		echo "domains: $(echo $domains)"
+		echo "cleaning: max $maxtok tokens a side; see cleaning.tsv"
+	} >"$out/SOURCE"
+	mkdir -p "$outdir" || die "cannot create $outdir"
+	for d in $domains; do
+		rm -rf "${outdir:?}/$d"
+	done
+	cp -R "$out/." "$outdir/" || die "cannot copy the pairs into $outdir"
+	echo "build.sh: cleaned en-$lang pairs written to $outdir" >&2
+	exit 0
 fi
 
 # ---- Splits: per domain by the hash of the English string, then across
@@ -281,27 +357,9 @@ done
 	done
 } >"$out/stats.tsv"
 
-{
-	printf 'domain\tcatalogues\tpairs\tcredits\tno-text\tidentical\tlength\tratio\tduplicate\tleak\tkept\n'
-	for d in $domains; do
-		$AWK -F '\t' -v d="$d" -v ncat="$(cat "$work/d/$d.catalogues")" '
-			FILENAME ~ /po-counts$/ && $1 == "read" { c["pairs"] += $2; next }
-			FILENAME ~ /clean-counts$/ { if ($1 != "read" && $1 != "kept") c[$1] += $2; next }
-			FILENAME ~ /leak-counts$/ { if ($1 == d) c["leak"] += $3; next }
-			FILENAME ~ /final$/ && $1 == d { kept++ }
-			END {
-				printf "%s\t%d\t%d", d, ncat, c["pairs"]
-				n = split("credits no-text identical length ratio duplicate leak", r, " ")
-				for (i = 1; i <= n; i++) printf "\t%d", c[r[i]]
-				printf "\t%d\n", kept
-			}' "$work/d/$d.po-counts" "$work/d/$d.clean-counts" "$work/leak-counts" "$work/final"
-	done
-} >"$out/cleaning.tsv"
+cleaning_table >"$out/cleaning.tsv"
 
-if [ -f "$tree/packages.tsv" ]; then
-	$AWK -F '\t' -v list=" $(echo $domains) " 'NR == 1 || index(list, " " $1 " ")' \
-		"$tree/packages.tsv" >"$out/packages.tsv"
-fi
+packages_table "$out"
 {
 	echo "languages: $src-$tgt (catalogues: $lang)"
 	echo "domains: $(echo $domains)"

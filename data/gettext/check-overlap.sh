@@ -2,9 +2,13 @@
 # Checks a corpus written by build.sh (or domains and unions laid out the
 # same way) for held-out sentences that occur in a training set.
 #
-# Usage: check-overlap.sh [--src SRC --tgt TGT] OUTDIR [DOMAIN...]
+# Usage: check-overlap.sh [--src SRC --tgt TGT] [--tagged] OUTDIR [DOMAIN...]
 #   --src SRC --tgt TGT  the languages of the files (en de): each domain has
 #                        {train,dev,test}.{SRC,TGT}, one sentence a line
+#   --tagged             SRC lines begin with a target-language tag, <2X>
+#                        and a space (build-multi.sh's .src), taken off
+#                        before comparing, so that one English sentence
+#                        tagged for two languages is found in both
 #   OUTDIR               the corpus directory
 #   DOMAIN...            its subdirectories to check (default: every one
 #                        that has train.SRC, unions such as all/ included)
@@ -36,6 +40,7 @@ die() {
 
 src=en
 tgt=de
+tagged=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--src | --tgt)
@@ -46,8 +51,9 @@ while [ $# -gt 0 ]; do
 		esac
 		shift
 		;;
+	--tagged) tagged=1 ;;
 	-h | --help)
-		sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	--) shift; break ;;
@@ -56,7 +62,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ $# -ge 1 ] || die "usage: check-overlap.sh [--src SRC --tgt TGT] OUTDIR [DOMAIN...] (see --help)"
+[ $# -ge 1 ] || die "usage: check-overlap.sh [--src SRC --tgt TGT] [--tagged] OUTDIR [DOMAIN...] (see --help)"
 for l in "$src" "$tgt"; do
 	case $l in
 	*[!A-Za-z0-9_@-]* | "") die "$l: not a language code" ;;
@@ -89,7 +95,7 @@ done
 
 # One awk: every file is read once, in BEGIN; ARGV holds OUTDIR and the
 # domains (not -v, which would expand backslashes in the names).
-exec $AWK -v src="$src" -v tgt="$tgt" '
+exec $AWK -v src="$src" -v tgt="$tgt" -v tagged="$tagged" '
 function ends(list, d) { # list (domains joined by SEP) ends with d
 	return list == d || substr(list, length(list) - length(d)) == SEP d
 }
@@ -120,6 +126,8 @@ function readset(d, s,    fs, ft, a, b, rs, rt, n, en, pk) {
 		if ((rt = (getline b < ft)) <= 0)
 			fail(ft ": " (rt < 0 ? "cannot read" : "fewer lines than " fs))
 		n++
+		if (tagged)
+			sub(/^<2[^ ]*> /, "", a)
 		en = enside == 2 ? b : a
 		# The pair key: the length of the SRC side first, so that no two
 		# pairs share a key even if a sentence held a tab.
