@@ -10,6 +10,7 @@ function numsd(s) { return s ~ /^ -?[0-9.]+(e[-+][0-9]+)? \([0-9.]+(e[-+][0-9]+)
 /^## / { section = substr($0, 4) }
 /^\| method / { next }
 /^\| / && !/^\|---/ {
+	if (section !~ /^(The 150-client problem|The target.s validation sample|Byzantine clients)$/) next
 	n = split($0, c, "|")
 	rows[section]++
 	if (section == "Byzantine clients") {

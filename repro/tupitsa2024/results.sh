@@ -120,6 +120,71 @@ bz_ideal=$(summary byzantine/ideal honest)
 	done
 } >table-byzantine.tsv
 
+# lowres_names PIPELINE: the names of data.clients (the only "clients"
+# array of a translation pipeline), in order.
+lowres_names() {
+	awk '/"clients": *\[/ { on = 1; next } on && /^ *\]/ { exit }
+		on && /"name":/ { sub(/.*"name": *"/, ""); sub(/".*/, ""); print }' "$1"
+}
+
+# lowres_md: the low-resource translation section, from lowres/<method>
+# (complete runs, and runs cut short: their last evaluated round).
+lowres_md() {
+	be=$(for d in lowres/*/; do grep -o '"backend": *"[^"]*"' "$d/pipeline.json" 2>/dev/null | sed 's/.*"\([^"]*\)"$/\1/'; done | sort -u | tr '\n' ' ')
+	echo "Moskvoretskii et al. 2024 (\`examples/lowres-is-*.json\`, corpus of"
+	echo "\`data/gettext/build-multi.sh\`): English to Icelandic as the target client (3000"
+	echo "training pairs; dev and test 1045 and 1040), nine helper clients English to da, nb, sv,"
+	echo "de, nl, fr, fi, hu and eu, one transformer (preset small) with the target language's"
+	echo "tag \`<2xx>\` on the source side. Backend of these runs: ${be:-unknown}$([ -e lowres/MACHINE ] && echo "on $(cat lowres/MACHINE)")."
+	echo "*alone*: the Icelandic client alone (its own 4000-piece SentencePiece model, so its"
+	echo "losses are per piece of another vocabulary and not comparable with the others);"
+	echo "*FedAvg*: all ten clients weighted by size; *MeritFed*: target the Icelandic client,"
+	q=lowres/fedavg/pipeline.json
+	[ -e "$q" ] || q=$(ls lowres/*/pipeline.json | head -n 1)
+	echo "its validation split the Icelandic dev set. $(grep -m1 -o '"rounds": *[0-9]*' "$q" | sed 's/.*: *//') rounds of"
+	echo "$(grep -m1 -o '"steps": *[0-9]*' "$q" | sed 's/.*: *//') steps (batches of 2048 tokens) a client. Icelandic dev loss per evaluated round,"
+	echo "test BLEU and chrF (sacreBLEU's, beam 4) after the last round:"
+	echo
+	printf '| method | rounds run |'
+	rs=$(awk -F, '$3 == "valid" && $4 == "loss" && $1 > 0 { print $1 }' lowres/*/metrics.csv | sort -n -u | tr '\n' ' ')
+	for r in $rs; do printf ' loss r%s |' "$r"; done
+	printf ' test BLEU | test chrF |\n|---|---:|'
+	for r in $rs; do printf -- '---:|'; done
+	printf -- '---:|---:|\n'
+	for m in alone fedavg meritfed; do
+		c=lowres/$m/metrics.csv
+		case $m in alone) l="Icelandic alone" ;; fedavg) l="FedAvg, all" ;; meritfed) l="MeritFed" ;; esac
+		if [ ! -e "$c" ]; then printf '| %s | not run |\n' "$l"; continue; fi
+		awk -F, -v l="$l" -v rs="$rs" -v done="$([ -e lowres/$m/.complete ] && echo 1 || echo 0)" '
+			$3 == "valid" && $4 == "loss" { loss[$1] = $6; if ($1 > last) last = $1 }
+			$3 == "test" && $4 == "bleu" { bleu = sprintf("%.1f", $6) }
+			$3 == "test" && $4 == "chrf" { chrf = sprintf("%.1f", $6) }
+			END {
+				printf "| %s | %s |", l, last (done ? "" : " (cut short)")
+				n = split(rs, r, " ")
+				for (i = 1; i <= n; i++) printf " %s |", (r[i] in loss) ? sprintf("%.2f", loss[r[i]]) : "-"
+				printf " %s | %s |\n", bleu == "" ? "-" : bleu, chrf == "" ? "-" : chrf
+			}' "$c"
+	done
+	c=lowres/meritfed/metrics.csv
+	[ -e "$c" ] || return 0
+	names=$(lowres_names lowres/meritfed/pipeline.json | tr '\n' ' ')
+	echo
+	echo "MeritFed's weight per client (language) by round:"
+	echo
+	awk -F, -v names="$names" '
+		$4 == "meritfed.weight" { w[$1, $2] = $6; if ($1 > last) last = $1; if ($2 + 1 > n) n = $2 + 1 }
+		END {
+			split(names, nm, " ")
+			printf "| round |"; for (c = 0; c < n; c++) printf " %s |", nm[c + 1]; printf "\n|---|"
+			for (c = 0; c < n; c++) printf "---:|"; printf "\n"
+			for (r = 1; r <= last; r++) {
+				if (r != 1 && r % 5 && r != last) continue
+				printf "| %d |", r; for (c = 0; c < n; c++) printf " %.3f |", w[r, c]; printf "\n"
+			}
+		}' "$c"
+}
+
 # ---- results.md -----------------------------------------------------------
 row_me() { # METHOD-DIR KEY
 	l=$(summary "$1" G,D2,D3)
@@ -194,6 +259,12 @@ row_me() { # METHOD-DIR KEY
 	done
 	printf '\n'
 	echo
+	if [ -d lowres ]; then
+		echo "## Low-resource translation with helper languages"
+		echo
+		lowres_md
+		echo
+	fi
 	echo "## Goals"
 	echo
 	l=$(summary meanest/meritfed G,D2,D3)
@@ -207,6 +278,17 @@ row_me() { # METHOD-DIR KEY
 		echo "  1000 samples is what the method gives on this problem)."
 	else
 		echo "- MeritFed within 1.25x the ideal's error: not measured (stage meanest not run)."
+	fi
+	if [ -d lowres ]; then
+		awk -F, 'FILENAME ~ /alone/ && $3 == "test" && $4 == "chrf" { a = $6 }
+			FILENAME ~ /fedavg/ && $3 == "test" && $4 == "chrf" { f = $6 }
+			FILENAME ~ /meritfed/ && $3 == "test" && $4 == "chrf" { m = $6 }
+			END {
+				printf "- Low-resource translation, MeritFed at least as good as the best of the target alone\n"
+				printf "  and FedAvg on the target'"'"'s test chrF: "
+				if (a == "" || f == "" || m == "") print "**not measured** (a run is missing or was cut short)."
+				else printf "%s (MeritFed %.1f, alone %.1f, FedAvg %.1f).\n", (m >= a && m >= f) ? "**met**" : "**missed**", m, a, f
+			}' lowres/alone/metrics.csv lowres/fedavg/metrics.csv lowres/meritfed/metrics.csv 2>/dev/null || true
 	fi
 	echo "- Byzantine clients: MeritFed's error against the ideal's, per attack (ratio row"
 	echo "  above), and the best robust aggregator's:"
@@ -225,6 +307,7 @@ row_me() { # METHOD-DIR KEY
 	echo "![150 clients](fig-meanest.svg) ![shares](fig-shares.svg) ![validation](fig-valid.svg)"
 	for a in $attacks; do printf '![%s](fig-byzantine-%s.svg) ' $a $a; done
 	echo
+	[ ! -d lowres ] || echo "![lowres weights](fig-lowres-weights.svg)"
 	echo
 	echo "Each curve is the mean over the seeds; \`curves/\` holds the numbers plotted (as"
 	echo "metrics.csv files), PNG files of the same names are next to the SVGs."
@@ -292,3 +375,21 @@ for a in $attacks; do
 		ideal=curves/byzantine-ideal.csv median=curves/byzantine-$a-median.csv \
 		"trimmed mean"=curves/byzantine-$a-trimmed_mean.csv Krum=curves/byzantine-$a-krum.csv
 done
+
+# MeritFed's weight per language and round (lowres).
+if [ -e lowres/meritfed/metrics.csv ]; then
+	set --
+	for l in $(lowres_names lowres/meritfed/pipeline.json); do
+		set -- "$@" "$l"
+	done
+	i=0
+	for l in "$@"; do
+		awk -F, -v c=$i 'NR == 1 { print "round,client,split,metric,value,wall"; next }
+			$4 == "meritfed.weight" && $2 == c { print $1 ",,,weight," $6 ",0" }' \
+			lowres/meritfed/metrics.csv >"curves/lowres-weight-$l.csv"
+		i=$((i + 1))
+	done
+	set -- $(for l in "$@"; do echo "$l=curves/lowres-weight-$l.csv"; done)
+	"$plot" curve -o fig-lowres-weights --title "MeritFed's weights per language (target: is)" \
+		--metric weight --split none --ylabel "MeritFed's weight" --yrange 0:1 "$@" >/dev/null
+fi

@@ -17,8 +17,15 @@
 #                    seed 1 is examples/meanest-meritfed.json as shipped
 #   --rounds R       rounds of every run (default 50; 10 with --quick)
 #   --only LIST      only these stages, comma-separated: meanest, valid,
-#                    byzantine (default: all)
+#                    byzantine, lowres (default: meanest,valid,byzantine;
+#                    lowres, which trains transformers, only when named)
 #   --threads N      threads of each run (default 1)
+#   --backend NAME   the lowres runs' backend (default cpu; cuda on a GPU)
+#   --lowres-data DIR  the corpus of data/gettext/build-multi.sh with target
+#                    is (default data/gettext/out-multi-is)
+#   --lowres-rounds R, --lowres-steps S  rounds of the lowres runs and
+#                    steps a client makes a round (default: the examples',
+#                    15 and 10)
 #   --force          rerun runs that are already complete
 # A run whose directory holds a .complete file written with the same fedrun
 # arguments is kept, so an interrupted reproduction continues where it
@@ -34,13 +41,19 @@ prog=run.sh
 . "$top/repro/common.sh"
 
 quick=0 out='' seeds='' rounds='' only='meanest,valid,byzantine' threads=1 force=0
+backend=cpu lr_data='' lr_rounds='' lr_steps=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--force) force=1 ;;
-	--out | --seeds | --rounds | --only | --threads)
+	--out | --seeds | --rounds | --only | --threads | --backend | --lowres-data | \
+		--lowres-rounds | --lowres-steps)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
+		--backend) backend=$2 ;;
+		--lowres-data) lr_data=$2 ;;
+		--lowres-rounds) lr_rounds=$2 ;;
+		--lowres-steps) lr_steps=$2 ;;
 		--out) out=$2 ;;
 		--seeds) seeds=$2 ;;
 		--rounds) rounds=$2 ;;
@@ -50,7 +63,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -69,8 +82,11 @@ for s in $seeds; do
 	case $s in *[!0-9]* | 0) die "--seeds: '$s' is not a positive number" ;; esac
 done
 for st in $(echo "$only" | tr ',' ' '); do
-	case $st in meanest | valid | byzantine) ;; *) die "--only: no stage '$st' (meanest, valid, byzantine)" ;; esac
+	case $st in meanest | valid | byzantine | lowres) ;; *) die "--only: no stage '$st' (meanest, valid, byzantine, lowres)" ;; esac
 done
+[ -z "$lr_rounds" ] || need_positive --lowres-rounds "$lr_rounds"
+[ -z "$lr_steps" ] || need_positive --lowres-steps "$lr_steps"
+: "${lr_data:=$top/data/gettext/out-multi-is}"
 want() { # STAGE: whether --only includes it
 	case ",$only," in *",$1,"*) return 0 ;; esac
 	return 1
@@ -180,6 +196,34 @@ if want byzantine; then
 			run byzantine/$a/trimmed_mean "$BZ" $A --set "$TRIMMED"
 			run byzantine/$a/krum "$BZ" $A --set "$(krum 55)"
 		}
+	done
+fi
+# ---- low-resource translation with helper languages ---------------------
+# Moskvoretskii et al. 2024: English -> Icelandic (3000 training pairs) as
+# the target client, nine helper languages (examples/lowres-is-*.json):
+# the target alone, FedAvg over all, MeritFed for the target. One run each
+# (seed 1); BLEU and chrF on the target's test set after the last round.
+if want lowres; then
+	[ -e "$lr_data/is/train.src" ] || die "$lr_data: no corpus; build it with data/gettext/build-multi.sh (data/gettext/README.md, \"Several languages\") or give --lowres-data"
+	lr_dir=$(cd "$lr_data" && pwd)
+	stage lowres
+	for m in alone fedavg meritfed; do
+		d=$out/lowres/$m
+		set -- --backend "$backend" --set data.dir="$lr_dir" --set eval.every=5
+		[ -z "$lr_rounds" ] || set -- "$@" --set rounds="$lr_rounds"
+		[ -z "$lr_steps" ] || set -- "$@" --set clients.steps="$lr_steps"
+		args="lowres-is-$m.json $*"
+		if [ $force = 0 ] && [ -e "$d/.complete" ] && [ "$(cat "$d/.complete")" = "$args" ]; then
+			continue
+		fi
+		rm -rf "$d"
+		mkdir -p "$out/lowres"
+		if ! "$FEDRUN" -q --threads "$threads" "$ex/lowres-is-$m.json" --set output.dir="$d" "$@" \
+			>"$out/lowres/$m.log" 2>&1; then
+			tail -n 5 "$out/lowres/$m.log" >&2
+			die "lowres $m failed: see $out/lowres/$m.log"
+		fi
+		printf '%s\n' "$args" >"$d/.complete"
 	done
 fi
 stage ''
