@@ -287,7 +287,7 @@ row_me() { # METHOD-DIR KEY
 				printf "- Low-resource translation, MeritFed at least as good as the best of the target alone\n"
 				printf "  and FedAvg on the target'"'"'s test chrF: "
 				if (a == "" || f == "" || m == "") print "**not measured** (a run is missing or was cut short)."
-				else printf "%s (MeritFed %.1f, alone %.1f, FedAvg %.1f).\n", (m >= a && m >= f) ? "**met**" : "**missed**", m, a, f
+				else printf "%s (MeritFed %.2f, alone %.2f, FedAvg %.2f).\n", (m >= a && m >= f) ? "**met**" : "**missed**", m, a, f
 			}' lowres/alone/metrics.csv lowres/fedavg/metrics.csv lowres/meritfed/metrics.csv 2>/dev/null || true
 	fi
 	echo "- Byzantine clients: MeritFed's error against the ideal's, per attack (ratio row"
