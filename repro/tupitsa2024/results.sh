@@ -39,17 +39,25 @@ groups() {
 # DIR has no complete run); writes curves/<DIR with / as ->.csv. The
 # groups are the pipelines' data.groups, or with NAMES "honest,attackers"
 # the Byzantine setting's clients 0..4 and 5..54 (attack.clients).
+# The tables ask for the same summary several times: each is computed once
+# per results.sh call and kept in $cache.
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
 summary() {
 	[ -d "$1" ] || return 0
-	set -- "$1" "$2" "$(ls "$1"/s*/.complete 2>/dev/null | sed 's/\.complete$/metrics.csv/')"
-	[ -n "$3" ] || return 0
-	case $2 in
-	honest,attackers) b=5,55 ;;
-	*) b=$(groups "$1") ;;
-	esac
-	# shellcheck disable=SC2086
-	awk -v bounds="$b" -v names="$2" -v curve="curves/$(echo "$1" | tr / -).csv" \
-		-f "$here/seeds.awk" $3
+	k=$cache/$(echo "$1.$2" | tr / -)
+	if [ ! -e "$k" ]; then
+		set -- "$1" "$2" "$(ls "$1"/s*/.complete 2>/dev/null | sed 's/\.complete$/metrics.csv/')"
+		case $2 in
+		honest,attackers) b=5,55 ;;
+		*) b=$(groups "$1") ;;
+		esac
+		# shellcheck disable=SC2086
+		[ -z "$3" ] || awk -v bounds="$b" -v names="$2" \
+			-v curve="curves/$(echo "$1" | tr / -).csv" -f "$here/seeds.awk" $3 >"$k"
+		touch "$k"
+	fi
+	cat "$k"
 }
 
 field() { # LINE WORD: the value after WORD in a seeds.awk line
