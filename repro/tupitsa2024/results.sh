@@ -20,7 +20,7 @@ seeds=$(sed -n 's/^seeds=//p' "$out/settings")
 rounds=$(sed -n 's/^rounds=//p' "$out/settings")
 quick=$(sed -n 's/^quick=//p' "$out/settings")
 plot=$top/tools/fedrun-plot
-[ -x "$plot" ] || plot=fedrun-plot
+[ -x "$plot" ] || plot="fedrun-plot"
 if [ -x "$top/fedrun" ]; then fedrun=$top/fedrun; else fedrun=fedrun; fi
 version=$("$fedrun" --version 2>/dev/null | head -n 1 || echo "fedrun")
 nseeds=$(echo $seeds | wc -w)
