@@ -54,6 +54,7 @@ const char *fedrun_kind_name(uint32_t kind)
 	case FEDRUN_KIND_SELECTOR: return "selector";
 	case FEDRUN_KIND_PRIVACY: return "privacy";
 	case FEDRUN_KIND_BACKEND: return "backend";
+	case FEDRUN_KIND_TRANSPORT: return "transport";
 	default: return "unknown";
 	}
 }
@@ -90,6 +91,8 @@ static const struct {
 	[FEDRUN_KIND_PRIVACY] = {offsetof(struct fedrun_privacy_ops, apply) + sizeof(void *), priv_req},
 	/* Backends: their ops table is defined with the nn engine. */
 	[FEDRUN_KIND_BACKEND] = {sizeof(uint32_t), NULL},
+	/* Transports: their table is checked where it is loaded (engine/dist.c). */
+	[FEDRUN_KIND_TRANSPORT] = {sizeof(uint32_t), NULL},
 };
 
 static int valid_name(const char *s)

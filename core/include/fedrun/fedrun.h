@@ -15,5 +15,6 @@
 #include "fedrun/text.h"
 #include "fedrun/bleu.h"
 #include "fedrun/backend.h"
+#include "fedrun/transport.h"
 
 #endif

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 3
+#define FEDRUN_ABI_MINOR 4
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -47,9 +47,10 @@ enum fedrun_plugin_kind {
 	FEDRUN_KIND_MODEL = 2,
 	FEDRUN_KIND_SELECTOR = 3,
 	FEDRUN_KIND_PRIVACY = 4,
-	FEDRUN_KIND_BACKEND = 5
+	FEDRUN_KIND_BACKEND = 5,
+	FEDRUN_KIND_TRANSPORT = 6 /* fedrun/transport.h */
 };
-#define FEDRUN_KIND_MAX_ FEDRUN_KIND_BACKEND
+#define FEDRUN_KIND_MAX_ FEDRUN_KIND_TRANSPORT
 
 struct fedrun_plugin {
 	uint32_t abi_major;  /* FEDRUN_ABI_MAJOR */
