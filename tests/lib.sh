@@ -23,3 +23,91 @@ metric() {
 	grep "\"client\":null,\"split\":\"$3\",\"metric\":\"$2\"" "$1" | tail -n 1 |
 		sed 's/.*"value":\([^,]*\),.*/\1/'
 }
+
+# example_target FILE N: sets target (a pipeline to run in place of the
+# example FILE) and extra (fedrun options it needs). Examples that read
+# corpora built by data/*/build.sh ("../data/..." paths) run on the real
+# files when they have been built; otherwise on stand-ins: the pipeline is
+# copied into a scratch tree ($work/mirror-N) where each missing data file
+# is a small shipped corpus. Sets stood=1 when it did. With
+# standins_always=1, stand-ins even where the corpora are built;
+# standin_pairs: another stand-in text for translation pipelines.
+example_target() {
+	f=$1
+	ex_n=$2
+	stood=0
+	standin="$top_srcdir/examples/data/toy-english/valid.txt" # 400 sentences
+	# For translation pipelines: the same, or the caller's $standin_pairs
+	pairs=${standin_pairs:-$standin}
+	name=$(basename "$f")
+	missing=
+	for rel in $(grep -o '"\.\./data/[^"]*"' "$f" | tr -d '"'); do
+		[ -e "$top_srcdir/examples/$rel" ] && [ "${standins_always:-0}" = 0 ] ||
+			missing="$missing $rel"
+	done
+	target=$f
+	extra=
+	if [ -z "$missing" ] && grep -q '"src": *"' "$f"; then
+		# A built corpus without one of the pipeline's files (a union
+		# that repro/passban2022/run.sh makes, say): stand-ins too.
+		src=$(sed -n 's/.*"src": *"\([^"]*\)".*/\1/p' "$f" | head -n 1)
+		for rel in $(grep -o '"\.\./data/[^"]*"' "$f" | tr -d '"'); do
+			for pre in $(grep -o '"\(train\|valid\|test\)": *"[^"]*"' "$f" | sed 's/.*: *"\(.*\)"/\1/'); do
+				[ -e "$top_srcdir/examples/$rel/$pre.$src" ] || missing=$rel
+			done
+		done
+	fi
+	if [ -n "$missing" ] && grep -q '"src": *"' "$f"; then
+		# A translation pipeline whose corpus directory (data.dir) is not
+		# built: a stand-in tree with PREFIX.SRC and PREFIX.TGT for every
+		# prefix of data.clients. Validation trains the SentencePiece
+		# tokenizer, and the stand-in text is too small for the example's
+		# vocabulary size, so this validation lowers that one key.
+		mirror="$work/mirror-$ex_n"
+		mkdir -p "$mirror/examples"
+		cp "$f" "$mirror/examples/$name"
+		src=$(sed -n 's/.*"src": *"\([^"]*\)".*/\1/p' "$f" | head -n 1)
+		tgt=$(sed -n 's/.*"tgt": *"\([^"]*\)".*/\1/p' "$f" | head -n 1)
+		for rel in $missing; do
+			for pre in $(grep -o '"\(train\|valid\|test\)": *"[^"]*"' "$f" | sed 's/.*: *"\(.*\)"/\1/'); do
+				mkdir -p "$(dirname "$mirror/examples/$rel/$pre")"
+				cp "$pairs" "$mirror/examples/$rel/$pre.$src"
+				cp "$pairs" "$mirror/examples/$rel/$pre.$tgt"
+			done
+		done
+		target="$mirror/examples/$name"
+		extra="--set model.tokenizer.vocab_size=64"
+		stood=1
+		missing=
+	fi
+	if [ -n "$missing" ]; then
+		mirror="$work/mirror-$ex_n"
+		mkdir -p "$mirror/examples"
+		ln -s "$top_srcdir/examples/data" "$mirror/examples/data"
+		cp "$f" "$mirror/examples/$name"
+		for rel in $missing; do
+			mkdir -p "$(dirname "$mirror/examples/$rel")"
+			cp "$standin" "$mirror/examples/$rel"
+		done
+		target="$mirror/examples/$name"
+		stood=1
+	fi
+}
+
+# mpi_env: for the tests of runs over several processes. Skips (77) without
+# mpirun or without the MPI transport plugin (configure --with-mpi); lets
+# Open MPI run as root, oversubscribe the cores and keep to shared memory
+# and loopback TCP. $mpi_x holds mpirun options for the ranks: in the
+# sanitizer build, LeakSanitizer is off in them (Open MPI's components keep
+# allocations until exit, in code LeakSanitizer cannot name at exit, so
+# they cannot be suppressed); AddressSanitizer and UBSan stay on, and the
+# one-process runs of the same tests keep the leak check.
+mpi_env() {
+	command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+	ls "$FEDRUN_PLUGIN_PATH"/transport_mpi.so >/dev/null 2>&1 ||
+		{ echo "SKIP: no MPI transport plugin (configure --with-mpi)"; exit 77; }
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	export OMPI_MCA_rmaps_base_oversubscribe=1
+	export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+	mpi_x="-x ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+}

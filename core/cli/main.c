@@ -47,6 +47,7 @@ static void usage(FILE *fp)
 		"\n"
 		"Exit status: 0 success, 1 the run failed, 2 usage, pipeline or input file error,\n"
 		"3 a plugin could not be loaded, 130 interrupted (checkpoint written).\n"
+		"Under mpirun or srun the processes share one run (fedrun(1), RUNNING ON MANY NODES).\n"
 		"See fedrun(1), fedrun-pipeline(5) and fedrun-plugin(7).\n");
 }
 

@@ -18,22 +18,11 @@
 #include <omp.h>
 #endif
 #include "attack.h"
+#include "dist.h"
 #include "engine.h"
 #include "message.h"
 
 /* ---- one round -------------------------------------------------------- */
-
-struct round_ctx {
-	struct fedrun_round_info info;
-	const uint32_t *clients;
-	const void *push;
-	size_t push_len;
-	void **push_own; /* push selection: one message per client */
-	size_t *push_own_len;
-	void **pull;
-	size_t *pull_len;
-	uint64_t *updates; /* optimizer updates each client made */
-};
 
 static int first_bad_tensor(const struct fedrun_layout *l, const float *arena, const char **name)
 {
@@ -46,7 +35,7 @@ static int first_bad_tensor(const struct fedrun_layout *l, const float *arena, c
 	return 0;
 }
 
-static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
+int engine_train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 {
 	struct round_ctx *rc_ = p;
 	const struct fedrun_layout *l = r->layout;
@@ -150,6 +139,16 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	if (rc < 0)
 		return rc;
 	return 0;
+}
+
+void engine_round_info(const struct run *r, uint32_t round, uint32_t sampled,
+		       struct fedrun_round_info *info)
+{
+	*info = (struct fedrun_round_info){
+		.size = sizeof *info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
+		.num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = r->layout,
+		.sampled = sampled, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL,
+		.num_trainable = r->ntrainable};
 }
 
 /* Chooses run_clients_per_round() clients without replacement, sorted by
@@ -280,11 +279,12 @@ static bool run_streams(const struct run *r)
 }
 
 /* Clients trained at once in a round of m: all of them, or when streaming
- * enough to keep every worker busy (a chunk waits for its slowest client)
+ * enough to keep every worker of every rank busy (a chunk waits for its slowest client)
  * and few enough that the round's memory does not depend on m. */
 static uint32_t round_chunk(const struct run *r, bool stream, uint32_t m)
 {
 	uint32_t c = 4 * r->nworkers < 8 ? 8 : 4 * r->nworkers;
+	c *= dist_nranks(r); /* every rank's workers (the same threads each) */
 	return stream && c < m ? c : m;
 }
 
@@ -305,12 +305,8 @@ static int run_round(struct run *r, uint32_t round)
 	int rc = sample_clients(r, round, &clients, &m);
 	if (rc < 0)
 		return rc;
-	struct round_ctx ctx = {
-		.info = {.size = sizeof ctx.info, .round = round, .rounds = (uint32_t)r->cfg.rounds,
-			 .num_clients = r->num_clients, .seed = (uint64_t)r->cfg.seed, .layout = l,
-			 .sampled = m, .fraction = r->cfg.fraction, .direction = FEDRUN_PULL,
-			 .num_trainable = r->ntrainable},
-		.clients = clients};
+	struct round_ctx ctx = {.clients = clients};
+	engine_round_info(r, round, m, &ctx.info);
 	/* Streaming: the clients train a chunk at a time and each chunk's
 	 * updates go to the aggregator's accumulate, in client order, before
 	 * the next chunk trains. Otherwise the whole round is one chunk whose
@@ -332,10 +328,6 @@ static int run_round(struct run *r, uint32_t round)
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (run_keeps_clients(r))
-		for (uint32_t i = 0; i < m && rc == 0; i++)
-			if (!run_client_state(r, clients[i], &rc))
-				goto out;
 
 	/* PUSH: one serialized θ_t, received by every sampled client (with
 	 * push selection, each client's own message, made by its worker). */
@@ -356,6 +348,9 @@ static int run_round(struct run *r, uint32_t round)
 	 * round: the server model after round t is t rounds of parallel local
 	 * training deep, and one client reproduces centralized training's
 	 * step count exactly. */
+	/* Other ranks: the round's clients and θ_t (dist.h). */
+	if ((rc = dist_round(r, &ctx, m, chunk)) < 0)
+		goto out;
 	uint64_t most = 0;
 	double loss_sum = 0, n_sum = 0;
 	r->bytes_push = 0;
@@ -363,7 +358,9 @@ static int run_round(struct run *r, uint32_t round)
 	for (uint32_t base = 0; base < m; base += chunk) {
 		const uint32_t n = m - base < chunk ? m - base : chunk;
 		ctx.clients = clients + base;
-		if ((rc = run_parallel_for(r, n, train_client, &ctx)) < 0)
+		/* The clients this process owns (all of them in one process);
+		 * the other ranks' messages come in. */
+		if ((rc = dist_train_chunk(r, &ctx, n, base + n < m)) < 0)
 			goto out;
 		for (uint32_t i = 0; i < n; i++) {
 			most = ctx.updates[i] > most ? ctx.updates[i] : most;
@@ -496,11 +493,19 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 	pthread_mutex_init(&r->lock, NULL);
 	run_host_init(r);
 	fedrun_opts_set_base_dir(opts->base_dir);
-	int rc = run_config_parse(pipeline, &r->cfg);
+	/* A real run joins the other processes of its job first, so that
+	 * they can agree on whether everyone set up (dist_agree). */
+	int rc = with_dir ? dist_open(r, reg) : 0;
+	if (rc == 0)
+		rc = run_config_parse(pipeline, &r->cfg);
 	if (rc == 0 && r->cfg.init && !opts->resume && access(r->cfg.init, R_OK) != 0)
 		rc = fedrun_error(FEDRUN_ENOENT, "init: cannot read file '%s': %s", r->cfg.init,
 				  strerror(errno));
-	if (rc == 0 && with_dir && (rc = prepare_dir_early(r)) == 0)
+	/* Only rank 0 writes the run directory; the plugins of the other
+	 * ranks write into a private one. */
+	if (rc == 0 && with_dir && dist_rank(r) > 0)
+		r->run_dir = dist_scratch(r);
+	else if (rc == 0 && with_dir && (rc = prepare_dir_early(r)) == 0)
 		r->run_dir = r->cfg.dir;
 	if (rc == 0)
 		rc = run_plugins_create(r, reg);
@@ -509,6 +514,7 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 
 static void run_teardown(struct run *r)
 {
+	dist_close(r);
 	metrics_close(r);
 	run_workers_destroy(r);
 	run_plugins_destroy(r);
@@ -796,14 +802,28 @@ static int resume_point(struct run *r, uint32_t *round, char **ckpt, bool *fresh
 	return 0;
 }
 
+/* A worker rank of a distributed run (dist.h): trains the clients rank 0
+ * gives it until rank 0 stops the run; rank 0 reports every failure. */
+static int run_worker(struct run *r)
+{
+	int rc = run_workers_create(r);
+	rc = dist_start(r, NULL, rc);
+	if (rc == 0)
+		rc = dist_serve(r);
+	return rc == DIST_QUIT ? 0 : rc;
+}
+
 int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			struct fedrun_registry *reg)
 {
 	struct run r;
 	char *ckpt = NULL; /* --resume: the checkpoint to start from */
 	int rc = run_setup(&r, pipeline, opts, reg, true);
-	if (rc < 0)
+	if ((rc = dist_agree(&r, rc)) != 0) {
+		if (rc == DIST_QUIT)
+			rc = 0; /* rank 0 says why */
 		goto out;
+	}
 	r.optim_floats = fedrun_optim_state_floats(&r.cfg.optim, r.layout->total);
 	r.theta = fedrun_arena_alloc(r.layout->total);
 	if (!r.theta) {
@@ -828,14 +848,25 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 		}
 	}
+	/* OpenBLAS gives other bits with other thread counts for some shapes:
+	 * matrix products run on one thread each, and parallelism comes from
+	 * clients and from fedrun's own (deterministic) loops. */
+	if (fedrun_backend_cpu_set_blas_threads(1) < 0)
+		fedrun_error_clear(); /* another CBLAS: its own threading */
+	if (dist_rank(&r) > 0) {
+		rc = run_worker(&r);
+		goto out;
+	}
 	/* --resume: from the newest checkpoint; from round 0 when the run
 	 * stopped before its first one; nothing to do when it is complete. */
 	bool fresh = !opts->resume;
 	if (opts->resume) {
 		uint32_t rd;
 		if ((rc = resume_point(&r, &rd, &ckpt, &fresh)) != 0) {
-			if (rc > 0) /* complete */
+			if (rc > 0) { /* complete */
 				rc = 0;
+				dist_stop(&r, false);
+			}
 			goto out;
 		}
 	}
@@ -862,13 +893,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		memcpy(r.theta_init, r.theta, r.layout->total * sizeof(float));
 		memcpy(r.theta_last, r.theta, r.layout->total * sizeof(float));
 	}
-	if ((rc = metrics_open(&r)) < 0)
+	if ((rc = metrics_open(&r)) < 0 || (rc = dist_start(&r, ckpt, 0)) < 0)
 		goto out;
-	/* OpenBLAS gives other bits with other thread counts for some shapes:
-	 * matrix products run on one thread each, and parallelism comes from
-	 * clients and from fedrun's own (deterministic) loops. */
-	if (fedrun_backend_cpu_set_blas_threads(1) < 0)
-		fedrun_error_clear(); /* another CBLAS: its own threading */
 	r.host.log(&r, FEDRUN_LOG_INFO, "fedrun %s: %s, %u clients, %" PRIu64 " parameters in %u tensors, %u threads%s",
 		   PACKAGE_VERSION, r.cfg.name, r.num_clients, fedrun_layout_numel(r.layout), r.layout->n,
 		   opts->threads, opts->resume ? ", resumed" : "");
@@ -884,9 +910,15 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		if ((rc = run_round(&r, round)) < 0)
 			goto out;
 		int stop = opts->interrupt && *opts->interrupt;
-		if ((r.cfg.ckpt_every > 0 && round % r.cfg.ckpt_every == 0) || stop)
-			if ((rc = checkpoint_write(&r)) < 0)
+		if ((r.cfg.ckpt_every > 0 && round % r.cfg.ckpt_every == 0) || stop) {
+			/* What the other ranks' clients keep goes in too. */
+			rc = dist_gather_state(&r);
+			if (rc == 0)
+				rc = checkpoint_write(&r);
+			dist_gather_done(&r);
+			if (rc < 0)
 				goto out;
+		}
 		if (stop && round < r.cfg.rounds) {
 			rc = fedrun_error(FEDRUN_EINTERRUPTED,
 					  "interrupted after round %u; a checkpoint is in %s/checkpoints: "
@@ -894,6 +926,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 		}
 	}
+	dist_stop(&r, false); /* what remains is rank 0's */
 	if (r.cfg.final_test) {
 		if ((rc = evaluate_all(&r, FEDRUN_SPLIT_TEST)) < 0 ||
 		    (rc = metrics_flush_round(&r, r.round)) < 0)
@@ -919,6 +952,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		}
 	}
 out:
+	if (dist_rank(&r) == 0)
+		dist_stop(&r, rc < 0);
 	if (rc < 0 && r.log)
 		fprintf(r.log, "error: %s\n", fedrun_error_message());
 	free(ckpt);

@@ -7,6 +7,29 @@
 
 #include "run/run.h"
 
+/* ---- engine.c: one round ---- */
+
+/* What the clients of a round (or of a chunk of it) train with, and what
+ * they give back, by position i in `clients`. */
+struct round_ctx {
+	struct fedrun_round_info info;
+	const uint32_t *clients;
+	const void *push;
+	size_t push_len;
+	void **push_own; /* push selection: one message per client */
+	size_t *push_own_len;
+	void **pull;
+	size_t *pull_len;
+	uint64_t *updates; /* optimizer updates each client made */
+};
+
+/* The round's description the plugins get (info.direction: pull). */
+void engine_round_info(const struct run *r, uint32_t round, uint32_t sampled,
+		       struct fedrun_round_info *info);
+/* Trains client ctx->clients[i] from the push message and leaves its pull
+ * message in ctx->pull[i] (a run_parallel_for function; ctx: round_ctx). */
+int engine_train_client(struct run *r, struct worker *w, uint32_t i, void *ctx);
+
 /* ---- wiring.c: the host table and the plugins of a run ---- */
 
 void run_host_init(struct run *r);

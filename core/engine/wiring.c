@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attack.h"
+#include "dist.h"
 #include "engine.h"
 #include "pipeline/internal.h"
 
@@ -22,6 +23,13 @@ static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ..
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	const char *lvl = level <= FEDRUN_LOG_DEBUG ? names[level] : "log";
+	if (dist_rank(r) > 0) {
+		/* A worker rank: rank 0 writes the run's log; what only a
+		 * worker's clients meet goes to stderr, named. */
+		if (level <= FEDRUN_LOG_WARN && dist_worker_logging(r))
+			fprintf(stderr, "fedrun: rank %u: %s: %s\n", dist_rank(r), lvl, line);
+		return;
+	}
 	pthread_mutex_lock(&r->lock);
 	if (r->log) {
 		fprintf(r->log, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);

@@ -12,15 +12,7 @@
 
 #define CLIENT_PREFIX "__client__."
 
-/* The plugins that may have state to checkpoint, with the prefix of their
- * entries. */
-struct stateful {
-	const char *prefix;
-	int (*state)(void *, const struct fedrun_state_blob **, uint32_t *);
-	void *st;
-};
-
-static uint32_t statefuls(const struct run *r, struct stateful out[4])
+uint32_t run_statefuls(const struct run *r, struct stateful out[RUN_STATEFULS_MAX])
 {
 	uint32_t n = 0;
 #define HAS_OP(ops, type, member) \
@@ -121,9 +113,9 @@ int checkpoint_write(struct run *r)
 					   r->theta_last);
 	}
 
-	struct stateful sf[4];
+	struct stateful sf[RUN_STATEFULS_MAX];
 	const struct fedrun_state_blob *blobs[4] = {NULL};
-	uint32_t nblobs[4] = {0}, nsf = statefuls(r, sf), total = 0;
+	uint32_t nblobs[4] = {0}, nsf = run_statefuls(r, sf), total = 0;
 	for (uint32_t j = 0; rc == 0 && j < nsf; j++) {
 		rc = sf[j].state(sf[j].st, &blobs[j], &nblobs[j]);
 		total += nblobs[j];
@@ -136,8 +128,10 @@ int checkpoint_write(struct run *r)
 	for (uint32_t j = 0; rc == 0 && j < nsf; j++)
 		for (uint32_t i = 0; rc == 0 && i < nblobs[j]; i++, k++) {
 			snprintf(names[k], sizeof names[k], "%s%s", sf[j].prefix, blobs[j][i].name);
-			rc = fedrun_st_add(&f, names[k], FEDRUN_U8, 1, &blobs[j][i].bytes,
-					   blobs[j][i].data);
+			const void *data = blobs[j][i].data;
+			if (r->blob_overlay)
+				data = r->blob_overlay(r, sf[j].prefix, i, data, blobs[j][i].bytes);
+			rc = fedrun_st_add(&f, names[k], FEDRUN_U8, 1, &blobs[j][i].bytes, data);
 		}
 	for (uint32_t i = 0; rc == 0 && i < r->ncstates; i++) {
 		const struct client_state *cs = &r->cstates[i];
@@ -276,8 +270,8 @@ int checkpoint_load(struct run *r, const char *path)
 		fedrun_error_wrap(rc, "%s: ", path);
 		goto out;
 	}
-	struct stateful sf[4];
-	uint32_t nsf = statefuls(r, sf);
+	struct stateful sf[RUN_STATEFULS_MAX];
+	uint32_t nsf = run_statefuls(r, sf);
 	for (uint32_t j = 0; j < nsf; j++) {
 		const struct fedrun_state_blob *blobs = NULL;
 		uint32_t nblobs = 0;

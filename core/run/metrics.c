@@ -135,6 +135,12 @@ int run_event_model(struct run *r, int64_t client, int split, const char *name,
 	return event_add(r, client, split, name, NULL, model, value);
 }
 
+int run_event_full(struct run *r, int64_t client, int split, const char *name, const char *tensor,
+		   const char *model, double value)
+{
+	return event_add(r, client, split, name, tensor, model, value);
+}
+
 /* JSON string contents: client names come from plugins. */
 static void json_str(FILE *fp, const char *s)
 {

@@ -13,6 +13,7 @@
 #include "pipeline/run_cfg.h"
 
 struct attack;
+struct dist;
 
 struct plugin_slot {
 	const struct fedrun_plugin *desc;
@@ -74,6 +75,13 @@ struct run {
 	uint32_t *ft_list;   /* finetune: the chosen clients, sorted by id */
 	uint32_t nft;
 	struct attack *attack; /* the attacking clients (engine/attack.h); owned */
+	/* A run over several processes (engine/dist.h); NULL in one process. */
+	struct dist *dist;
+	/* Set by a distributed run on rank 0 while it writes a checkpoint:
+	 * the bytes to write for blob i of the stateful plugin whose entries
+	 * start with `prefix` (other ranks changed them), or `data`. */
+	const void *(*blob_overlay)(struct run *r, const char *prefix, uint32_t i, const void *data,
+				    uint64_t bytes);
 	uint64_t optim_floats;
 	float *theta;
 	float *server_prev, *server_delta; /* for central privacy only */
@@ -143,6 +151,17 @@ struct client_state *run_client_state(struct run *r, uint32_t client, int *rc);
 
 /* ---- checkpoint.c ---- */
 
+/* The plugins whose state checkpoints hold (state op), with the prefix of
+ * their entries: the aggregator, the selector (and the push selector when
+ * it is an instance of its own), the privacy plugin. */
+struct stateful {
+	const char *prefix;
+	int (*state)(void *, const struct fedrun_state_blob **, uint32_t *);
+	void *st;
+};
+#define RUN_STATEFULS_MAX 4
+uint32_t run_statefuls(const struct run *r, struct stateful out[RUN_STATEFULS_MAX]);
+
 int checkpoint_write(struct run *r);
 int checkpoint_latest(const char *dir, uint32_t *round, char **path);
 int checkpoint_load(struct run *r, const char *path);
@@ -168,5 +187,8 @@ int run_event(struct run *r, int64_t client, int split, const char *name, const 
  * "server" or a client's name, written as the record's "model" field. */
 int run_event_model(struct run *r, int64_t client, int split, const char *name,
 		    const char *model, double value);
+/* Any event: tensor and model may be NULL or "". */
+int run_event_full(struct run *r, int64_t client, int split, const char *name, const char *tensor,
+		   const char *model, double value);
 
 #endif
