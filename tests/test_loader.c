@@ -87,7 +87,7 @@ END_TEST
 
 START_TEST(test_refuse_kind)
 {
-	const char *parts[] = {"'bad_kind'", "unknown kind 42", "1 to 5", NULL};
+	const char *parts[] = {"'bad_kind'", "unknown kind 42", "1 to 6", NULL};
 	expect_refusal("bad_kind", FEDRUN_EABI, parts);
 }
 END_TEST

@@ -7,7 +7,7 @@
 
 #include "run/run.h"
 
-/* ---- engine.c: one round ---- */
+/* ---- client.c: one client's turn in a round ---- */
 
 /* What the clients of a round (or of a chunk of it) train with, and what
  * they give back, by position i in `clients`. */
@@ -29,6 +29,8 @@ void engine_round_info(const struct run *r, uint32_t round, uint32_t sampled,
 /* Trains client ctx->clients[i] from the push message and leaves its pull
  * message in ctx->pull[i] (a run_parallel_for function; ctx: round_ctx). */
 int engine_train_client(struct run *r, struct worker *w, uint32_t i, void *ctx);
+/* 1 and *name set when a tensor of `arena` holds a NaN or an infinity. */
+int engine_first_bad_tensor(const struct fedrun_layout *l, const float *arena, const char **name);
 
 /* ---- wiring.c: the host table and the plugins of a run ---- */
 
