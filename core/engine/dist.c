@@ -207,9 +207,8 @@ static const char *launcher(void)
 	return NULL;
 }
 
-static int load_transport(struct fedrun_registry *reg, uint32_t threads, const char *why)
+static int load_transport(uint32_t threads, const char *why)
 {
-	(void)reg; /* the run's registry is destroyed with the run; see above */
 	if (transport)
 		return 0;
 	int rc = transport_reg ? 0 : fedrun_registry_create(NULL, &transport_reg);
@@ -247,7 +246,7 @@ static int make_scratch(struct dist *d)
 	return 0;
 }
 
-int dist_open(struct run *r, struct fedrun_registry *reg)
+int dist_open(struct run *r)
 {
 	r->dist = NULL;
 	const char *force = getenv("FEDRUN_TRANSPORT");
@@ -260,7 +259,7 @@ int dist_open(struct run *r, struct fedrun_registry *reg)
 		why = "FEDRUN_TRANSPORT=mpi";
 	if (!why)
 		return 0;
-	int rc = load_transport(reg, r->opts->threads, why);
+	int rc = load_transport(r->opts->threads, why);
 	if (rc < 0)
 		return rc;
 	/* mpirun binds each process to one core by default with 2 ranks or

@@ -19,8 +19,9 @@
 
 /* Joins the job when a launcher started this process (Open MPI's, PMI or
  * PMIx's variables; FEDRUN_TRANSPORT=mpi or none overrides): r->dist with
- * more than one rank, else NULL. */
-int dist_open(struct run *r, struct fedrun_registry *reg);
+ * more than one rank, else NULL. The transport comes from a registry of
+ * its own that lives as long as the process (MPI is joined once). */
+int dist_open(struct run *r);
 void dist_close(struct run *r);
 /* 0 in one process. */
 uint32_t dist_rank(const struct run *r);

@@ -368,7 +368,7 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 	fedrun_opts_set_base_dir(opts->base_dir);
 	/* A real run joins the other processes of its job first, so that
 	 * they can agree on whether everyone set up (dist_agree). */
-	int rc = with_dir ? dist_open(r, reg) : 0;
+	int rc = with_dir ? dist_open(r) : 0;
 	if (rc == 0)
 		rc = run_config_parse(pipeline, &r->cfg);
 	if (rc == 0 && r->cfg.init && !opts->resume && access(r->cfg.init, R_OK) != 0)
