@@ -28,3 +28,40 @@ find_fedrun() {
 	fi
 	command -v "$FEDRUN" >/dev/null 2>&1 || die "no fedrun: build it (make) or set FEDRUN"
 }
+
+# claim NAME: true for the job that takes NAME first (run.sh --jobs: the
+# jobs walk the same list of stages and each runs those it claims).
+claim() {
+	mkdir "$claims/$1" 2>/dev/null
+}
+
+# stage NAME PIPELINE [fedrun options]: runs PIPELINE into $out/NAME unless
+# that is complete with the same arguments (RUN/.complete holds them); its
+# output goes to $out/NAME.log. Reads $out, $common (fedrun options of every
+# stage), $force, $threads, $claims and $times (stage and seconds, appended).
+stage() {
+	name=$1 pipe=$2
+	shift 2
+	args="$(basename "$pipe") $common $*"
+	if [ $force = 0 ] && [ -e "$out/$name/.complete" ] &&
+		[ "$(cat "$out/$name/.complete")" = "$args" ]; then
+		# (said once: not again by a job that finds another's stage done)
+		! claim "$name" || echo "run.sh: $name: complete, kept"
+		return 0
+	fi
+	claim "$name" || return 0
+	rm -f "$out/$name/.complete"
+	echo "run.sh: $name: $(basename "$pipe") $*"
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	if ! "$FEDRUN" --threads "$threads" "$pipe" $common --set output.dir="$out/$name" "$@" \
+		>"$out/$name.log" 2>&1; then
+		tail -n 5 "$out/$name.log" >&2
+		die "$name failed: see $out/$name.log"
+	fi
+	t1=$(date +%s)
+	printf '%s\t%s\n' "$name" $((t1 - t0)) >>"$times"
+	echo "run.sh: $name: $((t1 - t0)) s"
+	printf '%s\n' "$args" >"$out/$name/.complete"
+}
+

@@ -1,0 +1,198 @@
+#!/bin/sh
+# Writes OUT/results.md, OUT/table{1,2}.tsv and OUT/fig-*.{png,svg} from the
+# run directories that repro/wang2021/run.sh left in OUT (it calls this at
+# its end; run it again on its own to remake the tables and figures).
+#
+# Usage: repro/wang2021/results.sh OUT
+# (the rounds, the pairs and --quick are read from OUT/settings.)
+set -eu
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
+die() {
+	echo "results.sh: $*" >&2
+	exit 1
+}
+[ $# -eq 1 ] || die "usage: results.sh OUT"
+out=$1
+quick=0 rounds=4 pairs="de zh_CN"
+[ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
+. "$out/settings"
+done_() { [ -e "$out/$1/.complete" ] && [ -e "$out/$1/scores.tsv" ]; }
+missing=""
+
+# score RUN SPLIT CASE METRIC: from RUN/scores.tsv, or "-"
+score() {
+	if ! done_ "$1"; then
+		echo -
+		return 0
+	fi
+	awk -F'\t' -v s="$2" -v c="$3" -v m="$4" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		$1 == s && $2 == c { print $(col[m]); found = 1 }
+		END { if (!found) print "-" }' "$out/$1/scores.tsv"
+}
+# row LABEL STAGE: "| LABEL | dev BLEU (chrF) | test BLEU (chrF) |" for
+# every pair, uncased as the paper scores.
+row() {
+	printf '| %s |' "$1"
+	for p in $pairs; do
+		done_ "$p-$2" || case " $missing " in *" $p-$2 "*) ;; *) missing="$missing $p-$2" ;; esac
+		for s in dev test; do
+			b=$(score "$p-$2" $s uncased bleu) c=$(score "$p-$2" $s uncased chrf)
+			if [ "$b" = - ]; then printf ' not run |'; else printf ' %s (%s) |' "$b" "$c"; fi
+		done
+	done
+	printf '\n'
+}
+header() {
+	printf '| %s |' "$1"
+	for p in $pairs; do printf ' en-%s dev | en-%s test |' "$p" "$p"; done
+	printf '\n|---|'
+	for p in $pairs; do printf -- '---:|---:|'; done
+	printf '\n'
+}
+# tsv LABEL STAGE...: test BLEU (uncased) per pair, for the bar charts
+tsv_rows() {
+	while [ $# -ge 2 ]; do
+		printf '%s' "$1"
+		for p in $pairs; do printf '\t%s' "$(score "$p-$2" test uncased bleu)"; done
+		printf '\n'
+		shift 2
+	done
+}
+tsv_header() {
+	printf 'system'
+	for p in $pairs; do printf '\ten-%s' "$p"; done
+	printf '\n'
+}
+t1="Transformer, party desktop alone|local-desktop|Transformer, party developer alone|local-developer|+ data-centralised training|central|FedNMT|fednmt|FedNMT+WA|wa"
+t2="F.WA, no noise (epsilon = 0 in the paper's table)|wa|F.WA, Lap(sigma/1): epsilon = 1, both readings|wa-eps1|F.WA, Lap(sigma/2): epsilon = 2 as the formula reads|wa-eps2|F.WA, Lap(2 sigma): epsilon = 2 as the text reads (formula epsilon = 0.5)|wa-eps0.5"
+table() { # SPEC: LABEL|STAGE|LABEL|STAGE...
+	echo "$1" | tr '|' '\n' | while IFS= read -r label && IFS= read -r stage; do row "$label" "$stage"; done
+}
+tsv() { # SPEC
+	tsv_header
+	echo "$1" | tr '|' '\n' | while IFS= read -r label && IFS= read -r stage; do tsv_rows "$label" "$stage"; done
+}
+tsv "$t1" >"$out/table1.tsv"
+tsv "$t2" >"$out/table2.tsv"
+# the missing list is filled in by row(); compute it outside subshells
+for p in $pairs; do
+	for s in local-desktop local-developer central fednmt wa wa-eps1 wa-eps2 wa-eps0.5; do
+		done_ "$p-$s" || missing="$missing $p-$s"
+	done
+done
+
+figs=""
+if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
+	"$PLOT" bars --title "Table 1: test BLEU (uncased), joint test set" --ylabel BLEU \
+		-o "$out/fig-table1" "$out/table1.tsv"
+	"$PLOT" bars --title "Table 2: FedNMT+WA test BLEU by noise" --ylabel BLEU \
+		-o "$out/fig-table2" "$out/table2.tsv"
+	for p in $pairs; do
+		set --
+		for s in local-desktop:"desktop alone" local-developer:"developer alone" central:centralised \
+			fednmt:FedNMT wa:FedNMT+WA; do
+			done_ "$p-${s%%:*}" && set -- "$@" "${s#*:}=$out/$p-${s%%:*}"
+		done
+		if [ $# -gt 0 ]; then
+			"$PLOT" curve --metric train_loss --split train --title "Figure 2: en-$p training loss per epoch" \
+				--xlabel "epoch (round)" -o "$out/fig2-$p-train" "$@"
+			"$PLOT" curve --metric loss --split valid --title "en-$p loss on the joint dev set" \
+				--xlabel "epoch (round)" -o "$out/fig2-$p-dev" "$@"
+		fi
+		set --
+		for s in wa:"no noise" wa-eps2:"Lap(sigma/2)" wa-eps1:"Lap(sigma)" wa-eps0.5:"Lap(2 sigma)"; do
+			done_ "$p-${s%%:*}" && set -- "$@" "${s#*:}=$out/$p-${s%%:*}"
+		done
+		if [ $# -gt 0 ]; then
+			"$PLOT" curve --metric train_loss --split train \
+				--title "Figure 2: en-$p FedNMT+WA training loss by noise" --xlabel "epoch (round)" \
+				-o "$out/fig2-$p-noise" "$@"
+		fi
+	done
+	figs=1
+fi
+
+{
+	echo "# Wang et al. 2021 (FedNMT) on the gettext corpora: results"
+	echo
+	if [ "$quick" = 1 ]; then
+		echo "**This is a --quick run: a few hundred training pairs a party, 15 held-out pairs a"
+		echo "domain, the tiny preset, $rounds rounds. It checks that every step works; its numbers"
+		echo "mean nothing.**"
+		echo
+	fi
+	echo "Made by \`repro/wang2021/run.sh\` ($(date -u +%Y-%m-%d), fedrun $("${FEDRUN:-$top/fedrun}" --version 2>/dev/null | head -n 1 | awk '{ print $2 }'))."
+	echo "Two parties: *desktop* (gettext domains gnome, graphics, mail, media, office) and"
+	echo "*developer* (cli, git, packaging); English -> German, and English -> Chinese (zh_CN,"
+	echo "every Chinese side segmented into characters) for the paper's English-Chinese."
+	echo "BLEU (chrF) as sacreBLEU computes them, uncased as in the paper (\`fedrun bleu -l\`;"
+	echo "\`*/scores.tsv\` also has the cased scores), beam 4, on the joint dev and test sets"
+	echo "(the union of both parties' held-out pairs). $rounds rounds of one local epoch; one run each (seed 1)."
+	echo
+	echo "## Data"
+	echo
+	for p in $pairs; do
+		echo "en-$p, pairs per file, and the overlap check (\`data/gettext/check-overlap.sh\`:"
+		echo "no held-out sentence in any training set):"
+		echo
+		echo '```'
+		cat "$out/sizes-$p.tsv"
+		echo
+		cat "$out/overlap-$p.tsv"
+		echo '```'
+		echo
+	done
+	echo "## Table 1"
+	echo
+	header system
+	table "$t1"
+	echo
+	echo "## Table 2: FedNMT+WA and the noise Lap(sigma/epsilon)"
+	echo
+	echo "The paper's formula, Lap(sigma/epsilon) on each entry of every update, gives *less*"
+	echo "noise for a larger epsilon; its text and Table 2 treat a larger epsilon as more noise."
+	echo "fedrun follows the formula (the \`laplace\` plugin, sigma = 0.001, \`clip\` false as in"
+	echo "the paper, which clips nothing). Both readings' rows are here: epsilon = 1 is the same"
+	echo "run under both; the text's epsilon = 2 is the formula's epsilon = 0.5."
+	echo
+	echo "**Privacy cost, honestly:** without clipping the sensitivity of an update is"
+	echo "unbounded, so none of these rows carries a differential-privacy guarantee; the"
+	echo "noise is the paper's randomisation only. With \`clip\` true the update would be"
+	echo "clipped to L1 norm sigma, and each round would cost each party epsilon (basic"
+	echo "composition: $rounds rounds cost $rounds epsilon), but for a model of millions of"
+	echo "parameters the noise's L1 norm (parameters x sigma/epsilon) would exceed the clipped"
+	echo "update's (sigma) by that factor: the model would not learn."
+	echo
+	header system
+	table "$t2"
+	echo
+	if [ -n "$missing" ]; then
+		echo "Stages not run (their rows say so):$missing."
+		echo
+	fi
+	if [ -n "$figs" ]; then
+		echo "## Figures"
+		echo
+		echo "![Table 1](fig-table1.svg) ![Table 2](fig-table2.svg)"
+		for p in $pairs; do
+			echo "![en-$p training loss](fig2-$p-train.svg) ![en-$p dev loss](fig2-$p-dev.svg) ![en-$p noise](fig2-$p-noise.svg)"
+		done
+		echo
+		echo "PNG files of the same names are next to the SVGs; \`.dat\` files hold the curves' numbers."
+		echo
+	fi
+	echo "## Time"
+	echo
+	echo "Seconds per stage on this machine ($(nproc) cores; \`times.tsv\`):"
+	echo
+	echo '```'
+	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
+	END { print "stage\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
+	      print "all stages\t" s }' "$out/times.tsv"
+	echo '```'
+} >"$out/results.md.tmp"
+mv "$out/results.md.tmp" "$out/results.md"
+echo "results.sh: $out/results.md"
