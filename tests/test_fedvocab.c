@@ -156,6 +156,15 @@ END_TEST
 
 /* ---- the protocol against the plaintext order -------------------------- */
 
+/* The protocol's words are want[0 .. k), in that order; frees them. */
+static void expect_words(char **w, uint64_t n, const char *const *want, uint64_t k)
+{
+	ck_assert_uint_eq(n, k);
+	for (uint64_t i = 0; i < k; i++)
+		ck_assert_str_eq(w[i], want[i]);
+	fedrun_fedvocab_words_free(w, n);
+}
+
 struct table {
 	uint32_t np, nw;
 	char **words;		      /* nw candidate words */
@@ -282,17 +291,11 @@ START_TEST(test_min_count_edge)
 	char **w;
 	uint64_t n;
 	ck_assert_int_eq(fedvocab_order_min_bits(pt, 2, &o, 256, &w, &n, NULL), 0);
-	ck_assert_uint_eq(n, 4);
-	ck_assert_str_eq(w[0], "z");
-	ck_assert_str_eq(w[1], "w");
-	ck_assert_str_eq(w[2], "x");
-	ck_assert_str_eq(w[3], "y");
-	fedrun_fedvocab_words_free(w, n);
+	expect_words(w, n, (const char *const[]){"z", "w", "x", "y"}, 4);
 	/* above every total: nothing left */
 	o.min_count = 6;
 	ck_assert_int_eq(fedvocab_order_min_bits(pt, 2, &o, 256, &w, &n, NULL), 0);
-	ck_assert_uint_eq(n, 0);
-	fedrun_fedvocab_words_free(w, n);
+	expect_words(w, n, NULL, 0);
 }
 END_TEST
 
@@ -434,12 +437,7 @@ START_TEST(test_public_2048)
 	ck_assert_int_eq(fedrun_fedvocab_order(pt, 2, NULL, &w, &n, &tr), 0);
 	ck_assert_uint_eq(tr.key_bits, 2048);
 	ck_assert_uint_eq(tr.pubkey_len, 256);
-	ck_assert_uint_eq(n, 4);
-	ck_assert_str_eq(w[0], "the");
-	ck_assert_str_eq(w[1], "dog");
-	ck_assert_str_eq(w[2], "a");
-	ck_assert_str_eq(w[3], "cat");
-	fedrun_fedvocab_words_free(w, n);
+	expect_words(w, n, (const char *const[]){"the", "dog", "a", "cat"}, 4);
 	fedrun_fedvocab_transcript_fini(&tr);
 }
 END_TEST
