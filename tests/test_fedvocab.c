@@ -363,7 +363,7 @@ static int cmp_u64(const void *a, const void *b)
 START_TEST(test_transcript)
 {
 	enum { NW = 40, NP = 3 };
-	char words[NW][8];
+	char words[NW][16];
 	struct fedrun_fedvocab_entry e[NP][NW];
 	struct fedrun_fedvocab_party pt[NP];
 	uint64_t ranks[2][NW + 1];
