@@ -167,7 +167,7 @@ static void expect_words(char **w, uint64_t n, const char *const *want, uint64_t
 
 struct table {
 	uint32_t np, nw;
-	char **words;		      /* nw candidate words */
+	char **words;			 /* nw candidate words */
 	struct fedrun_fedvocab_entry *e; /* np x nw, the first n[p] used */
 	struct fedrun_fedvocab_party *pt;
 	uint64_t *total; /* per candidate word */
@@ -209,7 +209,8 @@ static void table_random(struct table *t, struct fedrun_rng *g, uint32_t np, uin
 			if (!has)
 				continue;
 			uint64_t c = 1 + fedrun_rng_below(g, max_count);
-			t->e[(size_t)p * nw + t->pt[p].n++] = (struct fedrun_fedvocab_entry){t->words[i], c};
+			t->e[(size_t)p * nw + t->pt[p].n++] =
+			    (struct fedrun_fedvocab_entry){t->words[i], c};
 			t->total[i] += c;
 		}
 	}
@@ -376,8 +377,9 @@ START_TEST(test_transcript)
 			snprintf(words[i], sizeof words[i], "w%02d", i);
 			for (int p = 0; p < NP; p++)
 				e[p][i] = (struct fedrun_fedvocab_entry){
-				    words[i], (0x0123456789ull + 0x1000193ull * (uint64_t)(i * NP + p)) *
-						  (scale ? 1000 : 1)};
+				    words[i],
+				    (0x0123456789ull + 0x1000193ull * (uint64_t)(i * NP + p)) *
+					(scale ? 1000 : 1)};
 		}
 		struct fedrun_fedvocab_opts o;
 		fedrun_fedvocab_opts_init(&o);

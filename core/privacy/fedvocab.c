@@ -105,8 +105,9 @@ static int party_sorted(const struct fedrun_fedvocab_party *pt, uint32_t p,
 	qsort(s, (size_t)pt->n, sizeof *s, cmp_entry);
 	for (uint64_t i = 1; i < pt->n; i++)
 		if (strcmp(s[i - 1]->word, s[i]->word) == 0) {
-			int rc = fedrun_error(FEDRUN_EINVAL, WHAT ": party %u lists the word '%s' twice",
-					      p, s[i]->word);
+			int rc =
+			    fedrun_error(FEDRUN_EINVAL, WHAT ": party %u lists the word '%s' twice",
+					 p, s[i]->word);
 			free(s);
 			return rc;
 		}
@@ -116,8 +117,9 @@ static int party_sorted(const struct fedrun_fedvocab_party *pt, uint32_t p,
 
 /* Party p's message to the server: E(count of w) for every word w of the
  * union (E(0) where it never saw w), nu ciphertexts into out. */
-static int party_encrypt(const struct paillier_pub *pub, const struct fedrun_fedvocab_entry *const *s,
-			 uint64_t ns, const char *const *uni, uint64_t nu, uint8_t *out)
+static int party_encrypt(const struct paillier_pub *pub,
+			 const struct fedrun_fedvocab_entry *const *s, uint64_t ns,
+			 const char *const *uni, uint64_t nu, uint8_t *out)
 {
 	size_t len = paillier_ct_bytes(pub);
 	mpz_t m, c;
@@ -218,8 +220,8 @@ static void server_fini(struct server *s)
  * that its order tells nothing of who sent which word); pointers borrowed
  * from the parties' sorted tables. */
 static int server_union(const struct fedrun_fedvocab_entry *const *const *sorted,
-			const struct fedrun_fedvocab_party *parties, uint32_t np,
-			const char ***out, uint64_t *nout)
+			const struct fedrun_fedvocab_party *parties, uint32_t np, const char ***out,
+			uint64_t *nout)
 {
 	uint64_t total = 0;
 	for (uint32_t p = 0; p < np; p++)
@@ -439,9 +441,10 @@ struct run {
 static int run_keys(struct run *r, uint32_t bits, uint32_t min_bits)
 {
 	/* key holder: makes the pair, publishes n */
-	int rc = min_bits >= PAILLIER_MIN_BITS
-		     ? paillier_keygen(bits, WHAT ": key holder", &r->holder_pub, &r->priv)
-		     : paillier_keygen_unchecked(bits, WHAT ": key holder", &r->holder_pub, &r->priv);
+	int rc =
+	    min_bits >= PAILLIER_MIN_BITS
+		? paillier_keygen(bits, WHAT ": key holder", &r->holder_pub, &r->priv)
+		: paillier_keygen_unchecked(bits, WHAT ": key holder", &r->holder_pub, &r->priv);
 	if (rc < 0)
 		return rc;
 	r->have_key = true;
@@ -519,8 +522,8 @@ int fedvocab_order_min_bits(const struct fedrun_fedvocab_party *parties, uint32_
 			    struct fedrun_fedvocab_transcript *tr)
 {
 	if (n_parties == 0 || !parties || !words_out || !n_out)
-		return fedrun_error(FEDRUN_EINVAL, WHAT ": %s", n_parties ? "NULL argument"
-									  : "no party");
+		return fedrun_error(FEDRUN_EINVAL, WHAT ": %s",
+				    n_parties ? "NULL argument" : "no party");
 	struct fedrun_fedvocab_opts o;
 	int rc = check_opts(opts, n_parties, min_bits, &o);
 	if (rc < 0)

@@ -183,7 +183,8 @@ int paillier_encrypt(const struct paillier_pub *pub, const mpz_t m, mpz_t c)
 {
 	if (mpz_sgn(m) < 0 || mpz_cmp(m, pub->n) >= 0)
 		return fedrun_error(FEDRUN_EINVAL,
-				    "paillier: a plaintext outside [0, n) for a %u-bit key", pub->bits);
+				    "paillier: a plaintext outside [0, n) for a %u-bit key",
+				    pub->bits);
 	mpz_t rn;
 	mpz_init(rn);
 	int rc = random_rn(pub, rn);
@@ -212,8 +213,8 @@ static void crt_part(const mpz_t c, const mpz_t p, const mpz_t p2, const mpz_t h
 	paillier_mpz_wipe(e);
 }
 
-void paillier_decrypt(const struct paillier_pub *pub, const struct paillier_priv *k,
-		      const mpz_t c, mpz_t m)
+void paillier_decrypt(const struct paillier_pub *pub, const struct paillier_priv *k, const mpz_t c,
+		      mpz_t m)
 {
 	mpz_t mp, mq;
 	mpz_inits(mp, mq, NULL);

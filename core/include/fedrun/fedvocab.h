@@ -47,18 +47,18 @@ void fedrun_fedvocab_opts_init(struct fedrun_fedvocab_opts *opts);
  * Ciphertexts are ct_len bytes each, big-endian, fixed width. */
 struct fedrun_fedvocab_transcript {
 	uint32_t key_bits;
-	size_t pubkey_len;   /* the published modulus n, big-endian */
+	size_t pubkey_len; /* the published modulus n, big-endian */
 	uint8_t *pubkey;
 	size_t ct_len;
 	uint32_t n_parties;
-	uint64_t n_union;    /* words of the public union */
-	uint8_t *party_ct;   /* n_parties x n_union ciphertexts: party p's
-				count of union word w at (p n_union + w) ct_len */
-	uint64_t n_masked;   /* n_union, plus 1 when min_count > 1 */
-	uint8_t *masked_ct;  /* n_masked ciphertexts the server sent the key
-				holder (masked, re-randomised, shuffled) */
-	uint64_t *ranks;     /* n_masked dense ranks the key holder sent back
-				(0: the largest), in the shuffled order */
+	uint64_t n_union;   /* words of the public union */
+	uint8_t *party_ct;  /* n_parties x n_union ciphertexts: party p's
+			       count of union word w at (p n_union + w) ct_len */
+	uint64_t n_masked;  /* n_union, plus 1 when min_count > 1 */
+	uint8_t *masked_ct; /* n_masked ciphertexts the server sent the key
+			       holder (masked, re-randomised, shuffled) */
+	uint64_t *ranks;    /* n_masked dense ranks the key holder sent back
+			       (0: the largest), in the shuffled order */
 };
 
 void fedrun_fedvocab_transcript_fini(struct fedrun_fedvocab_transcript *tr);
