@@ -50,8 +50,8 @@ struct fedrun_text_opts {
  * which clients send their local vocabularies encrypted (Paillier
  * homomorphic encryption) and the server learns only the order of words by
  * total count, not the counts; its result is the vocabulary built here from
- * the union of the clients' data, which is why building it here is the
- * faithful simulation of that protocol. */
+ * the union of the clients' data. fedrun_fedvocab_order (fedrun/fedvocab.h)
+ * runs that protocol. */
 struct fedrun_vocab;
 
 /* Options for building a vocabulary. */

@@ -157,6 +157,8 @@ struct tok_cfg {
 	const char *model, *vocab;
 	int64_t vocab_size, max_size, min_count;
 	double character_coverage;
+	bool federated;
+	int64_t key_bits, key_holder;
 };
 
 static const struct fedrun_opt tok_spec[] = {
@@ -176,6 +178,12 @@ static const struct fedrun_opt tok_spec[] = {
      FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_UNREAD, 0, 0, 0, NULL, NULL},
     {"max_size", FEDRUN_OPT_INT, offsetof(struct tok_cfg, max_size), 0, 0, 1 << 30, 0, NULL, NULL},
     {"min_count", FEDRUN_OPT_INT, offsetof(struct tok_cfg, min_count), 0, 0, 1e15, 1, NULL, NULL},
+    /* the words vocabulary by FedNMT's federated protocol (words_federated) */
+    {"federated", FEDRUN_OPT_BOOL, offsetof(struct tok_cfg, federated), 0, 0, 0, 0, NULL, NULL},
+    {"key_bits", FEDRUN_OPT_INT, offsetof(struct tok_cfg, key_bits), 0, 2048, 16384, 2048, NULL,
+     NULL},
+    {"key_holder", FEDRUN_OPT_INT, offsetof(struct tok_cfg, key_holder), 0, 0, 1 << 30, 0, NULL,
+     NULL},
     FEDRUN_OPT_END_,
 };
 
@@ -541,21 +549,11 @@ static int tmp_file(const char *what, char **out)
 	return 0;
 }
 
-/* The words tokenizer: the vocabulary file given, or one built from the
- * training lines; in a run, kept as RUN/vocab.txt. */
-static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t *tok_config,
-			   struct raw (*raw)[3], const char *dir)
+/* The words vocabulary from every client's training lines (source and
+ * target), counted together: what the federated protocol computes, in the
+ * clear. */
+static int words_plain(struct tfm_model *m, const struct tok_cfg *c, struct raw (*raw)[3])
 {
-	int rc;
-	if (dir && resuming(m->host) &&
-	    (rc = tok_reuse(m, dir, "vocab.txt", c->vocab, tok_config, "vocab")) != 0)
-		return rc < 0 ? rc : 0;
-	if (c->vocab) {
-		if ((rc = tok_readable(c->vocab, "vocab")) < 0 ||
-		    (rc = tfm_tok_words_load(c->vocab, &m->tok)) < 0 || !dir)
-			return rc;
-		return tok_install(m, dir, c->vocab, "vocab.txt", tok_config, "vocab");
-	}
 	uint64_t n = 0;
 	for (uint32_t k = 0; k < m->nclients; k++)
 		n += 2 * raw[k][0].src.n;
@@ -572,9 +570,80 @@ static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t 
 			lines[j++] = raw[k][0].src.l[i];
 			lines[j++] = raw[k][0].tgt.l[i];
 		}
-	rc = tfm_tok_words_train(lines, n, (uint32_t)c->max_size, (uint64_t)c->min_count, &m->tok);
+	int rc = tfm_tok_words_train(lines, n, (uint32_t)c->max_size, (uint64_t)c->min_count,
+				     &m->tok);
 	free(lines);
-	if (rc < 0 || !dir)
+	return rc;
+}
+
+/* The same vocabulary by the federated protocol: each client counts its
+ * own training lines, and only the order of the totals comes out
+ * (fedrun-privacy(7), FEDERATED VOCABULARY). */
+static int words_federated(struct tfm_model *m, const struct tok_cfg *c, struct raw (*raw)[3])
+{
+	if (c->key_holder >= m->nclients)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer.key_holder: %lld is no client (the clients are "
+				    "0 to %u)",
+				    (long long)c->key_holder, m->nclients - 1);
+	if (c->key_bits % 16)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer.key_bits: %lld is not a multiple of 16",
+				    (long long)c->key_bits);
+	uint32_t nc = m->nclients;
+	const char ***lines = calloc(nc, sizeof *lines);
+	uint64_t *n = calloc(nc, sizeof *n), total = 0;
+	int rc = lines && n ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < nc && rc == 0; k++) {
+		const struct raw *r = &raw[k][0];
+		n[k] = 2 * r->src.n;
+		total += n[k];
+		if (!(lines[k] = malloc((n[k] ? n[k] : 1) * sizeof *lines[k]))) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			break;
+		}
+		for (uint64_t i = 0; i < r->src.n; i++) {
+			lines[k][2 * i] = r->src.l[i];
+			lines[k][2 * i + 1] = r->tgt.l[i];
+		}
+	}
+	if (rc == 0 && total == 0)
+		rc = fedrun_error(FEDRUN_ECONFIG,
+				  "model.tokenizer: no training data to build the federated words "
+				  "vocabulary from");
+	if (rc == 0) {
+		struct tfm_tok_fed f = {.max_size = (uint32_t)c->max_size,
+					.min_count = (uint64_t)c->min_count,
+					.key_bits = (uint32_t)c->key_bits,
+					.key_holder = (uint32_t)c->key_holder};
+		rc = tfm_tok_words_train_federated((const char *const *const *)lines, n, nc, &f,
+						   &m->tok);
+		if (rc < 0)
+			fedrun_error_wrap(rc, "model.tokenizer.federated: ");
+	}
+	for (uint32_t k = 0; lines && k < nc; k++)
+		free(lines[k]);
+	free(lines);
+	free(n);
+	return rc;
+}
+
+/* The words tokenizer: the vocabulary file given, or one built from the
+ * training lines; in a run, kept as RUN/vocab.txt. */
+static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t *tok_config,
+			   struct raw (*raw)[3], const char *dir)
+{
+	int rc;
+	if (dir && resuming(m->host) &&
+	    (rc = tok_reuse(m, dir, "vocab.txt", c->vocab, tok_config, "vocab")) != 0)
+		return rc < 0 ? rc : 0;
+	if (c->vocab) {
+		if ((rc = tok_readable(c->vocab, "vocab")) < 0 ||
+		    (rc = tfm_tok_words_load(c->vocab, &m->tok)) < 0 || !dir)
+			return rc;
+		return tok_install(m, dir, c->vocab, "vocab.txt", tok_config, "vocab");
+	}
+	if ((rc = c->federated ? words_federated(m, c, raw) : words_plain(m, c, raw)) < 0 || !dir)
 		return rc;
 	char *tmp;
 	if ((rc = tmp_file("vocab", &tmp)) < 0)
@@ -613,6 +682,14 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 	if (rc < 0)
 		return rc;
 	const char *dir = run_dir(m->host);
+	if (c.federated && c.type != TFM_TOK_WORDS)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer.federated: only \"type\": \"words\" has a "
+				    "federated vocabulary");
+	if (c.federated && c.vocab)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer.federated: the clients build the vocabulary; "
+				    "give no \"vocab\" file with it");
 	if (c.type == TFM_TOK_WORDS)
 		return words_tokenizer(m, &c, tok_config, raw, dir);
 	if (dir && resuming(m->host) &&

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fedrun/fedrun.h>
+#include <fedrun/fedvocab.h>
 #include "tok.h"
 #ifdef HAVE_SENTENCEPIECE
 #include "spm.h"
@@ -54,24 +55,11 @@ static int words_finish(struct fedrun_vocab *v, struct tfm_tok **out)
 	return 0;
 }
 
-struct wc {
-	const char *w;
-	uint64_t c;
-};
-
-static int wc_cmp(const void *a, const void *b)
+/* Counts the words of lines[0 .. n) into a new vocabulary (ids 0 and 1,
+ * <unk> and <eos>, count the spellings "<unk>" and "<eos>" in the text). */
+static int words_count(const char *const *lines, uint64_t n, struct fedrun_vocab **out)
 {
-	const struct wc *x = a, *y = b;
-	if (x->c != y->c)
-		return x->c > y->c ? -1 : 1;
-	return strcmp(x->w, y->w); /* byte order, as fedrun_vocab_build */
-}
-
-int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
-			struct tfm_tok **out)
-{
-	struct fedrun_vocab *cnt = NULL, *v = NULL;
-	struct wc *list = NULL;
+	struct fedrun_vocab *cnt;
 	int rc = fedrun_vocab_create(&cnt);
 	if (rc < 0)
 		return rc;
@@ -88,43 +76,144 @@ int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size,
 			p = q;
 		}
 	}
-	if (rc < 0)
-		goto out;
-	if ((rc = fedrun_vocab_create(&v)) < 0)
-		goto out;
-	uint32_t N = fedrun_vocab_size(cnt), k = 0;
-	list = calloc(N ? N : 1, sizeof *list);
-	if (!list) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto out;
+	if (rc < 0) {
+		fedrun_vocab_destroy(cnt);
+		return rc;
 	}
+	*out = cnt;
+	return 0;
+}
+
+/* The counted words that may enter a vocabulary: not the specials, seen at
+ * least min_count times. *list: a new array of k entries whose words are
+ * borrowed from cnt. */
+static int words_candidates(const struct fedrun_vocab *cnt, uint64_t min_count,
+			    struct fedrun_fedvocab_entry **list, uint32_t *k)
+{
+	uint32_t N = fedrun_vocab_size(cnt), n = 0;
+	struct fedrun_fedvocab_entry *l = calloc(N ? N : 1, sizeof *l);
+	if (!l)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	for (uint32_t id = 2; id < N; id++) {
 		const char *w = fedrun_vocab_word(cnt, id);
 		if (!strcmp(w, PAD_WORD) || !strcmp(w, BOS_WORD))
 			continue;
 		if (fedrun_vocab_count(cnt, id) < min_count)
 			continue;
-		list[k].w = w;
-		list[k++].c = fedrun_vocab_count(cnt, id);
+		l[n].word = w;
+		l[n++].count = fedrun_vocab_count(cnt, id);
 	}
-	qsort(list, k, sizeof *list, wc_cmp);
-	/* <unk>, <eos>, <pad>, <bos>, then the words. */
+	*list = l;
+	*k = n;
+	return 0;
+}
+
+static int wc_cmp(const void *a, const void *b)
+{
+	const struct fedrun_fedvocab_entry *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->word, y->word); /* byte order, as fedrun_vocab_build */
+}
+
+/* The vocabulary from words already in order: <unk>, <eos>, <pad>, <bos>,
+ * then words[0 .. k) with their counts (counts NULL: 0) up to max_size
+ * entries (0: no cap). Shared by the plaintext and federated paths, so
+ * both give the same ids. */
+static int words_assemble(const char *const *words, const uint64_t *counts, uint64_t k,
+			  uint32_t max_size, struct tfm_tok **out)
+{
+	struct fedrun_vocab *v;
+	int rc = fedrun_vocab_create(&v);
+	if (rc < 0)
+		return rc;
 	if ((rc = fedrun_vocab_add(v, PAD_WORD, strlen(PAD_WORD), 0, NULL)) < 0 ||
 	    (rc = fedrun_vocab_add(v, BOS_WORD, strlen(BOS_WORD), 0, NULL)) < 0)
-		goto out;
-	for (uint32_t i = 0; i < k && rc == 0; i++) {
+		goto fail;
+	for (uint64_t i = 0; i < k && rc == 0; i++) {
 		if (max_size && fedrun_vocab_size(v) >= max_size)
 			break;
-		rc = fedrun_vocab_add(v, list[i].w, strlen(list[i].w), list[i].c, NULL);
+		rc = fedrun_vocab_add(v, words[i], strlen(words[i]), counts ? counts[i] : 0, NULL);
 	}
 	if (rc < 0)
+		goto fail;
+	return words_finish(v, out);
+fail:
+	fedrun_vocab_destroy(v);
+	return rc;
+}
+
+int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
+			struct tfm_tok **out)
+{
+	struct fedrun_vocab *cnt;
+	struct fedrun_fedvocab_entry *list = NULL;
+	const char **words = NULL;
+	uint64_t *counts = NULL;
+	uint32_t k = 0;
+	int rc = words_count(lines, n, &cnt);
+	if (rc < 0)
+		return rc;
+	if ((rc = words_candidates(cnt, min_count, &list, &k)) < 0)
 		goto out;
-	rc = words_finish(v, out);
-	v = NULL;
+	qsort(list, k, sizeof *list, wc_cmp);
+	words = malloc((k ? k : 1) * sizeof *words);
+	counts = malloc((k ? k : 1) * sizeof *counts);
+	if (!words || !counts) {
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		words[i] = list[i].word;
+		counts[i] = list[i].count;
+	}
+	rc = words_assemble(words, counts, k, max_size, out);
 out:
+	free(words);
+	free(counts);
 	free(list);
 	fedrun_vocab_destroy(cnt);
-	fedrun_vocab_destroy(v);
+	return rc;
+}
+
+int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_t *n,
+				  uint32_t nclients, const struct tfm_tok_fed *f,
+				  struct tfm_tok **out)
+{
+	struct fedrun_vocab **cnt = calloc(nclients ? nclients : 1, sizeof *cnt);
+	struct fedrun_fedvocab_party *pt = calloc(nclients ? nclients : 1, sizeof *pt);
+	char **words = NULL;
+	uint64_t nw = 0;
+	int rc = cnt && pt ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	/* each client's local table, min_count not applied: only the
+	 * totals decide it, inside the protocol */
+	for (uint32_t k = 0; k < nclients && rc == 0; k++) {
+		uint32_t nk = 0;
+		struct fedrun_fedvocab_entry *e = NULL;
+		if ((rc = words_count(lines[k], n[k], &cnt[k])) == 0 &&
+		    (rc = words_candidates(cnt[k], 1, &e, &nk)) == 0) {
+			pt[k].entries = e;
+			pt[k].n = nk;
+		}
+	}
+	if (rc == 0) {
+		struct fedrun_fedvocab_opts o;
+		fedrun_fedvocab_opts_init(&o);
+		o.key_bits = f->key_bits;
+		o.key_holder = f->key_holder;
+		o.min_count = f->min_count;
+		rc = fedrun_fedvocab_order(pt, nclients, &o, &words, &nw, NULL);
+	}
+	/* no party learns the totals: the vocabulary's counts are 0 */
+	if (rc == 0)
+		rc = words_assemble((const char *const *)words, NULL, nw, f->max_size, out);
+	fedrun_fedvocab_words_free(words, nw);
+	for (uint32_t k = 0; cnt && pt && k < nclients; k++) {
+		free((void *)pt[k].entries);
+		fedrun_vocab_destroy(cnt[k]);
+	}
+	free(cnt);
+	free(pt);
 	return rc;
 }
 

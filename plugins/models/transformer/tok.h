@@ -18,6 +18,19 @@ struct tfm_tok;
  * no cap). */
 int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
 			struct tfm_tok **out);
+/* Words, federated: the same vocabulary from the clients' lines (client k:
+ * lines[k][0 .. n[k])) without any party learning another's counts; the
+ * order comes from fedrun_fedvocab_order (FedNMT's federated vocabulary),
+ * min_count is applied inside it, max_size after it. The counts recorded in
+ * the vocabulary are 0, since nobody learns the totals. */
+struct tfm_tok_fed {
+	uint32_t max_size;
+	uint64_t min_count;
+	uint32_t key_bits, key_holder;
+};
+int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_t *n,
+				  uint32_t nclients, const struct tfm_tok_fed *f,
+				  struct tfm_tok **out);
 /* Words: a vocabulary file (fedrun_vocab_load's format). */
 int tfm_tok_words_load(const char *path, struct tfm_tok **out);
 /* Words: writes the vocabulary (fedrun_vocab_save). */

@@ -1,0 +1,77 @@
+/* Paillier's additively homomorphic encryption (Paillier 1999) on GMP, for
+ * the federated vocabulary (fedvocab.c). g = n + 1, so E(m; r) = (1 + m n)
+ * r^n mod n^2, and decryption by the Chinese remainder theorem over p^2 and
+ * q^2. Internal to libfedrun; built only when configure found GMP. */
+#ifndef FEDRUN_PAILLIER_H
+#define FEDRUN_PAILLIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gmp.h>
+
+/* The smallest modulus paillier_keygen accepts: 2048 bits (112-bit security,
+ * NIST SP 800-57 part 1, table 2). */
+#define PAILLIER_MIN_BITS 2048u
+#define PAILLIER_MAX_BITS 16384u
+
+/* The public key: what the key holder publishes. */
+struct paillier_pub {
+	uint32_t bits; /* of n, exactly */
+	mpz_t n, n2;   /* n = p q and n^2 */
+};
+
+/* The secret key, with what CRT decryption needs. */
+struct paillier_priv {
+	mpz_t p, q, p2, q2;
+	mpz_t hp, hq; /* L_p(g^(p-1) mod p^2)^-1 mod p, and the same for q */
+	mpz_t qinv;   /* q^-1 mod p */
+};
+
+/* A key pair with an n of exactly `bits` bits (even, 2048 .. 16384), primes
+ * from getrandom(2). Both structs are initialised here; release them with
+ * _fini. FEDRUN_EINVAL for a smaller or odd size, FEDRUN_EIO when the
+ * system's random source fails. `what` prefixes the messages. */
+int paillier_keygen(uint32_t bits, const char *what, struct paillier_pub *pub,
+		    struct paillier_priv *priv);
+/* The same for any even size from 256 bits: for the tests only, which need
+ * many keys quickly. Nothing outside tests/ may call it. */
+int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_pub *pub,
+			      struct paillier_priv *priv);
+void paillier_pub_fini(struct paillier_pub *pub);
+/* Overwrites every limb of the secret key before freeing it. */
+void paillier_priv_fini(struct paillier_priv *priv);
+/* Overwrites x's limbs, then clears it: for secrets and plaintexts. */
+void paillier_mpz_wipe(mpz_t x);
+
+/* c = E(m) under a fresh r; m in [0, n) (FEDRUN_EINVAL otherwise). c must
+ * be initialised. */
+int paillier_encrypt(const struct paillier_pub *pub, const mpz_t m, mpz_t c);
+/* m = D(c), in [0, n). */
+void paillier_decrypt(const struct paillier_pub *pub, const struct paillier_priv *priv,
+		      const mpz_t c, mpz_t m);
+/* c = E(D(a) + D(b)): a b mod n^2. c may alias a or b. */
+void paillier_add(const struct paillier_pub *pub, mpz_t c, const mpz_t a, const mpz_t b);
+/* c = E(D(a) + k) for a plaintext k in [0, n): a (1 + k n) mod n^2. */
+void paillier_add_plain(const struct paillier_pub *pub, mpz_t c, const mpz_t a, const mpz_t k);
+/* c = E(k D(a)) for a plaintext k >= 0: a^k mod n^2. */
+void paillier_mul_plain(const struct paillier_pub *pub, mpz_t c, const mpz_t a, const mpz_t k);
+/* c = E(-D(a) mod n): a^-1 mod n^2. */
+void paillier_neg(const struct paillier_pub *pub, mpz_t c, const mpz_t a);
+/* c = a r^n mod n^2 for a fresh r: the same plaintext, a ciphertext that
+ * cannot be linked to a. */
+int paillier_rerandomize(const struct paillier_pub *pub, mpz_t c, const mpz_t a);
+
+/* A uniform integer in [0, bound) from getrandom(2) (rejection sampling, no
+ * bias); bound > 0. */
+int paillier_random_below(mpz_t out, const mpz_t bound);
+
+/* Bytes of a serialised ciphertext: fixed width, big-endian, so that the
+ * length says nothing of the value. */
+size_t paillier_ct_bytes(const struct paillier_pub *pub);
+void paillier_ct_export(const struct paillier_pub *pub, const mpz_t c, uint8_t *buf);
+/* FEDRUN_EFORMAT naming `what` when the bytes are no ciphertext (not in
+ * [1, n^2) or not prime to n). */
+int paillier_ct_import(const struct paillier_pub *pub, const uint8_t *buf, const char *what,
+		       mpz_t c);
+
+#endif
