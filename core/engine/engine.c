@@ -403,6 +403,7 @@ static void run_teardown(struct run *r)
 	free(r->cstates);
 	free(r->trainable);
 	free(r->ft_list);
+	free(r->ex_list);
 	free(r->run_dir_abs);
 	free(r->events);
 	run_strings_free(r);
