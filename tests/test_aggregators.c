@@ -5,6 +5,7 @@
 #include "config.h"
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,21 +166,28 @@ static void teardown(void)
 	memset(&fake, 0, sizeof fake);
 }
 
-static const struct fedrun_aggregator_ops *load(const char *name)
+/* Plugin `index` of plugins/FILE.so, which must be called `name`. */
+static const struct fedrun_aggregator_ops *load_from(const char *file, uint32_t index,
+						     const char *name)
 {
 	char path[4096];
 	const char *top = getenv("top_builddir");
-	snprintf(path, sizeof path, "%s/plugins/.libs/%s.so", top ? top : TOP_BUILDDIR, name);
+	snprintf(path, sizeof path, "%s/plugins/.libs/%s.so", top ? top : TOP_BUILDDIR, file);
 	const struct fedrun_plugin *const *p;
 	uint32_t n;
 	int rc = fedrun_registry_open(reg, path, &p, &n);
 	ck_assert_msg(rc == 0, "%s", fedrun_error_message());
-	ck_assert_uint_ge(n, 1); /* fedavg.so also holds fedprox */
-	ck_assert_str_eq(p[0]->name, name);
-	ck_assert_uint_eq(p[0]->kind, FEDRUN_KIND_AGGREGATOR);
-	const struct fedrun_aggregator_ops *ops = p[0]->ops;
+	ck_assert_uint_gt(n, index); /* fedavg.so also holds fedprox */
+	ck_assert_str_eq(p[index]->name, name);
+	ck_assert_uint_eq(p[index]->kind, FEDRUN_KIND_AGGREGATOR);
+	const struct fedrun_aggregator_ops *ops = p[index]->ops;
 	ck_assert_uint_ge(ops->size, sizeof *ops);
 	return ops;
+}
+
+static const struct fedrun_aggregator_ops *load(const char *name)
+{
+	return load_from(name, 0, name);
 }
 
 static void *create(const struct fedrun_aggregator_ops *ops, const char *config,
@@ -1686,6 +1694,95 @@ START_TEST(fedavg_streaming_reports_weights)
 }
 END_TEST
 
+/* FedNMT's weighted average (Wang et al. 2021, eqs. 2 and 3):
+ * Z^t = Z^{t-1} + Σ_n N_n ΔΘ_n / Σ_n N_n, N_n the local steps of party n,
+ * per tensor over its senders, computed directly here. The steps come with
+ * each call (round_info.client_steps, parallel to that call's updates), so
+ * a cut round sees the same weights; fedavg reports N_n / Σ N; a host that
+ * does not report steps is refused. */
+START_TEST(fedavg_steps_weights_are_fednmt_eq_3)
+{
+	struct world w = {0};
+	fedrun_layout_init(&w.l);
+	add(&w, "emb", 2, 7, 5, 0);
+	add(&w, "bias", 1, 9, 0, 0);
+	world_init(&w, 5);
+	world_random(&w, 1, 0.1);
+	w.tp[3][1] = NULL; /* client 3 did not send "bias" */
+	const uint64_t steps[5] = {3, 40, 7, 1, 12};
+	float *start = fedrun_arena_alloc(w.l.total);
+	memcpy(start, w.theta, w.l.total * sizeof *start);
+	double *want = calloc(w.l.total, sizeof *want); /* padding stays 0 */
+	ck_assert_ptr_nonnull(want);
+	for (uint32_t i = 0; i < w.l.n; i++) {
+		const struct fedrun_tensor_info *t = &w.l.t[i];
+		double tot = 0;
+		for (uint32_t k = 0; k < w.n; k++)
+			tot += sent(&w, k, i) ? (double)steps[k] : 0;
+		for (uint64_t e = 0; e < t->numel; e++) {
+			double z = w.theta[t->offset + e];
+			for (uint32_t k = 0; k < w.n; k++)
+				if (sent(&w, k, i))
+					z += (double)steps[k] / tot * sent(&w, k, i)[e];
+			want[t->offset + e] = z;
+		}
+	}
+	const char *configs[] = {"{\"weights\": \"steps\"}",
+				 "{\"weights\": \"steps\", \"mu\": 0.1}"};
+	const char *names[] = {"fedavg", "fedprox"};
+	for (size_t c = 0; c < 2; c++) {
+		const struct fedrun_aggregator_ops *ops = load_from("fedavg", (uint32_t)c, names[c]);
+		void *st = create(ops, configs[c], &w.l);
+		/* One aggregate() call: client_steps covers the whole round. */
+		memcpy(w.theta, start, w.l.total * sizeof *start);
+		w.round.client_steps = steps;
+		metrics_clear();
+		ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), 0);
+		for (uint64_t e = 0; e < w.l.total; e++)
+			assert_close(w.theta[e], want[e], 1e-6, names[c]);
+		for (uint32_t k = 0; k < w.n; k++)
+			assert_close(metric("fedavg.weight", k, NULL), steps[k] / 63.0, 1e-12,
+				     "weight");
+		/* Cut into calls of 2 and 3: each call's steps are its slice. */
+		float *once = fedrun_arena_alloc(w.l.total);
+		memcpy(once, w.theta, w.l.total * sizeof *once);
+		memcpy(w.theta, start, w.l.total * sizeof *start);
+		ck_assert_int_eq(ops->begin(st, &w.round), 0);
+		w.round.client_steps = steps;
+		ck_assert_int_eq(ops->accumulate(st, &w.round, w.u, 2), 0);
+		w.round.client_steps = steps + 2;
+		ck_assert_int_eq(ops->accumulate(st, &w.round, w.u + 2, 3), 0);
+		w.round.client_steps = NULL;
+		ck_assert_int_eq(ops->finish(st, &w.round, w.theta), 0);
+		ck_assert(memcmp(once, w.theta, w.l.total * sizeof *once) == 0);
+		fedrun_arena_free(once);
+		/* A host without client_steps (NULL, or an ABI 1.4 round_info). */
+		fedrun_error_clear();
+		ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), FEDRUN_EINVAL);
+		ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "local steps"));
+		w.round.client_steps = steps;
+		w.round.size = offsetof(struct fedrun_round_info, client_steps);
+		ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), FEDRUN_EINVAL);
+		w.round.size = sizeof w.round;
+		ops->destroy(st);
+	}
+	/* fedopt avgm with momentum 0 and lr 1 is a plain step: eq. 3 again. */
+	const struct fedrun_aggregator_ops *ops = load("fedopt");
+	void *st = create(ops, "{\"method\": \"avgm\", \"lr\": 1, \"momentum\": 0, "
+			       "\"weights\": \"steps\"}",
+			  &w.l);
+	memcpy(w.theta, start, w.l.total * sizeof *start);
+	w.round.client_steps = steps;
+	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), 0);
+	for (uint64_t e = 0; e < w.l.total; e++)
+		assert_close(w.theta[e], want[e], 1e-6, "fedopt avgm");
+	ops->destroy(st);
+	free(want);
+	fedrun_arena_free(start);
+	world_fini(&w);
+}
+END_TEST
+
 static Suite *aggregators_suite(void)
 {
 	Suite *s = suite_create("aggregators");
@@ -1739,6 +1836,7 @@ static Suite *aggregators_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, streaming_does_not_depend_on_the_cut);
 	tcase_add_test(tc, fedavg_streaming_reports_weights);
+	tcase_add_test(tc, fedavg_steps_weights_are_fednmt_eq_3);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -117,7 +117,7 @@ START_TEST(test_fedavg_bad_config)
 	json_t *c = cfg("{\"weights\": \"equal\"}");
 	ck_assert_int_eq(ops->create(&fh.host, c, &l, &st), FEDRUN_ECONFIG);
 	ck_assert_str_eq(fedrun_error_message(),
-			 "aggregator.weights: expected one of {samples,uniform}, got \"equal\"");
+			 "aggregator.weights: expected one of {samples,uniform,steps}, got \"equal\"");
 	json_decref(c);
 	fedrun_layout_fini(&l);
 }

@@ -201,6 +201,9 @@ static int run_round(struct run *r, uint32_t round)
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* Each chunk's local steps, parallel to the updates aggregate() or
+	 * accumulate() receives (ABI 1.5). */
+	ctx.info.client_steps = ctx.updates;
 
 	/* PUSH: one serialized θ_t, received by every sampled client (with
 	 * push selection, each client's own message, made by its worker). */

@@ -155,12 +155,12 @@ double aggr_weighted_mean(struct aggr_base *b, const struct fedrun_update *updat
 	return total;
 }
 
-int aggr_sum_init(struct aggr_sum *s, const struct fedrun_layout *l, bool uniform)
+int aggr_sum_init(struct aggr_sum *s, const struct fedrun_layout *l, int weights)
 {
 	memset(s, 0, sizeof *s);
 	s->total = l->total;
 	s->ntensors = l->n;
-	s->uniform = uniform;
+	s->weights = weights;
 	/* An arena of 2·total floats is 64-byte aligned room for total doubles. */
 	s->acc = (double *)(void *)fedrun_arena_alloc(2 * l->total);
 	s->tot = calloc(l->n, sizeof *s->tot);
@@ -210,16 +210,29 @@ static int grow(void **a, uint32_t *cap, uint32_t want, size_t size)
 }
 
 int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
-		 const struct fedrun_update *updates, uint32_t n)
+		 const struct fedrun_round_info *round, const struct fedrun_update *updates,
+		 uint32_t n)
 {
 	int rc;
+	const uint64_t *steps = NULL;
+	if (s->weights == AGGR_WEIGHTS_STEPS) {
+		if (round->size < offsetof(struct fedrun_round_info, client_steps) +
+					  sizeof round->client_steps ||
+		    !round->client_steps)
+			return fedrun_error(FEDRUN_EINVAL,
+					    "aggregator.weights \"steps\": the host does not report "
+					    "the clients' local steps (plugin ABI 1.5)");
+		steps = round->client_steps;
+	}
 	if ((rc = grow((void **)&s->client, &s->ccap, s->n + n, sizeof *s->client)) < 0 ||
 	    (rc = grow((void **)&s->p, &s->cap, s->n + n, sizeof *s->p)) < 0 ||
 	    (rc = grow((void **)&s->src, &s->srccap, n, sizeof *s->src)) < 0)
 		return rc;
 	double *w = s->p + s->n; /* this call's weights */
 	for (uint32_t k = 0; k < n; k++) {
-		w[k] = s->uniform ? 1.0 : (double)updates[k].n_samples;
+		w[k] = steps ? (double)steps[k]
+		       : s->weights == AGGR_WEIGHTS_UNIFORM ? 1.0
+							    : (double)updates[k].n_samples;
 		s->client[s->n + k] = updates[k].client;
 		s->all += w[k];
 	}

@@ -64,13 +64,14 @@ int aggr_check_finite(const char *name, const struct fedrun_layout *l,
 
 /* Streaming weighted mean (ABI 1.3 begin/accumulate/finish): per tensor i,
  * Σ_k p_k Δ_k,i and Σ_k p_k over the clients that sent it, in double, with
- * p_k = n_k (samples) or 1 (uniform). Each element adds the clients in
+ * p_k = n_k (samples), 1 (uniform) or the client's local steps this round
+ * (steps: FedNMT's weighted average, Wang et al. 2021, eq. 3). Each element adds the clients in
  * their order, so any cut of the round into accumulate calls gives the same
  * bits, and memory is one double arena whatever the number of clients. */
 struct aggr_sum {
 	uint64_t total;	  /* floats of the layout */
 	uint32_t ntensors;
-	bool uniform;	  /* p_k = 1 */
+	int weights;	  /* enum aggr_weights */
 	double *acc;	  /* total doubles */
 	double *tot;	  /* ntensors: Σ p_k over the senders */
 	uint32_t *senders; /* ntensors: how many updates had the tensor */
@@ -82,13 +83,21 @@ struct aggr_sum {
 	uint32_t ccap, cap, srccap; /* capacities of client, p, src */
 };
 
-int aggr_sum_init(struct aggr_sum *s, const struct fedrun_layout *l, bool uniform);
+/* How an aggregator's "weights" option weighs client k: p_k = n_k, 1, or the
+ * local steps the host reports (fedrun_round_info.client_steps, ABI 1.5).
+ * AGGR_WEIGHTS_CHOICES is the option's choice list, in this order. */
+enum aggr_weights { AGGR_WEIGHTS_SAMPLES, AGGR_WEIGHTS_UNIFORM, AGGR_WEIGHTS_STEPS };
+#define AGGR_WEIGHTS_CHOICES "samples|uniform|steps"
+
+int aggr_sum_init(struct aggr_sum *s, const struct fedrun_layout *l, int weights);
 void aggr_sum_fini(struct aggr_sum *s);
 /* Starts a round: zeroes the sums. */
 void aggr_sum_begin(struct aggr_sum *s);
-/* Adds n updates. */
+/* Adds n updates (with steps weights, round->client_steps gives them;
+ * a host that does not report them is refused). */
 int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
-		 const struct fedrun_update *updates, uint32_t n);
+		 const struct fedrun_round_info *round, const struct fedrun_update *updates,
+		 uint32_t n);
 /* out[0..numel) = Σ_k p_k Δ_k,i / Σ_k p_k for tensor i of layout l; returns
  * that total, or 0 (out untouched) when it is 0 (nobody sent the tensor:
  * senders[i] == 0, or its senders report 0 samples). */

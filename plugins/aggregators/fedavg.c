@@ -7,8 +7,6 @@
 #include <fedrun/fedrun.h>
 #include "common.h"
 
-enum { WEIGHTS_SAMPLES, WEIGHTS_UNIFORM };
-
 /* fedavg streams (ABI 1.3): the round's updates are summed as they arrive,
  * Σ_k n_k Δ_k and Σ_k n_k per tensor in double (aggr_sum), and θ_t moves to
  * the mean at finish; aggregate() is the same three steps over all updates
@@ -22,13 +20,13 @@ struct fedavg {
 
 static const struct fedrun_opt fedavg_spec[] = {
 	{"weights", FEDRUN_OPT_CHOICE, offsetof(struct fedavg, weights), 0, 0, 0, 0, "samples",
-	 "samples|uniform"},
+	 AGGR_WEIGHTS_CHOICES},
 	FEDRUN_OPT_END_,
 };
 
 static const struct fedrun_opt fedprox_spec[] = {
 	{"weights", FEDRUN_OPT_CHOICE, offsetof(struct fedavg, weights), 0, 0, 0, 0, "samples",
-	 "samples|uniform"},
+	 AGGR_WEIGHTS_CHOICES},
 	{"mu", FEDRUN_OPT_NUMBER, offsetof(struct fedavg, mu), FEDRUN_OPT_REQUIRED, 0, 1e6, 0, NULL,
 	 NULL},
 	FEDRUN_OPT_END_,
@@ -43,7 +41,7 @@ static int create_with(const struct fedrun_opt *spec, const struct fedrun_host *
 	st->host = host;
 	int rc = fedrun_opts_parse(spec, config, "aggregator", st);
 	if (rc == 0)
-		rc = aggr_sum_init(&st->sum, layout, st->weights == WEIGHTS_UNIFORM);
+		rc = aggr_sum_init(&st->sum, layout, st->weights);
 	if (rc < 0) {
 		free(st);
 		return rc;
@@ -94,7 +92,7 @@ static int fedavg_accumulate(void *state, const struct fedrun_round_info *round,
 			     const struct fedrun_update *u, uint32_t n)
 {
 	struct fedavg *st = state;
-	return aggr_sum_add(&st->sum, round->layout, u, n);
+	return aggr_sum_add(&st->sum, round->layout, round, u, n);
 }
 
 /* θ_{t+1} = θ_t + Σ_k (n_k / n) Δ_k per tensor, n over its senders. */

@@ -16,7 +16,6 @@
 #include "srvopt.h"
 
 enum fedopt_method { FEDOPT_ADAM, FEDOPT_YOGI, FEDOPT_ADAGRAD, FEDOPT_AVGM };
-enum fedopt_weights { FEDOPT_SAMPLES, FEDOPT_UNIFORM };
 
 struct fedopt_cfg {
 	int method;
@@ -45,7 +44,7 @@ static const struct fedrun_opt fedopt_opts[] = {
     {"bias_correction", FEDRUN_OPT_BOOL, offsetof(struct fedopt_cfg, bias_correction), 0, 0, 0, 0,
      NULL, NULL},
     {"weights", FEDRUN_OPT_CHOICE, offsetof(struct fedopt_cfg, weights), 0, 0, 0, 0, "samples",
-     "samples|uniform"},
+     AGGR_WEIGHTS_CHOICES},
     FEDRUN_OPT_END_};
 
 struct fedopt {
@@ -99,7 +98,7 @@ static int fedopt_create(const struct fedrun_host *host, json_t *config,
 	rc = srvopt_init(&fo->opt, &oc, layout->total);
 	if (rc < 0)
 		goto fini_base;
-	rc = aggr_sum_init(&fo->sum, layout, c->weights == FEDOPT_UNIFORM);
+	rc = aggr_sum_init(&fo->sum, layout, c->weights);
 	if (rc < 0)
 		goto fini_opt;
 	fo->pg = fedrun_arena_alloc(fo->base.max_numel);
@@ -148,7 +147,7 @@ static int fedopt_accumulate(void *state, const struct fedrun_round_info *round,
 {
 	struct fedopt *fo = state;
 	int rc = aggr_check_finite("fedopt", &fo->base.layout, round, updates, n);
-	return rc < 0 ? rc : aggr_sum_add(&fo->sum, &fo->base.layout, updates, n);
+	return rc < 0 ? rc : aggr_sum_add(&fo->sum, &fo->base.layout, round, updates, n);
 }
 
 static int fedopt_finish(void *state, const struct fedrun_round_info *round, float *params)

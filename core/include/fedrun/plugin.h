@@ -80,6 +80,11 @@ struct fedrun_round_info {
 	/* ABI 1.1 (check size): clients that have training data, among which
 	 * `sampled` were drawn (the others are evaluation-only). */
 	uint32_t num_trainable;
+	/* ABI 1.5 (check size): in aggregate() and accumulate(), the optimizer
+	 * updates (local steps) each client of that call's `updates` made this
+	 * round, parallel to `updates`; NULL in the other calls. FedNMT's
+	 * weighted average (Wang et al. 2021, eq. 3) weighs by it. */
+	const uint64_t *client_steps;
 };
 
 /* Which way a selector's choice goes (fedrun_round_info.direction). With
