@@ -4,7 +4,7 @@
  * gate λ(x) of the mixture λ(x) M_G + (1 − λ(x)) M_P with the global model
  * M_G (the run's final one), both models frozen; the mixture is evaluated on
  * the client's valid and test splits. The model does the scoring through its
- * ABI 1.5 gate ops; here only the phase: training, metrics
+ * ABI 1.6 gate ops; here only the phase: training, metrics
  * ("expert.<metric>", with the client's name as "model"), and
  * RUN/experts/client-K.safetensors (the private model and its gate,
  * "__expert.gate"). */
@@ -21,7 +21,7 @@ int run_expert_clients(struct run *r)
 	if (!FEDRUN_MODEL_HAS_EXPERT(r->model_ops))
 		return fedrun_error(FEDRUN_ECONFIG,
 				    "expert: model '%s' has no domain-expert gate ops (gate_size, "
-				    "gate_fit, gate_evaluate, gate_translate; ABI 1.5): remove the "
+				    "gate_fit, gate_evaluate, gate_translate; ABI 1.6): remove the "
 				    "expert section or use a model that has them (transformer)",
 				    r->model.desc->name);
 	return run_clients_resolve(r, r->cfg.ex_clients, "expert", &r->ex_list, &r->nex);

@@ -159,7 +159,7 @@ static int check_plugin(const char *file, uint32_t index, const struct fedrun_pl
 		}
 	}
 	if (p->kind == FEDRUN_KIND_MODEL) {
-		/* ABI 1.5 domain experts: gate_size, gate_fit, gate_evaluate and
+		/* ABI 1.6 domain experts: gate_size, gate_fit, gate_evaluate and
 		 * gate_translate come together (only the members the table's
 		 * size covers are read). */
 		const struct fedrun_model_ops *ops = p->ops;

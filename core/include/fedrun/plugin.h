@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 5
+#define FEDRUN_ABI_MINOR 6
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -294,7 +294,7 @@ struct fedrun_decode_opts {
 	uint32_t batch;     /* sentences decoded at once */
 };
 
-/* ABI 1.5: how a domain expert's gate is fitted (gate_fit). */
+/* ABI 1.6: how a domain expert's gate is fitted (gate_fit). */
 struct fedrun_gate_opts {
 	uint32_t size;  /* sizeof(struct fedrun_gate_opts) */
 	uint32_t steps; /* optimizer steps */
@@ -349,7 +349,7 @@ struct fedrun_model_ops {
 	 * borrowed, valid until destroy; NULL for the host's "client<k>".
 	 * Used for eval.matrix tables and fine-tuned models' metrics. */
 	const char *(*client_name)(void *model, uint32_t client);
-	/* ---- ABI 1.5: domain experts (FedNMT paper, sec. 2.5; the
+	/* ---- ABI 1.6: domain experts (FedNMT paper, sec. 2.5; the
 	 * pipeline's "expert" section, fedrun-pipeline(5)). Optional: all
 	 * four or none (the host refuses a table with some of them). A client
 	 * translates with the token-level mixture λ(x) p_G + (1 − λ(x)) p_P of
@@ -381,7 +381,7 @@ struct fedrun_model_ops {
 			      const char *const *src, uint32_t n, char **out);
 };
 
-/* True when a model ops table has the (ABI 1.5) domain-expert ops, all
+/* True when a model ops table has the (ABI 1.6) domain-expert ops, all
  * four (the host checks at load that a table has all or none). */
 #define FEDRUN_MODEL_HAS_EXPERT(ops_)                                                    \
 	((ops_)->size >= offsetof(struct fedrun_model_ops, gate_translate) + sizeof(void *) && \

@@ -333,7 +333,7 @@ static int tfm_translate(void *model, void *worker, const float *params,
 }
 #endif
 
-#if FEDRUN_ABI_MINOR >= 5
+#if FEDRUN_ABI_MINOR >= 6
 static int tfm_gate_fit(void *model, void *worker, const float *global, const float *priv,
 			uint32_t client, const struct fedrun_gate_opts *opts, float *gate,
 			struct fedrun_eval *out)
@@ -374,7 +374,7 @@ static const struct fedrun_model_ops tfm_ops = {
     .translate = tfm_translate,
     .client_name = tfm_client_name,
 #endif
-#if FEDRUN_ABI_MINOR >= 5
+#if FEDRUN_ABI_MINOR >= 6
     .gate_size = tfm_expert_gate_size,
     .gate_fit = tfm_gate_fit,
     .gate_evaluate = tfm_expert_evaluate,
