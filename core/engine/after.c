@@ -1,5 +1,6 @@
 /* After the last round: the per-client fine-tuning phase and the
- * model-by-domain evaluation table (then the domain experts, expert.c).
+ * model-by-domain evaluation table (the domain experts come after them,
+ * expert.c).
  *
  * Fine-tuning follows Passban et al. 2022 ("Training Mixed-Domain
  * Translation Models via Federated Learning"), section 5 and Table 4 (rows
@@ -369,7 +370,7 @@ bool run_after_done(const struct run *r)
 
 int run_after(struct run *r)
 {
-	if (!r->cfg.finetune && !r->cfg.eval_matrix && !r->cfg.expert)
+	if (!r->cfg.finetune && !r->cfg.eval_matrix)
 		return 0;
 	struct after a = {0};
 	int rc = 0;
@@ -393,8 +394,6 @@ int run_after(struct run *r)
 	}
 	if (rc == 0 && r->cfg.eval_matrix)
 		rc = matrix(r, &a);
-	if (rc == 0)
-		rc = run_experts(r);
 	if (rc == 0)
 		rc = metrics_flush_round(r, r->round);
 	if (a.ft_params)

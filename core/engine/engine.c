@@ -813,6 +813,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	 * (resume_point), the after-round phases included. */
 	rc = run_after(&r);
 	if (rc == 0)
+		rc = run_experts(&r);
+	if (rc == 0)
 		rc = final_write(&r);
 	if (rc == 0) {
 		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,

@@ -180,6 +180,8 @@ int run_experts(struct run *r)
 		rc = run_parallel_for(r, r->nex, expert_client, &x);
 		r->metric_prefix = NULL;
 	}
+	if (rc == 0)
+		rc = metrics_flush_round(r, r->round);
 	fedrun_arena_free(theta0);
 	return rc;
 }

@@ -149,14 +149,6 @@ static int gate_set_build(struct tfm_model *m, struct tfm_worker *w, const float
 	return 0;
 }
 
-static void put(struct fedrun_eval *out, const char *name, double v)
-{
-	if (out->n >= FEDRUN_METRICS_MAX)
-		return;
-	snprintf(out->m[out->n].name, sizeof out->m[out->n].name, "%s", name);
-	out->m[out->n++].value = v;
-}
-
 static int get_worker(struct tfm_model *m, void *worker, struct tfm_worker **w)
 {
 	if (worker) {
@@ -201,9 +193,9 @@ int tfm_expert_fit(void *model, void *worker, const float *global, const float *
 	}
 	if (rc == 0) {
 		out->n = 0;
-		put(out, "gate_nll_start", n0);
-		put(out, "gate_nll_end", n1);
-		put(out, "lambda", lam);
+		tfm_eval_put(out, "gate_nll_start", n0);
+		tfm_eval_put(out, "gate_nll_end", n1);
+		tfm_eval_put(out, "lambda", lam);
 		tfm_report_xfer(m, w, client, &x0);
 	}
 	free(th);
@@ -212,31 +204,48 @@ int tfm_expert_fit(void *model, void *worker, const float *global, const float *
 	return rc;
 }
 
+/* The mixture's second model for decoding n sources: the gate's z of
+ * each (from global's embeddings), and a worker of its own holding priv.
+ * Undo with mix_close, which counts the worker's copies on w's. */
+static int mix_open(struct tfm_model *m, const float *global, const float *priv,
+		    const float *gate, int32_t *const *ids, const uint32_t *len, uint32_t n,
+		    struct tfm_mix *mix)
+{
+	double *z = malloc((n ? n : 1) * sizeof *z);
+	*mix = (struct tfm_mix){.params = priv, .w = NULL, .z = z};
+	int rc = z ? tfm_expert_z(m, global, gate, ids, len, n, z)
+		   : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = tfm_worker_create(m, (void **)&mix->w);
+	if (rc == 0)
+		rc = tfm_send_params(m, mix->w, priv);
+	return rc;
+}
+
+static void mix_close(struct tfm_model *m, struct tfm_worker *w, struct tfm_mix *mix)
+{
+	if (mix->w) {
+		const struct mdev_xfer x2 = tfm_xfer(mix->w);
+		tfm_work_xfer_add(w->w, x2.h2d, x2.d2h);
+		tfm_worker_destroy(m, mix->w);
+	}
+	free((double *)mix->z);
+	mix->w = NULL;
+	mix->z = NULL;
+}
+
 /* Corpus BLEU and chrF of the mixture's translations of s. */
 static int mix_bleu(struct tfm_model *m, struct tfm_worker *w, const float *global,
 		    const float *priv, const float *gate, const struct tfm_split *s, double *bleu,
 		    double *chrf)
 {
-	struct tfm_worker *w2 = NULL;
-	double *z = malloc((s->n ? s->n : 1) * sizeof *z);
-	int rc = z ? tfm_expert_z(m, global, gate, s->src, s->slen, s->n, z)
-		   : fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = tfm_worker_create(m, (void **)&w2);
-	if (rc == 0)
-		rc = tfm_send_params(m, w2, priv);
+	struct tfm_mix mix;
+	int rc = mix_open(m, global, priv, gate, s->src, s->slen, s->n, &mix);
 	if (rc == 0)
 		rc = tfm_send_params(m, w, global);
-	if (rc == 0) {
-		const struct tfm_mix mix = {.params = priv, .w = w2, .z = z};
+	if (rc == 0)
 		rc = tfm_split_bleu(m, w, global, s, 1, &mix, bleu, chrf);
-	}
-	if (w2) {
-		const struct mdev_xfer x2 = tfm_xfer(w2);
-		tfm_work_xfer_add(w->w, x2.h2d, x2.d2h);
-		tfm_worker_destroy(m, w2);
-	}
-	free(z);
+	mix_close(m, w, &mix);
 	return rc;
 }
 
@@ -246,15 +255,9 @@ int tfm_expert_evaluate(void *model, void *worker, const float *global, const fl
 {
 	struct tfm_model *m = model;
 	int rc;
-	const struct tfm_split *s = tfm_split_get(m, split, client, &rc);
+	const struct tfm_split *s = tfm_eval_split(m, split, client, &rc);
 	if (!s)
 		return rc;
-	if (s->n == 0)
-		return fedrun_error(FEDRUN_ENOENT, "transformer: %s: the %s split has no pairs",
-				    client < 0 ? "all clients" : m->clients[client].name,
-				    split == FEDRUN_SPLIT_TRAIN	  ? "train"
-				    : split == FEDRUN_SPLIT_VALID ? "valid"
-								  : "test");
 	struct tfm_worker *w;
 	if ((rc = get_worker(m, worker, &w)) < 0)
 		return rc;
@@ -273,24 +276,21 @@ int tfm_expert_evaluate(void *model, void *worker, const float *global, const fl
 	if (rc == 0) {
 		const double nt = g.tokens ? (double)g.tokens : 1.0;
 		out->n = 0;
-		put(out, "loss", nll);
-		put(out, "nll", nll);
-		put(out, "ppl", exp(nll));
-		put(out, "lambda", lam);
-		put(out, "nll_global", g.nll_g / nt);
-		put(out, "nll_private", g.nll_p / nt);
-		put(out, "tokens", (double)g.tokens);
+		tfm_eval_put(out, "loss", nll);
+		tfm_eval_put(out, "nll", nll);
+		tfm_eval_put(out, "ppl", exp(nll));
+		tfm_eval_put(out, "lambda", lam);
+		tfm_eval_put(out, "nll_global", g.nll_g / nt);
+		tfm_eval_put(out, "nll_private", g.nll_p / nt);
+		tfm_eval_put(out, "tokens", (double)g.tokens);
 	}
 	gate_set_free(&g);
 	/* BLEU where the model's evaluation computes it (model.eval_bleu) */
-	bool bleu = split != FEDRUN_SPLIT_TRAIN &&
-		    (m->eval_bleu == TFM_EVAL_BLEU_ALL ||
-		     (m->eval_bleu == TFM_EVAL_BLEU_TEST && split == FEDRUN_SPLIT_TEST));
-	if (rc == 0 && bleu) {
+	if (rc == 0 && tfm_eval_bleu(m, split)) {
 		double b = 0, c = 0;
 		if ((rc = mix_bleu(m, w, global, priv, gate, s, &b, &c)) == 0) {
-			put(out, "bleu", b);
-			put(out, "chrf", c);
+			tfm_eval_put(out, "bleu", b);
+			tfm_eval_put(out, "chrf", c);
 		}
 	}
 	if (rc == 0)
@@ -306,23 +306,10 @@ int tfm_expert_translate_ids(struct tfm_model *m, struct tfm_worker *w, const fl
 			     int32_t *const *ids, const uint32_t *len, uint32_t n, uint32_t threads,
 			     char **out)
 {
-	struct tfm_worker *w2 = NULL;
-	double *z = malloc((n ? n : 1) * sizeof *z);
-	int rc = z ? tfm_expert_z(m, global, gate, ids, len, n, z)
-		   : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	struct tfm_mix mix;
+	int rc = mix_open(m, global, priv, gate, ids, len, n, &mix);
 	if (rc == 0)
-		rc = tfm_worker_create(m, (void **)&w2);
-	if (rc == 0)
-		rc = tfm_send_params(m, w2, priv);
-	if (rc == 0) {
-		const struct tfm_mix mix = {.params = priv, .w = w2, .z = z};
 		rc = tfm_decode_ids(m, w, global, d, ids, len, n, threads, &mix, out);
-	}
-	if (w2) {
-		const struct mdev_xfer x2 = tfm_xfer(w2);
-		tfm_work_xfer_add(w->w, x2.h2d, x2.d2h);
-		tfm_worker_destroy(m, w2);
-	}
-	free(z);
+	mix_close(m, w, &mix);
 	return rc;
 }

@@ -485,7 +485,7 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 	return rc;
 }
 
-static void put(struct fedrun_eval *out, const char *name, double v)
+void tfm_eval_put(struct fedrun_eval *out, const char *name, double v)
 {
 	if (out->n >= FEDRUN_METRICS_MAX)
 		return;
@@ -525,20 +525,36 @@ int tfm_split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *param
 	return rc;
 }
 
+const struct tfm_split *tfm_eval_split(struct tfm_model *m, enum fedrun_split split,
+				       int64_t client, int *rc)
+{
+	const struct tfm_split *s = tfm_split_get(m, split, client, rc);
+	if (s && s->n == 0) {
+		*rc = fedrun_error(FEDRUN_ENOENT, "transformer: %s: the %s split has no pairs",
+				   client < 0 ? "all clients" : m->clients[client].name,
+				   split == FEDRUN_SPLIT_TRAIN	 ? "train"
+				   : split == FEDRUN_SPLIT_VALID ? "valid"
+								 : "test");
+		return NULL;
+	}
+	return s;
+}
+
+bool tfm_eval_bleu(const struct tfm_model *m, enum fedrun_split split)
+{
+	return split != FEDRUN_SPLIT_TRAIN &&
+	       (m->eval_bleu == TFM_EVAL_BLEU_ALL ||
+		(m->eval_bleu == TFM_EVAL_BLEU_TEST && split == FEDRUN_SPLIT_TEST));
+}
+
 int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_split split,
 		 int64_t client, struct fedrun_eval *out)
 {
 	struct tfm_model *m = model;
 	int rc;
-	const struct tfm_split *s = tfm_split_get(m, split, client, &rc);
+	const struct tfm_split *s = tfm_eval_split(m, split, client, &rc);
 	if (!s)
 		return rc;
-	if (s->n == 0)
-		return fedrun_error(FEDRUN_ENOENT, "transformer: %s: the %s split has no pairs",
-				    client < 0 ? "all clients" : m->clients[client].name,
-				    split == FEDRUN_SPLIT_TRAIN	  ? "train"
-				    : split == FEDRUN_SPLIT_VALID ? "valid"
-								  : "test");
 	struct tfm_worker *w;
 	bool temp;
 	if ((rc = get_worker(m, worker, &w, &temp)) < 0)
@@ -551,22 +567,19 @@ int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 		rc = split_loss(m, w, s, false, &loss, &nll, &ntok);
 	if (rc == 0) {
 		out->n = 0;
-		put(out, "loss", ntok ? loss / (double)ntok : 0);
-		put(out, "nll", ntok ? nll / (double)ntok : 0);
-		put(out, "ppl", exp(ntok ? nll / (double)ntok : 0));
-		put(out, "tokens", (double)ntok);
+		tfm_eval_put(out, "loss", ntok ? loss / (double)ntok : 0);
+		tfm_eval_put(out, "nll", ntok ? nll / (double)ntok : 0);
+		tfm_eval_put(out, "ppl", exp(ntok ? nll / (double)ntok : 0));
+		tfm_eval_put(out, "tokens", (double)ntok);
 	}
-	bool bleu = split != FEDRUN_SPLIT_TRAIN &&
-		    (m->eval_bleu == TFM_EVAL_BLEU_ALL ||
-		     (m->eval_bleu == TFM_EVAL_BLEU_TEST && split == FEDRUN_SPLIT_TEST));
-	if (rc == 0 && bleu) {
+	if (rc == 0 && tfm_eval_bleu(m, split)) {
 		double b = 0, c = 0;
 		/* Only the server's evaluation of the union decodes on the
 		 * run's threads: clients are evaluated in parallel already. */
 		uint32_t nt = client == FEDRUN_ALL_CLIENTS ? m->host->threads(m->host->ctx) : 1;
 		if ((rc = tfm_split_bleu(m, w, params, s, nt, NULL, &b, &c)) == 0) {
-			put(out, "bleu", b);
-			put(out, "chrf", c);
+			tfm_eval_put(out, "bleu", b);
+			tfm_eval_put(out, "chrf", c);
 		}
 	}
 	if (rc == 0)

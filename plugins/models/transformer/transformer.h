@@ -137,6 +137,14 @@ struct tfm_mix {
 int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
 		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
 		   uint32_t n, uint32_t threads, const struct tfm_mix *mix, char **out);
+/* The split an evaluation reads: NULL with *rc set (FEDRUN_ENOENT with a
+ * message) when the client has no such split or it has no pairs. */
+const struct tfm_split *tfm_eval_split(struct tfm_model *m, enum fedrun_split split,
+				       int64_t client, int *rc);
+/* Whether evaluations of split decode for BLEU (model.eval_bleu). */
+bool tfm_eval_bleu(const struct tfm_model *m, enum fedrun_split split);
+/* Appends a metric to out (dropped past FEDRUN_METRICS_MAX). */
+void tfm_eval_put(struct fedrun_eval *out, const char *name, double v);
 /* Corpus BLEU and chrF of the split's decoded sources (by the model's
  * decode settings; with mix, the expert's mixture) against its raw
  * reference lines (params: host, already in w->params). */
