@@ -106,6 +106,14 @@ START_TEST(test_refuse_half_stream)
 }
 END_TEST
 
+START_TEST(test_refuse_half_gate)
+{
+	const char *parts[] = {"'half_gate'", "1 of the domain-expert ops", "lacks 'gate_size'",
+			       "all four or none", NULL};
+	expect_refusal("half_gate", FEDRUN_EABI, parts);
+}
+END_TEST
+
 START_TEST(test_refuse_short_ops)
 {
 	const char *parts[] = {"ops table of 8 bytes", "needs at least", NULL};
@@ -220,7 +228,7 @@ START_TEST(test_search_path)
 	nseen = nrefused = 0;
 	ck_assert_int_eq(fedrun_registry_scan(reg, count, NULL), 0);
 	ck_assert_int_eq(nseen, 4); /* multi's two, wordrev, wordrev10 */
-	ck_assert_int_eq(nrefused, 9); /* 8 rule breakers + half_bad */
+	ck_assert_int_eq(nrefused, 10); /* 9 rule breakers + half_bad */
 	fedrun_registry_destroy(reg);
 	unsetenv("FEDRUN_PLUGIN_PATH");
 }
@@ -262,6 +270,7 @@ static Suite *loader_suite(void)
 	tcase_add_test(tc, test_refuse_kind);
 	tcase_add_test(tc, test_refuse_missing_op);
 	tcase_add_test(tc, test_refuse_half_stream);
+	tcase_add_test(tc, test_refuse_half_gate);
 	tcase_add_test(tc, test_refuse_short_ops);
 	tcase_add_test(tc, test_refuse_no_entry);
 	tcase_add_test(tc, test_refuse_half_bad);

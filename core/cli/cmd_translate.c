@@ -25,6 +25,10 @@ static void usage(FILE *fp)
 	      "writes one line per input line on standard output.\n"
 	      "\n"
 	      "  -c, --checkpoint FILE   parameters (default: RUN_DIR/final.safetensors)\n"
+	      "  -e, --expert K|FILE     translate with client K's domain expert: the\n"
+	      "                          mixture of the model and the private model and\n"
+	      "                          gate of RUN_DIR/experts/client-K.safetensors (or\n"
+	      "                          FILE), see the pipeline's expert section\n"
 	      "  -b, --beam N            beam size, 1 = greedy\n"
 	      "      --len-penalty A     length penalty: score / length^A\n"
 	      "      --max-len-a A       maximum length = A * source length + B\n"
@@ -123,7 +127,7 @@ static void decode_defaults(json_t *model, struct fedrun_decode_opts *d)
 }
 
 struct cli {
-	const char *target, *checkpoint, *backend;
+	const char *target, *checkpoint, *backend, *expert;
 	double beam, len_penalty, max_len_a, max_len_b, batch, threads; /* NAN: not given */
 	bool allow_plugin_paths;
 };
@@ -136,15 +140,17 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"max-len-b", required_argument, NULL, 'B'},  {"batch", required_argument, NULL, 'n'},
 		{"threads", required_argument, NULL, 't'},    {"help", no_argument, NULL, 'h'},
 		{"allow-plugin-paths", no_argument, NULL, 'P'}, {"backend", required_argument, NULL, 'E'},
+		{"expert", required_argument, NULL, 'e'},
 		{NULL, 0, NULL, 0}};
 	*c = (struct cli){.beam = NAN, .len_penalty = NAN, .max_len_a = NAN, .max_len_b = NAN,
 			  .batch = NAN, .threads = 1};
 	int o;
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "c:b:t:h", longopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:b:t:e:h", longopts, NULL)) != -1) {
 		int bad = 0;
 		switch (o) {
 		case 'c': c->checkpoint = optarg; break;
+		case 'e': c->expert = optarg; break;
 		case 'b': bad = parse_num("--beam", optarg, 1, 1024, &c->beam); break;
 		case 'L': bad = parse_num("--len-penalty", optarg, 0, 100, &c->len_penalty); break;
 		case 'A': bad = parse_num("--max-len-a", optarg, 0, 1e6, &c->max_len_a); break;
@@ -172,11 +178,16 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	return 0;
 }
 
+/* A domain expert (--expert): the private model and its gate. */
+struct expert {
+	float *params, *gate; /* NULL: no expert */
+};
+
 /* Translates `n` lines; empty lines stay empty without reaching the model.
  * Newlines in a translation become spaces: one output line per input line. */
 static int translate_batch(const struct fedrun_model_ops *ops, void *model, void *worker,
-			   const float *params, const struct fedrun_decode_opts *d, char **lines,
-			   uint32_t n)
+			   const float *params, const struct expert *ex,
+			   const struct fedrun_decode_opts *d, char **lines, uint32_t n)
 {
 	const char **src = calloc(n ? n : 1, sizeof *src);
 	char **out = calloc(n ? n : 1, sizeof *out);
@@ -193,7 +204,9 @@ static int translate_batch(const struct fedrun_model_ops *ops, void *model, void
 			src[m++] = lines[i];
 		}
 	if (m > 0) {
-		rc = ops->translate(model, worker, params, d, src, m, out);
+		rc = ex->params ? ops->gate_translate(model, worker, params, ex->params, ex->gate, d,
+						      src, m, out)
+				: ops->translate(model, worker, params, d, src, m, out);
 		if (rc < 0)
 			goto done;
 	}
@@ -219,6 +232,47 @@ done:
 	return rc;
 }
 
+/* --expert K|FILE: RUN_DIR/experts/client-K.safetensors when arg is a
+ * client number, else the file; its layout tensors are the private model,
+ * "__expert.gate" the gate (the model's gate_size floats). */
+static int expert_load(const char *arg, const char *rundir, const struct fedrun_model_ops *ops,
+		       void *model, const struct fedrun_plugin *desc,
+		       const struct fedrun_layout *l, struct expert *ex)
+{
+	if (!FEDRUN_MODEL_HAS_EXPERT(ops))
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "--expert: model '%s' (ABI %u.%u) has no domain-expert gate ops",
+				    desc->name, desc->abi_major, desc->abi_minor);
+	char path[4096];
+	size_t digits = strspn(arg, "0123456789");
+	if (digits > 0 && digits < 10 && arg[digits] == 0)
+		snprintf(path, sizeof path, "%s/experts/client-%s.safetensors", rundir, arg);
+	else
+		snprintf(path, sizeof path, "%s", arg);
+	struct fedrun_st_file f;
+	int rc = fedrun_st_read(&f, path);
+	if (rc < 0)
+		return fedrun_error_wrap(rc, "--expert %s: ", arg);
+	const uint32_t G = ops->gate_size(model);
+	const struct fedrun_st_tensor *t = fedrun_st_find(&f, "__expert.gate");
+	if (!t || t->dtype != FEDRUN_F32 || t->ndim != 1 || t->shape[0] != G)
+		rc = fedrun_error(FEDRUN_EINVAL,
+				  "--expert: %s has no F32 tensor \"__expert.gate\" of %u floats (the "
+				  "gate of model '%s'): not a domain expert of this model",
+				  path, G, desc->name);
+	if (rc == 0 && (!(ex->params = fedrun_arena_alloc(l->total)) ||
+			!(ex->gate = malloc(G * sizeof *ex->gate))))
+		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	if (rc == 0) {
+		memcpy(ex->gate, t->data, G * sizeof *ex->gate);
+		if ((rc = fedrun_st_load_layout(&f, l, ex->params, "__")) < 0)
+			fedrun_error_wrap(rc, "--expert: %s does not fit model '%s': ", path,
+					  desc->name);
+	}
+	fedrun_st_fini(&f);
+	return rc;
+}
+
 static int run(const struct cli *c)
 {
 	struct stat st;
@@ -229,6 +283,7 @@ static int run(const struct cli *c)
 	const struct fedrun_model_ops *ops = NULL;
 	void *model = NULL, *worker = NULL;
 	float *params = NULL;
+	struct expert ex = {NULL, NULL};
 	struct fedrun_st_file f;
 	char **lines = NULL;
 	char *line = NULL;
@@ -343,6 +398,8 @@ static int run(const struct cli *c)
 	}
 	fedrun_st_fini(&f);
 	fedrun_st_init(&f);
+	if (c->expert && (rc = expert_load(c->expert, rundir, ops, model, desc, l, &ex)) < 0)
+		goto out;
 	if (fedrun_backend_cpu_set_blas_threads(tc.threads) < 0)
 		fedrun_error_clear(); /* another CBLAS: its own threading */
 	if (ops->worker_create && (rc = ops->worker_create(model, &worker)) < 0) {
@@ -385,7 +442,7 @@ static int run(const struct cli *c)
 			goto out;
 		}
 		if (++n == d.batch) {
-			rc = translate_batch(ops, model, worker, params, &d, lines, n);
+			rc = translate_batch(ops, model, worker, params, &ex, &d, lines, n);
 			for (uint32_t i = 0; i < n; i++) {
 				free(lines[i]);
 				lines[i] = NULL;
@@ -402,7 +459,7 @@ static int run(const struct cli *c)
 		rc = fedrun_error(FEDRUN_EIO, "standard input: %s", strerror(errno));
 		goto out;
 	}
-	if (n > 0 && (rc = translate_batch(ops, model, worker, params, &d, lines, n)) < 0)
+	if (n > 0 && (rc = translate_batch(ops, model, worker, params, &ex, &d, lines, n)) < 0)
 		fedrun_error_wrap(rc, "model '%s': translating input line %" PRIu64 ": ", desc->name, lineno);
 out:
 	if (lines)
@@ -416,6 +473,8 @@ out:
 	if (model)
 		ops->destroy(model);
 	fedrun_arena_free(params);
+	fedrun_arena_free(ex.params);
+	free(ex.gate);
 	fedrun_registry_destroy(reg);
 	json_decref(pipeline);
 	free(ckpt);

@@ -1,5 +1,6 @@
 /* After the last round: the per-client fine-tuning phase and the
- * model-by-domain evaluation table.
+ * model-by-domain evaluation table (the domain experts come after them,
+ * expert.c).
  *
  * Fine-tuning follows Passban et al. 2022 ("Training Mixed-Domain
  * Translation Models via Federated Learning"), section 5 and Table 4 (rows
@@ -38,20 +39,15 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* finetune.clients -> r->ft_list: "all" is every client with training
- * data; a list names clients by name (as run_client_name gives them, or
- * "client<k>") or index, each of which must have training data. */
-int run_finetune_clients(struct run *r)
+int run_clients_resolve(struct run *r, json_t *sel, const char *what, uint32_t **list,
+			uint32_t *count)
 {
-	if (!r->cfg.finetune)
-		return 0;
-	json_t *sel = r->cfg.ft_clients;
 	size_t n = json_is_array(sel) ? json_array_size(sel) : r->ntrainable;
-	if (!(r->ft_list = malloc((n ? n : 1) * sizeof *r->ft_list)))
+	if (!(*list = malloc((n ? n : 1) * sizeof **list)))
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	if (!json_is_array(sel)) {
-		memcpy(r->ft_list, r->trainable, n * sizeof *r->ft_list);
-		r->nft = (uint32_t)n;
+		memcpy(*list, r->trainable, n * sizeof **list);
+		*count = (uint32_t)n;
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -62,8 +58,8 @@ int run_finetune_clients(struct run *r)
 			k = json_integer_value(e);
 			if (k >= r->num_clients)
 				return fedrun_error(FEDRUN_ECONFIG,
-						    "finetune.clients[%zu]: no client %" PRId64 " (the data has %u clients)",
-						    i, k, r->num_clients);
+						    "%s.clients[%zu]: no client %" PRId64 " (the data has %u clients)",
+						    what, i, k, r->num_clients);
 		} else {
 			const char *want = json_string_value(e);
 			for (uint32_t c = 0; c < r->num_clients && k < 0; c++) {
@@ -74,29 +70,67 @@ int run_finetune_clients(struct run *r)
 					k = c;
 			}
 			if (k < 0) {
-				char list[512];
+				char names[512];
 				size_t pos = 0;
-				list[0] = 0;
-				for (uint32_t c = 0; c < r->num_clients && pos < sizeof list - 8; c++)
-					pos += (size_t)snprintf(list + pos, sizeof list - pos, "%s%s",
+				names[0] = 0;
+				for (uint32_t c = 0; c < r->num_clients && pos < sizeof names - 8; c++)
+					pos += (size_t)snprintf(names + pos, sizeof names - pos, "%s%s",
 								c ? ", " : "", run_client_name(r, c, buf, sizeof buf));
-				return fedrun_error(FEDRUN_ECONFIG, "finetune.clients[%zu]: no client named \"%s\" (the clients are: %s)",
-						    i, want, list);
+				return fedrun_error(FEDRUN_ECONFIG, "%s.clients[%zu]: no client named \"%s\" (the clients are: %s)",
+						    what, i, want, names);
 			}
 		}
 		if (r->model_ops->client_size(r->model.state, (uint32_t)k) == 0)
 			return fedrun_error(FEDRUN_ECONFIG,
-					    "finetune.clients[%zu]: client %" PRId64 " (%s) has no training data to fine-tune on",
-					    i, k, run_client_name(r, (uint32_t)k, buf, sizeof buf));
-		r->ft_list[i] = (uint32_t)k;
+					    "%s.clients[%zu]: client %" PRId64 " (%s) has no training data to %s on",
+					    what, i, k, run_client_name(r, (uint32_t)k, buf, sizeof buf),
+					    strcmp(what, "finetune") == 0 ? "fine-tune" : "train");
+		(*list)[i] = (uint32_t)k;
 	}
-	qsort(r->ft_list, n, sizeof *r->ft_list, cmp_u32);
+	qsort(*list, n, sizeof **list, cmp_u32);
 	uint32_t m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (m == 0 || r->ft_list[m - 1] != r->ft_list[i])
-			r->ft_list[m++] = r->ft_list[i];
-	r->nft = m;
+		if (m == 0 || (*list)[m - 1] != (*list)[i])
+			(*list)[m++] = (*list)[i];
+	*count = m;
 	return 0;
+}
+
+/* finetune.clients -> r->ft_list (run_clients_resolve). */
+int run_finetune_clients(struct run *r)
+{
+	if (!r->cfg.finetune)
+		return 0;
+	return run_clients_resolve(r, r->cfg.ft_clients, "finetune", &r->ft_list, &r->nft);
+}
+
+int run_client_model_write(struct run *r, const char *sub, const char *phase, uint32_t c,
+			   const float *params, const char *extra_name, const float *extra,
+			   uint64_t extra_n)
+{
+	char path[4096], num[32], key[64], buf[32];
+	snprintf(path, sizeof path, "%s/%s/client-%u.safetensors", r->cfg.dir, sub, c);
+	struct fedrun_st_file f;
+	fedrun_st_init(&f);
+	int rc = fedrun_st_meta_set(&f, "fedrun.model", r->model.desc->name);
+	snprintf(num, sizeof num, "%u", r->round);
+	if (rc == 0)
+		rc = fedrun_st_meta_set(&f, "fedrun.round", num);
+	snprintf(num, sizeof num, "%u", c);
+	snprintf(key, sizeof key, "fedrun.%s.client", phase);
+	if (rc == 0)
+		rc = fedrun_st_meta_set(&f, key, num);
+	snprintf(key, sizeof key, "fedrun.%s.name", phase);
+	if (rc == 0)
+		rc = fedrun_st_meta_set(&f, key, run_client_name(r, c, buf, sizeof buf));
+	if (rc == 0)
+		rc = fedrun_st_add_layout(&f, r->layout, params);
+	if (rc == 0 && extra_name)
+		rc = fedrun_st_add(&f, extra_name, FEDRUN_F32, 1, &extra_n, extra);
+	if (rc == 0)
+		rc = fedrun_st_write(&f, path);
+	fedrun_st_fini(&f);
+	return rc;
 }
 
 struct after {
@@ -143,25 +177,7 @@ static int finetune_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	if (rc < 0)
 		return rc;
 	/* RUN/finetuned/client-K.safetensors: the tensors of final.safetensors. */
-	char path[4096], num[32];
-	snprintf(path, sizeof path, "%s/finetuned/client-%u.safetensors", r->cfg.dir, c);
-	struct fedrun_st_file f;
-	fedrun_st_init(&f);
-	rc = fedrun_st_meta_set(&f, "fedrun.model", r->model.desc->name);
-	snprintf(num, sizeof num, "%u", r->round);
-	if (rc == 0)
-		rc = fedrun_st_meta_set(&f, "fedrun.round", num);
-	snprintf(num, sizeof num, "%u", c);
-	if (rc == 0)
-		rc = fedrun_st_meta_set(&f, "fedrun.finetune.client", num);
-	if (rc == 0)
-		rc = fedrun_st_meta_set(&f, "fedrun.finetune.name", run_client_name(r, c, buf, sizeof buf));
-	if (rc == 0)
-		rc = fedrun_st_add_layout(&f, l, params);
-	if (rc == 0)
-		rc = fedrun_st_write(&f, path);
-	fedrun_st_fini(&f);
-	return rc;
+	return run_client_model_write(r, "finetuned", "finetune", c, params, NULL, NULL, 0);
 }
 
 static int matrix_cell(struct run *r, struct worker *w, uint32_t i, void *p)
@@ -339,6 +355,12 @@ bool run_after_done(const struct run *r)
 	for (uint32_t i = 0; r->cfg.finetune && i < r->nft; i++) {
 		snprintf(path, sizeof path, "%s/finetuned/client-%u.safetensors", r->cfg.dir,
 			 r->ft_list[i]);
+		if (access(path, F_OK) != 0)
+			return false;
+	}
+	for (uint32_t i = 0; r->cfg.expert && i < r->nex; i++) {
+		snprintf(path, sizeof path, "%s/experts/client-%u.safetensors", r->cfg.dir,
+			 r->ex_list[i]);
 		if (access(path, F_OK) != 0)
 			return false;
 	}

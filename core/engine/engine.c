@@ -406,6 +406,7 @@ static void run_teardown(struct run *r)
 	free(r->cstates);
 	free(r->trainable);
 	free(r->ft_list);
+	free(r->ex_list);
 	free(r->run_dir_abs);
 	free(r->events);
 	run_strings_free(r);
@@ -811,6 +812,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	/* final.safetensors last: its presence says the run is complete
 	 * (resume_point), the after-round phases included. */
 	rc = run_after(&r);
+	if (rc == 0)
+		rc = run_experts(&r);
 	if (rc == 0)
 		rc = final_write(&r);
 	if (rc == 0) {

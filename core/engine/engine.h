@@ -42,8 +42,29 @@ void run_plugins_destroy(struct run *r);
 
 /* The name of client k: the model's client_name op, else "client<k>". */
 const char *run_client_name(struct run *r, uint32_t k, char *buf, size_t len);
+/* Resolves a phase's "clients" choice sel ("all": every client with
+ * training data; or a list of names, "client<k>" or indices, each with
+ * training data) into *list (malloc'd, sorted by id, no duplicates) and
+ * *count; what names the section in errors ("finetune"). */
+int run_clients_resolve(struct run *r, json_t *sel, const char *what, uint32_t **list,
+			uint32_t *count);
 /* Resolves finetune.clients against the model's clients (r->ft_list). */
 int run_finetune_clients(struct run *r);
+/* Writes RUN/sub/client-K.safetensors: the layout's tensors of params,
+ * metadata fedrun.<phase>.client and .name, and when extra_name is not NULL
+ * one more F32 tensor of extra_n floats. */
+int run_client_model_write(struct run *r, const char *sub, const char *phase, uint32_t c,
+			   const float *params, const char *extra_name, const float *extra,
+			   uint64_t extra_n);
+
+/* ---- expert.c: domain experts (FedNMT sec. 2.5), after fine-tuning ---- */
+
+/* Resolves expert.clients (r->ex_list) and checks that the model has the
+ * gate ops. */
+int run_expert_clients(struct run *r);
+/* Per chosen client: the private model, the gate, the mixture's metrics
+ * and RUN/experts/client-K.safetensors. */
+int run_experts(struct run *r);
 /* Fine-tuning and the model-by-domain table, after the last round. */
 int run_after(struct run *r);
 /* Whether the outputs of run_after (fine-tuned models, the table) exist. */

@@ -197,7 +197,7 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 		return fedrun_error(FEDRUN_ECONFIG,
 				    "model '%s': none of the %u clients has training data (client_size 0): "
 				    "nothing to train", r->model.desc->name, r->num_clients);
-	if ((rc = run_finetune_clients(r)) < 0)
+	if ((rc = run_finetune_clients(r)) < 0 || (rc = run_expert_clients(r)) < 0)
 		return rc;
 
 	if (!(r->attack = calloc(1, sizeof *r->attack)))

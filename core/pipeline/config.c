@@ -12,7 +12,8 @@ struct top {
 	const char *name;
 	int64_t seed, rounds;
 	const char *init;
-	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output, *attack, *finetune;
+	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output, *attack, *finetune,
+	    *expert;
 };
 
 #define O(key, type, st, field, flags, lo, hi, def, defs, choices) \
@@ -36,6 +37,7 @@ static const struct fedrun_opt top_spec[] = {
 	O("output", FEDRUN_OPT_OBJECT, struct top, output, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("attack", FEDRUN_OPT_ANY, struct top, attack, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("finetune", FEDRUN_OPT_ANY, struct top, finetune, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("expert", FEDRUN_OPT_ANY, struct top, expert, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	FEDRUN_OPT_END_,
 };
 
@@ -120,6 +122,96 @@ static void optim_from_json(const struct optim_json *oj, struct fedrun_optim_cfg
 		.eps = oj->eps, .clip_norm = oj->clip_norm};
 }
 
+/* The "clients" key of section sec (named what): "all", the default,
+ * written back, or a non-empty list of client names or indices, checked
+ * against the model's clients once it exists (run_finetune_clients). */
+static int clients_choice(json_t *sec, const char *what, json_t **clients)
+{
+	char got[64];
+	json_t *c = json_object_get(sec, "clients");
+	if (!c) {
+		json_object_set_new(sec, "clients", json_string("all"));
+		c = json_object_get(sec, "clients");
+	}
+	if (json_is_string(c)) {
+		if (strcmp(json_string_value(c), "all") != 0)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "%s.clients: expected \"all\" or a list of client names or indices, got \"%s\"",
+					    what, json_string_value(c));
+	} else if (json_is_array(c)) {
+		size_t i;
+		json_t *e;
+		if (json_array_size(c) == 0)
+			return fedrun_error(FEDRUN_ECONFIG, "%s.clients: the list is empty", what);
+		json_array_foreach(c, i, e)
+			if (!json_is_string(e) && !(json_is_integer(e) && json_integer_value(e) >= 0))
+				return fedrun_error(FEDRUN_ECONFIG,
+						    "%s.clients[%zu]: expected a client name or index, got %s",
+						    what, i, fedrun_json_describe(e, got, sizeof got));
+	} else {
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "%s.clients: expected \"all\" or a list of client names or indices, got %s",
+				    what, fedrun_json_describe(c, got, sizeof got));
+	}
+	*clients = c;
+	return 0;
+}
+
+struct ex_json {
+	int64_t steps, gate_steps;
+	double gate_lr;
+	json_t *clients;
+};
+
+static const struct fedrun_opt expert_spec[] = {
+	O("steps", FEDRUN_OPT_INT, struct ex_json, steps, FEDRUN_OPT_OPTIONAL, 1, 1e12, 0, NULL, NULL),
+	O("gate_steps", FEDRUN_OPT_INT, struct ex_json, gate_steps, 0, 0, 1e9, 200, NULL, NULL),
+	O("gate_lr", FEDRUN_OPT_NUMBER, struct ex_json, gate_lr, FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0.01, NULL, NULL),
+	O("clients", FEDRUN_OPT_ANY, struct ex_json, clients, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	FEDRUN_OPT_END_,
+};
+
+/* The optional "expert" section (FedNMT sec. 2.5, domain experts): the
+ * private models' training, steps (default: what a client trained in the
+ * run, rounds x clients.steps, or rounds x clients.epochs epochs), with
+ * the clients' batch and optimizer; the gate's gate_steps and gate_lr;
+ * clients as finetune's. */
+static int expert_parse(json_t *root, struct run_cfg *cfg)
+{
+	json_t *ex = json_object_get(root, "expert");
+	char got[64];
+	if (!ex || json_is_null(ex))
+		return 0; /* absent: not added, as finetune */
+	if (!json_is_object(ex))
+		return fedrun_error(FEDRUN_ECONFIG, "expert: expected an object or null, got %s",
+				    fedrun_json_describe(ex, got, sizeof got));
+	struct ex_json ej;
+	int rc = fedrun_opts_parse(expert_spec, ex, "expert", &ej);
+	if (rc < 0 || (rc = clients_choice(ex, "expert", &ej.clients)) < 0)
+		return rc;
+	cfg->expert = true;
+	if (json_object_get(ex, "steps")) {
+		cfg->ex_steps = ej.steps;
+	} else if (cfg->steps > 0) {
+		cfg->ex_steps = cfg->rounds * cfg->steps;
+	} else {
+		cfg->ex_epochs = cfg->rounds * cfg->epochs;
+		if (cfg->ex_epochs > UINT32_MAX)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "expert: rounds x clients.epochs = %lld epochs is too many; "
+					    "give expert.steps",
+					    (long long)cfg->ex_epochs);
+	}
+	if (cfg->ex_steps == 0 && cfg->ex_epochs == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "expert: the run has 0 rounds, so the private models would not "
+				    "train: give expert.steps");
+	cfg->ex_gate_steps = ej.gate_steps;
+	cfg->ex_gate_lr = ej.gate_lr;
+	cfg->ex_clients = ej.clients;
+	return 0;
+}
+
 /* The optional "finetune" section: epochs or steps (default: epochs 1),
  * batch (default clients.batch), optimizer (default clients.optimizer) and
  * clients ("all", the default, or a list checked against the model's
@@ -159,30 +251,8 @@ static int finetune_parse(json_t *root, struct run_cfg *cfg)
 		cfg->ft_optim = cfg->optim;
 		json_object_set(ft, "optimizer", json_object_get(json_object_get(root, "clients"), "optimizer"));
 	}
-	if (!fj.clients) {
-		json_object_set_new(ft, "clients", json_string("all"));
-		fj.clients = json_object_get(ft, "clients");
-	}
-	if (json_is_string(fj.clients)) {
-		if (strcmp(json_string_value(fj.clients), "all") != 0)
-			return fedrun_error(FEDRUN_ECONFIG,
-					    "finetune.clients: expected \"all\" or a list of client names or indices, got \"%s\"",
-					    json_string_value(fj.clients));
-	} else if (json_is_array(fj.clients)) {
-		size_t i;
-		json_t *e;
-		if (json_array_size(fj.clients) == 0)
-			return fedrun_error(FEDRUN_ECONFIG, "finetune.clients: the list is empty");
-		json_array_foreach(fj.clients, i, e)
-			if (!json_is_string(e) && !(json_is_integer(e) && json_integer_value(e) >= 0))
-				return fedrun_error(FEDRUN_ECONFIG,
-						    "finetune.clients[%zu]: expected a client name or index, got %s",
-						    i, fedrun_json_describe(e, got, sizeof got));
-	} else {
-		return fedrun_error(FEDRUN_ECONFIG,
-				    "finetune.clients: expected \"all\" or a list of client names or indices, got %s",
-				    fedrun_json_describe(fj.clients, got, sizeof got));
-	}
+	if ((rc = clients_choice(ft, "finetune", &fj.clients)) < 0)
+		return rc;
 	cfg->ft_clients = fj.clients;
 	return 0;
 }
@@ -239,6 +309,8 @@ int run_config_parse(json_t *root, struct run_cfg *cfg)
 	rc = fedrun_opts_parse(eval_spec, section(root, "eval"), "eval", cfg);
 	if (rc == 0)
 		rc = finetune_parse(root, cfg);
+	if (rc == 0)
+		rc = expert_parse(root, cfg);
 	if (rc < 0)
 		return rc;
 	json_t *output = section(root, "output");

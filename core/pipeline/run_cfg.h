@@ -34,6 +34,12 @@ struct run_cfg {
 	int64_t ft_epochs, ft_steps, ft_batch;
 	struct fedrun_optim_cfg ft_optim;
 	json_t *ft_clients;   /* "all" or an array of names/indices; borrowed */
+	/* expert (FedNMT sec. 2.5: a private model and a gate per client) */
+	bool expert;
+	int64_t ex_steps, ex_epochs; /* the private model's training, one of them 0 */
+	int64_t ex_gate_steps;
+	double ex_gate_lr;
+	json_t *ex_clients;   /* as ft_clients */
 	/* output */
 	const char *dir;
 	int64_t ckpt_every, ckpt_keep;

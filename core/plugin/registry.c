@@ -158,6 +158,38 @@ static int check_plugin(const char *file, uint32_t index, const struct fedrun_pl
 						    file, p->name, have);
 		}
 	}
+	if (p->kind == FEDRUN_KIND_MODEL) {
+		/* ABI 1.6 domain experts: gate_size, gate_fit, gate_evaluate and
+		 * gate_translate come together (only the members the table's
+		 * size covers are read). */
+		const struct fedrun_model_ops *ops = p->ops;
+		static const struct {
+			const char *name;
+			size_t offset;
+		} gate_ops[] = {
+		    {"gate_size", offsetof(struct fedrun_model_ops, gate_size)},
+		    {"gate_fit", offsetof(struct fedrun_model_ops, gate_fit)},
+		    {"gate_evaluate", offsetof(struct fedrun_model_ops, gate_evaluate)},
+		    {"gate_translate", offsetof(struct fedrun_model_ops, gate_translate)},
+		};
+		int have = 0;
+		const char *missing = NULL;
+		for (size_t i = 0; i < sizeof gate_ops / sizeof gate_ops[0]; i++) {
+			void *fn = NULL;
+			if (ops->size >= gate_ops[i].offset + sizeof fn)
+				memcpy(&fn, (const char *)ops + gate_ops[i].offset, sizeof fn);
+			if (fn)
+				have++;
+			else if (!missing)
+				missing = gate_ops[i].name;
+		}
+		if (have != 0 && have != 4)
+			return fedrun_error(FEDRUN_EABI,
+					    "%s: plugin '%s' (model) has %d of the domain-expert ops "
+					    "gate_size, gate_fit, gate_evaluate and gate_translate (it lacks "
+					    "'%s'): all four or none",
+					    file, p->name, have, missing);
+	}
 	if (!p->version || !p->summary)
 		return fedrun_error(FEDRUN_EABI, "%s: plugin '%s' lacks a version or summary", file,
 				    p->name);

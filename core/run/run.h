@@ -74,6 +74,8 @@ struct run {
 	uint32_t ntrainable;
 	uint32_t *ft_list;   /* finetune: the chosen clients, sorted by id */
 	uint32_t nft;
+	uint32_t *ex_list;   /* expert: the chosen clients, sorted by id */
+	uint32_t nex;
 	struct attack *attack; /* the attacking clients (engine/attack.h); owned */
 	/* A run over several processes (engine/dist.h); NULL in one process. */
 	struct dist *dist;

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 5
+#define FEDRUN_ABI_MINOR 6
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -294,6 +294,13 @@ struct fedrun_decode_opts {
 	uint32_t batch;     /* sentences decoded at once */
 };
 
+/* ABI 1.6: how a domain expert's gate is fitted (gate_fit). */
+struct fedrun_gate_opts {
+	uint32_t size;  /* sizeof(struct fedrun_gate_opts) */
+	uint32_t steps; /* optimizer steps */
+	double lr;      /* learning rate */
+};
+
 struct fedrun_model_ops {
 	uint32_t size;
 	/* REQUIRED. Builds the model and loads or generates its data from
@@ -342,7 +349,44 @@ struct fedrun_model_ops {
 	 * borrowed, valid until destroy; NULL for the host's "client<k>".
 	 * Used for eval.matrix tables and fine-tuned models' metrics. */
 	const char *(*client_name)(void *model, uint32_t client);
+	/* ---- ABI 1.6: domain experts (FedNMT paper, sec. 2.5; the
+	 * pipeline's "expert" section, fedrun-pipeline(5)). Optional: all
+	 * four or none (the host refuses a table with some of them). A client
+	 * translates with the token-level mixture λ(x) p_G + (1 − λ(x)) p_P of
+	 * the global model (`global`) and its private model (`priv`, the same
+	 * layout), λ a gate of the source sentence x with gate_size() floats
+	 * of parameters θ (`gate`). Every array is host memory. */
+	/* The floats of θ (>= 1). */
+	uint32_t (*gate_size)(void *model);
+	/* Fits θ on `client`'s training data, both models frozen, with
+	 * opts->steps optimizer steps of rate opts->lr from the model's
+	 * neutral gate; writes θ into gate and what the fit measured into
+	 * out (e.g. gate_nll_start, gate_nll_end, lambda). With steps 0, gate
+	 * is the neutral gate (λ = 1/2 everywhere). Called from worker
+	 * threads, concurrently for different clients. */
+	int (*gate_fit)(void *model, void *worker, const float *global, const float *priv,
+			uint32_t client, const struct fedrun_gate_opts *opts, float *gate,
+			struct fedrun_eval *out);
+	/* Evaluates the mixture on `split` of `client` (or
+	 * FEDRUN_ALL_CLIENTS): by convention m[0] is "loss" (the mixture's
+	 * per-token NLL), with "nll_global" and "nll_private" for the two
+	 * models alone. FEDRUN_ENOENT when the client has no such split.
+	 * Concurrency as gate_fit. */
+	int (*gate_evaluate)(void *model, void *worker, const float *global, const float *priv,
+			     const float *gate, enum fedrun_split split, int64_t client,
+			     struct fedrun_eval *out);
+	/* translate() with the mixture. */
+	int (*gate_translate)(void *model, void *worker, const float *global, const float *priv,
+			      const float *gate, const struct fedrun_decode_opts *opts,
+			      const char *const *src, uint32_t n, char **out);
 };
+
+/* True when a model ops table has the (ABI 1.6) domain-expert ops, all
+ * four (the host checks at load that a table has all or none). */
+#define FEDRUN_MODEL_HAS_EXPERT(ops_)                                                    \
+	((ops_)->size >= offsetof(struct fedrun_model_ops, gate_translate) + sizeof(void *) && \
+	 (ops_)->gate_size != NULL && (ops_)->gate_fit != NULL &&                           \
+	 (ops_)->gate_evaluate != NULL && (ops_)->gate_translate != NULL)
 
 /* True when a model ops table declares the (ABI 1.1 or later) member. */
 #define FEDRUN_MODEL_HAS(ops_, member_)                                              \

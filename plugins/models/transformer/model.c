@@ -274,11 +274,13 @@ static const char *tfm_client_name(void *model, uint32_t client)
 	return client < m->nclients ? m->clients[client].name : NULL;
 }
 
-static int tfm_translate(void *model, void *worker, const float *params,
-			 const struct fedrun_decode_opts *opts, const char *const *src, uint32_t n,
-			 char **out)
+/* translate and gate_translate: tokenizes, decodes with the model's
+ * settings overridden by opts, with the expert's mixture when priv and
+ * gate are given. */
+static int translate(struct tfm_model *m, void *worker, const float *params, const float *priv,
+		     const float *gate, const struct fedrun_decode_opts *opts,
+		     const char *const *src, uint32_t n, char **out)
 {
-	struct tfm_model *m = model;
 	struct tfm_decode d = m->decode;
 	if (opts && opts->size >= offsetof(struct fedrun_decode_opts, batch) + sizeof opts->batch) {
 		d.beam = opts->beam ? opts->beam : 1;
@@ -302,9 +304,11 @@ static int tfm_translate(void *model, void *worker, const float *params,
 		x0 = tfm_xfer(w);
 		rc = tfm_send_params(m, w, params);
 	}
+	const uint32_t threads = m->host->threads(m->host->ctx);
 	if (rc == 0)
-		rc = tfm_decode_ids(m, w, params, &d, ids, len, n, m->host->threads(m->host->ctx),
-				    out);
+		rc = priv ? tfm_expert_translate_ids(m, w, params, priv, gate, &d, ids, len, n,
+						     threads, out)
+			  : tfm_decode_ids(m, w, params, &d, ids, len, n, threads, NULL, out);
 	if (rc == 0)
 		tfm_report_xfer(m, w, -1, &x0);
 	if (w && w != worker)
@@ -319,6 +323,37 @@ static int tfm_translate(void *model, void *worker, const float *params,
 	free(ids);
 	free(len);
 	return rc;
+}
+
+static int tfm_translate(void *model, void *worker, const float *params,
+			 const struct fedrun_decode_opts *opts, const char *const *src, uint32_t n,
+			 char **out)
+{
+	return translate(model, worker, params, NULL, NULL, opts, src, n, out);
+}
+#endif
+
+#if FEDRUN_ABI_MINOR >= 6
+static int tfm_gate_fit(void *model, void *worker, const float *global, const float *priv,
+			uint32_t client, const struct fedrun_gate_opts *opts, float *gate,
+			struct fedrun_eval *out)
+{
+	struct tfm_model *m = model;
+	if (!opts || opts->size < offsetof(struct fedrun_gate_opts, lr) + sizeof opts->lr)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: gate_fit: no options");
+	if (client >= m->nclients)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: gate_fit: no client %u", client);
+	return tfm_expert_fit(model, worker, global, priv, client, opts->steps, opts->lr, gate,
+			      out);
+}
+
+static int tfm_gate_translate(void *model, void *worker, const float *global, const float *priv,
+			      const float *gate, const struct fedrun_decode_opts *opts,
+			      const char *const *src, uint32_t n, char **out)
+{
+	if (!priv || !gate)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: gate_translate: NULL model or gate");
+	return translate(model, worker, global, priv, gate, opts, src, n, out);
 }
 #endif
 
@@ -338,6 +373,12 @@ static const struct fedrun_model_ops tfm_ops = {
 #if FEDRUN_ABI_MINOR >= 1
     .translate = tfm_translate,
     .client_name = tfm_client_name,
+#endif
+#if FEDRUN_ABI_MINOR >= 6
+    .gate_size = tfm_expert_gate_size,
+    .gate_fit = tfm_gate_fit,
+    .gate_evaluate = tfm_expert_evaluate,
+    .gate_translate = tfm_gate_translate,
 #endif
 };
 

@@ -1386,9 +1386,12 @@ static int send_batch(struct tfm_work *w, const struct tfm_batch *b, bool target
 	return 0;
 }
 
-int tfm_forward_backward(struct tfm_work *w, const float *params, const struct tfm_batch *b,
-			 struct fedrun_rng *rng, float *grad, double *loss_sum, double *nll_sum,
-			 uint64_t *ntok)
+/* tfm_forward_backward, and with tok_nll (nc doubles, host) every target
+ * token's own nll, -log p(target), by the loss op on its row alone (the
+ * same row value the chunk's sum adds up), in row order. */
+static int forward_pass(struct tfm_work *w, const float *params, const struct tfm_batch *b,
+			struct fedrun_rng *rng, float *grad, double *loss_sum, double *nll_sum,
+			uint64_t *ntok, double *tok_nll)
 {
 	CHECK(check_batch(w, b, 1));
 	if (!params)
@@ -1439,6 +1442,10 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 						 grad ? w->logits : NULL));
 		lsum += loss * (double)cnt;
 		nsum += nll * (double)cnt;
+		for (uint64_t i = 0; tok_nll && i < n; i++)
+			CHECK(w->be->label_smoothed_xent(w->ctx, 1, w->V, 0.0f, w->logits + i * V,
+							 tg + r0 + i, NULL, tok_nll + r0 + i, NULL,
+							 NULL));
 		if (!grad)
 			continue;
 		const float k = (float)((double)cnt / (double)nc);
@@ -1461,6 +1468,21 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 	}
 	CHECK(decoder_bwd(w, P, G, &d.b));
 	return encoder_bwd(w, P, G, d.b.B, d.b.Ts, d.b.src, d.b.src_len);
+}
+
+int tfm_forward_backward(struct tfm_work *w, const float *params, const struct tfm_batch *b,
+			 struct fedrun_rng *rng, float *grad, double *loss_sum, double *nll_sum,
+			 uint64_t *ntok)
+{
+	return forward_pass(w, params, b, rng, grad, loss_sum, nll_sum, ntok, NULL);
+}
+
+int tfm_forward_token_nll(struct tfm_work *w, const float *params, const struct tfm_batch *b,
+			  double *tok_nll, double *nll_sum, uint64_t *ntok)
+{
+	if (!tok_nll)
+		return fedrun_error(FEDRUN_EINVAL, "transformer: NULL tok_nll");
+	return forward_pass(w, params, b, NULL, NULL, NULL, nll_sum, ntok, tok_nll);
 }
 
 int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm_batch *b,

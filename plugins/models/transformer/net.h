@@ -209,6 +209,15 @@ int tfm_forward_backward(struct tfm_work *w, const float *params, const struct t
 			 struct fedrun_rng *rng, float *grad, double *loss_sum, double *nll_sum,
 			 uint64_t *ntok);
 
+/* Forward pass without dropout (as tfm_forward_backward with rng and grad
+ * NULL) that also writes tok_nll (ntok doubles, host) = -log p(target) of
+ * every target token, the non-negative entries of tgt_out in row order
+ * (sentence by sentence, position by position): the very values whose sum
+ * is *nll_sum, so that per-token scores agree with the model's evaluation.
+ * The caller sizes tok_nll by counting tgt_out's targets. */
+int tfm_forward_token_nll(struct tfm_work *w, const float *params, const struct tfm_batch *b,
+			  double *tok_nll, double *nll_sum, uint64_t *ntok);
+
 /* Forward pass without dropout that writes the logits of EVERY target
  * position, padding included, into logits (B*Tt, vocab) (host memory: they
  * are computed in device memory of that size, then copied).

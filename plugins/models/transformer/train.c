@@ -15,6 +15,7 @@
 #include <omp.h>
 #endif
 #include "beam.h"
+#include "expert.h"
 #include "transformer.h"
 
 int tfm_worker_create(void *model, void **worker)
@@ -287,16 +288,38 @@ static int split_loss(struct tfm_model *m, struct tfm_worker *w, const struct tf
 	return rc;
 }
 
+/* The step callback's model: one network, or with w2 the domain
+ * expert's mixture (expert.h) of the global model (w) and the private one
+ * (w2), row r weighted by the gate of its sentence, z[r / beam]. */
 struct step_ud {
 	struct tfm_work *w;
 	const float *params;
+	struct tfm_work *w2;
+	const float *params2;
+	float *lp2;	  /* (rows, V): the private model's log-probabilities */
+	const double *z;  /* (B) */
+	uint32_t beam, V;
+	uint64_t rows; /* B * beam, as tfm_encode was given */
 };
 
 static int step_cb(void *ud, uint32_t t, const int32_t *tokens, const int32_t *parent,
 		   float *logprobs)
 {
 	struct step_ud *u = ud;
-	return tfm_decode_step(u->w, u->params, t, tokens, parent, logprobs);
+	int rc = tfm_decode_step(u->w, u->params, t, tokens, parent, logprobs);
+	if (rc < 0 || !u->w2)
+		return rc;
+	if ((rc = tfm_decode_step(u->w2, u->params2, t, tokens, parent, u->lp2)) < 0)
+		return rc;
+	for (uint64_t r = 0; r < u->rows; r++) {
+		double ll, lr;
+		tfm_gate_log_lambda(u->z[r / u->beam], &ll, &lr);
+		float *a = logprobs + r * u->V;
+		const float *b = u->lp2 + r * u->V;
+		for (uint32_t j = 0; j < u->V; j++)
+			a[j] = (float)tfm_mix_logprob(ll, lr, a[j], b[j]);
+	}
+	return 0;
 }
 
 /* The decoder has no position limit of its own; this bounds runaway
@@ -313,10 +336,11 @@ static int by_src_len(const void *a, const void *b)
 }
 
 /* Decodes the k sentences idx[0 .. k) as one batch with worker w, at the
- * parameters in w->params. */
+ * parameters in w->params; with mix, the mixture of w's model and w2's
+ * (w2->params), sentence i weighted by mix->z[i]. */
 static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const struct tfm_decode *d,
 			int32_t *const *src, const uint32_t *slen, const uint32_t *idx, uint32_t k,
-			char **out)
+			const struct tfm_mix *mix, struct tfm_worker *w2, char **out)
 {
 	const uint32_t beam = d->beam ? d->beam : 1;
 	uint32_t Ts = 1, steps = 1;
@@ -342,8 +366,23 @@ static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const struct 
 	}
 	if (rc == 0)
 		rc = tfm_encode(w->w, w->params, k, Ts, sbuf, lens, beam, steps);
+	struct step_ud u = {.w = w->w,
+			    .params = w->params,
+			    .beam = beam,
+			    .V = m->cfg.vocab,
+			    .rows = (uint64_t)k * beam};
+	double *z = NULL;
+	if (rc == 0 && mix) {
+		u.w2 = w2->w;
+		u.params2 = w2->params;
+		u.lp2 = malloc((size_t)k * beam * m->cfg.vocab * sizeof *u.lp2);
+		u.z = z = malloc(k * sizeof *z);
+		rc = u.lp2 && z ? tfm_encode(w2->w, w2->params, k, Ts, sbuf, lens, beam, steps)
+				: fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		for (uint32_t r = 0; r < k && rc == 0; r++)
+			z[r] = mix->z[idx[r]];
+	}
 	if (rc == 0) {
-		struct step_ud u = {.w = w->w, .params = w->params};
 		struct tfm_search_opts so = {.beam = beam, .len_penalty = d->len_penalty};
 		rc = beam == 1 ? tfm_greedy(k, maxl, m->cfg.vocab, m->cfg.bos_id, m->cfg.eos_id,
 					    step_cb, &u, hyp)
@@ -353,6 +392,8 @@ static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const struct 
 			rc = tfm_tok_decode(m->tok, hyp[r].tokens, hyp[r].len, &out[idx[r]]);
 		tfm_hyp_free(hyp, k);
 	}
+	free(u.lp2);
+	free(z);
 	free(sbuf);
 	free(lens);
 	free(maxl);
@@ -362,7 +403,7 @@ static int decode_chunk(struct tfm_model *m, struct tfm_worker *w, const struct 
 
 int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
 		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
-		   uint32_t n, uint32_t threads, char **out)
+		   uint32_t n, uint32_t threads, const struct tfm_mix *mix, char **out)
 {
 	uint32_t *ord = malloc((n ? n : 1) * sizeof *ord);
 	if (!ord)
@@ -384,16 +425,24 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 	if (rc == 0) {
 #pragma omp parallel num_threads(nt) if (nt > 1)
 		{
-			struct tfm_worker *tw = w;
+			struct tfm_worker *tw = w, *tw2 = mix ? mix->w : NULL;
 			int wr = 0, me = 0;
 #ifdef _OPENMP
 			me = omp_get_thread_num();
 			/* each helper thread's worker gets its own copy of
-			 * the parameters */
+			 * the parameters (and of the mixture's second model) */
 			if (me > 0 && (wr = tfm_worker_create(m, (void **)&tw)) == 0 &&
 			    (wr = tfm_send_params(m, tw, params)) < 0) {
 				tfm_worker_destroy(m, tw);
 				tw = w;
+			}
+			if (me > 0 && mix && wr == 0) {
+				tw2 = NULL;
+				if ((wr = tfm_worker_create(m, (void **)&tw2)) == 0 &&
+				    (wr = tfm_send_params(m, tw2, mix->params)) < 0) {
+					tfm_worker_destroy(m, tw2);
+					tw2 = NULL;
+				}
 			}
 #endif
 #pragma omp for schedule(dynamic, 1)
@@ -401,7 +450,8 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 				uint32_t i0 = c * B, k = n - i0 < B ? n - i0 : B;
 				int r = wr < 0
 					    ? wr
-					    : decode_chunk(m, tw, d, src, slen, ord + i0, k, out);
+					    : decode_chunk(m, tw, d, src, slen, ord + i0, k, mix,
+							   tw2, out);
 				if (r < 0) {
 					rcs[c] = r;
 					msgs[c] = strdup(fedrun_error_message());
@@ -410,6 +460,12 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 			if (tw != w && wr == 0) {
 				xf[me] = tfm_xfer(tw);
 				tfm_worker_destroy(m, tw);
+			}
+			if (mix && tw2 && tw2 != mix->w) {
+				const struct mdev_xfer x2 = tfm_xfer(tw2);
+				xf[me].h2d += x2.h2d;
+				xf[me].d2h += x2.d2h;
+				tfm_worker_destroy(m, tw2);
 			}
 		}
 		for (uint32_t c = 0; c < nb; c++) {
@@ -429,7 +485,7 @@ int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *param
 	return rc;
 }
 
-static void put(struct fedrun_eval *out, const char *name, double v)
+void tfm_eval_put(struct fedrun_eval *out, const char *name, double v)
 {
 	if (out->n >= FEDRUN_METRICS_MAX)
 		return;
@@ -437,15 +493,14 @@ static void put(struct fedrun_eval *out, const char *name, double v)
 	out->m[out->n++].value = v;
 }
 
-/* Corpus BLEU and chrF of the split's decoded sources against its raw
- * reference lines (params: host, already in w->params). */
-static int split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *params,
-		      const struct tfm_split *s, uint32_t threads, double *bleu, double *chrf)
+int tfm_split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *params,
+		   const struct tfm_split *s, uint32_t threads, const struct tfm_mix *mix,
+		   double *bleu, double *chrf)
 {
 	char **hyp = calloc(s->n ? s->n : 1, sizeof *hyp);
 	if (!hyp)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	int rc = tfm_decode_ids(m, w, params, &m->decode, s->src, s->slen, s->n, threads, hyp);
+	int rc = tfm_decode_ids(m, w, params, &m->decode, s->src, s->slen, s->n, threads, mix, hyp);
 	if (rc == 0) {
 		struct fedrun_bleu_opts bo;
 		fedrun_bleu_opts_init(&bo);
@@ -470,20 +525,36 @@ static int split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *pa
 	return rc;
 }
 
+const struct tfm_split *tfm_eval_split(struct tfm_model *m, enum fedrun_split split,
+				       int64_t client, int *rc)
+{
+	const struct tfm_split *s = tfm_split_get(m, split, client, rc);
+	if (s && s->n == 0) {
+		*rc = fedrun_error(FEDRUN_ENOENT, "transformer: %s: the %s split has no pairs",
+				   client < 0 ? "all clients" : m->clients[client].name,
+				   split == FEDRUN_SPLIT_TRAIN	 ? "train"
+				   : split == FEDRUN_SPLIT_VALID ? "valid"
+								 : "test");
+		return NULL;
+	}
+	return s;
+}
+
+bool tfm_eval_bleu(const struct tfm_model *m, enum fedrun_split split)
+{
+	return split != FEDRUN_SPLIT_TRAIN &&
+	       (m->eval_bleu == TFM_EVAL_BLEU_ALL ||
+		(m->eval_bleu == TFM_EVAL_BLEU_TEST && split == FEDRUN_SPLIT_TEST));
+}
+
 int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_split split,
 		 int64_t client, struct fedrun_eval *out)
 {
 	struct tfm_model *m = model;
 	int rc;
-	const struct tfm_split *s = tfm_split_get(m, split, client, &rc);
+	const struct tfm_split *s = tfm_eval_split(m, split, client, &rc);
 	if (!s)
 		return rc;
-	if (s->n == 0)
-		return fedrun_error(FEDRUN_ENOENT, "transformer: %s: the %s split has no pairs",
-				    client < 0 ? "all clients" : m->clients[client].name,
-				    split == FEDRUN_SPLIT_TRAIN	  ? "train"
-				    : split == FEDRUN_SPLIT_VALID ? "valid"
-								  : "test");
 	struct tfm_worker *w;
 	bool temp;
 	if ((rc = get_worker(m, worker, &w, &temp)) < 0)
@@ -496,22 +567,19 @@ int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 		rc = split_loss(m, w, s, false, &loss, &nll, &ntok);
 	if (rc == 0) {
 		out->n = 0;
-		put(out, "loss", ntok ? loss / (double)ntok : 0);
-		put(out, "nll", ntok ? nll / (double)ntok : 0);
-		put(out, "ppl", exp(ntok ? nll / (double)ntok : 0));
-		put(out, "tokens", (double)ntok);
+		tfm_eval_put(out, "loss", ntok ? loss / (double)ntok : 0);
+		tfm_eval_put(out, "nll", ntok ? nll / (double)ntok : 0);
+		tfm_eval_put(out, "ppl", exp(ntok ? nll / (double)ntok : 0));
+		tfm_eval_put(out, "tokens", (double)ntok);
 	}
-	bool bleu = split != FEDRUN_SPLIT_TRAIN &&
-		    (m->eval_bleu == TFM_EVAL_BLEU_ALL ||
-		     (m->eval_bleu == TFM_EVAL_BLEU_TEST && split == FEDRUN_SPLIT_TEST));
-	if (rc == 0 && bleu) {
+	if (rc == 0 && tfm_eval_bleu(m, split)) {
 		double b = 0, c = 0;
 		/* Only the server's evaluation of the union decodes on the
 		 * run's threads: clients are evaluated in parallel already. */
 		uint32_t nt = client == FEDRUN_ALL_CLIENTS ? m->host->threads(m->host->ctx) : 1;
-		if ((rc = split_bleu(m, w, params, s, nt, &b, &c)) == 0) {
-			put(out, "bleu", b);
-			put(out, "chrf", c);
+		if ((rc = tfm_split_bleu(m, w, params, s, nt, NULL, &b, &c)) == 0) {
+			tfm_eval_put(out, "bleu", b);
+			tfm_eval_put(out, "chrf", c);
 		}
 	}
 	if (rc == 0)

@@ -119,14 +119,38 @@ int tfm_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 		 int64_t client, struct fedrun_eval *out);
 int tfm_loss_grad(void *model, void *worker, const float *params, enum fedrun_split split,
 		  int64_t client, float *grad, double *loss);
+/* The domain expert's mixture for decoding (expert.h): a second model,
+ * the client's private one, at params (host), whose worker w for the
+ * calling thread holds them in w->params already, and the gate's
+ * z = θ·x of each source sentence (n). Borrowed. */
+struct tfm_mix {
+	const float *params;
+	struct tfm_worker *w;
+	const double *z;
+};
 /* Decodes n tokenized sources with the given settings, in batches of
  * d->batch sentences of similar length spread over `threads` threads (w
  * serves the first, and must hold the parameters in w->params already;
  * the workers of the other threads are sent `params`, host memory):
- * out[i] malloc'd detokenized text. */
+ * out[i] malloc'd detokenized text. With mix (NULL: one model), every
+ * step's log-probabilities are the mixture's, log(λ p + (1 − λ) p2). */
 int tfm_decode_ids(struct tfm_model *m, struct tfm_worker *w, const float *params,
 		   const struct tfm_decode *d, int32_t *const *src, const uint32_t *slen,
-		   uint32_t n, uint32_t threads, char **out);
+		   uint32_t n, uint32_t threads, const struct tfm_mix *mix, char **out);
+/* The split an evaluation reads: NULL with *rc set (FEDRUN_ENOENT with a
+ * message) when the client has no such split or it has no pairs. */
+const struct tfm_split *tfm_eval_split(struct tfm_model *m, enum fedrun_split split,
+				       int64_t client, int *rc);
+/* Whether evaluations of split decode for BLEU (model.eval_bleu). */
+bool tfm_eval_bleu(const struct tfm_model *m, enum fedrun_split split);
+/* Appends a metric to out (dropped past FEDRUN_METRICS_MAX). */
+void tfm_eval_put(struct fedrun_eval *out, const char *name, double v);
+/* Corpus BLEU and chrF of the split's decoded sources (by the model's
+ * decode settings; with mix, the expert's mixture) against its raw
+ * reference lines (params: host, already in w->params). */
+int tfm_split_bleu(struct tfm_model *m, struct tfm_worker *w, const float *params,
+		   const struct tfm_split *s, uint32_t threads, const struct tfm_mix *mix,
+		   double *bleu, double *chrf);
 /* Sends n floats of host params into w->params. */
 int tfm_send_params(struct tfm_model *m, struct tfm_worker *w, const float *params);
 /* Reports the bytes w copied since `before` (tfm_work_xfer's), when the
@@ -134,5 +158,29 @@ int tfm_send_params(struct tfm_model *m, struct tfm_worker *w, const float *para
 void tfm_report_xfer(struct tfm_model *m, struct tfm_worker *w, int64_t client,
 		     const struct mdev_xfer *before);
 struct mdev_xfer tfm_xfer(const struct tfm_worker *w);
+
+/* ---- expert_model.c: the domain expert (FedNMT sec. 2.5, expert.h) ----
+ * The model ops of the same names (fedrun-plugin(7)); global, priv and
+ * gate are host arrays: the two models' parameters and θ (gate size
+ * floats). */
+uint32_t tfm_expert_gate_size(void *model);
+/* Fits θ from 0 with `steps` Adam steps of rate lr on the client's
+ * training split: out gets gate_nll_start, gate_nll_end, lambda. */
+int tfm_expert_fit(void *model, void *worker, const float *global, const float *priv,
+		   uint32_t client, uint32_t steps, double lr, float *gate, struct fedrun_eval *out);
+/* The mixture on a split: loss = nll, ppl, lambda (mean over tokens),
+ * nll_global, nll_private, tokens, and bleu, chrf where the model's
+ * evaluation computes them. */
+int tfm_expert_evaluate(void *model, void *worker, const float *global, const float *priv,
+			const float *gate, enum fedrun_split split, int64_t client,
+			struct fedrun_eval *out);
+/* z[i] = θ·x of source sentence i (its ids, len[i] tokens). */
+int tfm_expert_z(const struct tfm_model *m, const float *global, const float *gate,
+		 int32_t *const *ids, const uint32_t *len, uint32_t n, double *z);
+/* tfm_decode_ids with the mixture: w holds global in w->params already. */
+int tfm_expert_translate_ids(struct tfm_model *m, struct tfm_worker *w, const float *global,
+			     const float *priv, const float *gate, const struct tfm_decode *d,
+			     int32_t *const *ids, const uint32_t *len, uint32_t n, uint32_t threads,
+			     char **out);
 
 #endif
