@@ -68,6 +68,16 @@ vocab '{"type": "words", "federated": true}' fed
 	die "unexpected federated order: $(cut -f1 fed/vocab.txt | tr '\n' ' ')"
 grep -q '"federated": true' fed/pipeline.json || die "the run's pipeline does not record federated"
 
+# The run records its vocab.txt with federated: true; fedrun translate and
+# --resume read that file (no protocol) from a moved run directory.
+cp fed/vocab.txt fed.vocab
+mv fed moved
+printf 'the cat\n' | "$FEDRUN" translate moved >hyp 2>err || { cat err; die "translate of a federated run"; }
+[ "$(wc -l <hyp)" -eq 1 ] || die "translate: $(cat hyp)"
+run_ok --resume p.json --set 'model.tokenizer={"type": "words", "federated": true}' \
+	--set output.dir=moved --set rounds=2
+cmp -s moved/vocab.txt fed.vocab || die "--resume changed the federated vocabulary"
+
 # refusals
 bad() {
 	"$FEDRUN" -q p.json --set "model.tokenizer=$1" --set output.dir=bad >/dev/null 2>err &&
@@ -80,6 +90,5 @@ bad '{"type": "words", "federated": true, "key_bits": 2050}' "key_bits: 2050 is 
 bad '{"type": "words", "federated": true, "key_holder": 3}' "key_holder: 3 is no client"
 bad '{"type": "words", "federated": "yes"}' "model.tokenizer.federated"
 bad '{"type": "words", "federated": true, "keybits": 4096}' "keybits"
-bad '{"type": "words", "federated": true, "vocab": "plain.words"}' "give no \"vocab\" file"
 bad '{"type": "sentencepiece", "federated": true}' "only \"type\": \"words\""
 exit 0

@@ -686,10 +686,9 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 		return fedrun_error(FEDRUN_ECONFIG,
 				    "model.tokenizer.federated: only \"type\": \"words\" has a "
 				    "federated vocabulary");
-	if (c.federated && c.vocab)
-		return fedrun_error(FEDRUN_ECONFIG,
-				    "model.tokenizer.federated: the clients build the vocabulary; "
-				    "give no \"vocab\" file with it");
+	/* federated with a vocab file: the vocabulary a federated run built,
+	 * as its pipeline.json records it (fedrun translate, --resume), is
+	 * read like any other; no protocol runs. */
 	if (c.type == TFM_TOK_WORDS)
 		return words_tokenizer(m, &c, tok_config, raw, dir);
 	if (dir && resuming(m->host) &&
