@@ -24,5 +24,5 @@ END {
 	if (rows["Table 2"] != 4) { printf "Table 2: %d rows, expected 4\n", rows["Table 2"]; bad = 1 }
 	if (cols["Table 1"] < 5) { print "Table 1: fewer than two columns of numbers"; bad = 1 }
 	exit bad
-}' ROWS1="${ROWS1:-5}" "$1"
+}' ROWS1="${ROWS1:-9}" "$1"
 echo "$1: Tables 1 and 2 have their rows, with numbers"

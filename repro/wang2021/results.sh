@@ -19,7 +19,9 @@ out=$1
 quick=0 rounds=4 pairs="de zh_CN"
 [ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
 . "$out/settings"
-done_() { [ -e "$out/$1/.complete" ] && [ -e "$out/$1/scores.tsv" ]; }
+# STAGE is a run (de-wa) or a domain expert of one (de-wa/de-0): the run
+# must be complete and the translations scored.
+done_() { [ -e "$out/${1%%/*}/.complete" ] && [ -e "$out/$1/scores.tsv" ]; }
 missing=""
 
 # score RUN SPLIT CASE METRIC: from RUN/scores.tsv, or "-"
@@ -66,7 +68,7 @@ tsv_header() {
 	for p in $pairs; do printf '\ten-%s' "$p"; done
 	printf '\n'
 }
-t1="Transformer, party desktop alone|local-desktop|Transformer, party developer alone|local-developer|+ data-centralised training|central|FedNMT|fednmt|FedNMT+WA|wa"
+t1="Transformer, party desktop alone|local-desktop|Transformer, party developer alone|local-developer|+ data-centralised training|central|FedNMT|fednmt|FedNMT+WA|wa|FedNMT+DE, desktop|fednmt/de-0|FedNMT+DE, developer|fednmt/de-1|FedNMT+WA+DE, desktop|wa/de-0|FedNMT+WA+DE, developer|wa/de-1"
 t2="F.WA, no noise (epsilon = 0 in the paper's table)|wa|F.WA, Lap(sigma/1): epsilon = 1, both readings|wa-eps1|F.WA, Lap(sigma/2): epsilon = 2 as the formula reads|wa-eps2|F.WA, Lap(2 sigma): epsilon = 2 as the text reads (formula epsilon = 0.5)|wa-eps0.5"
 table() { # SPEC: LABEL|STAGE|LABEL|STAGE...
 	echo "$1" | tr '|' '\n' | while IFS= read -r label && IFS= read -r stage; do row "$label" "$stage"; done
@@ -79,7 +81,8 @@ tsv "$t1" >"$out/table1.tsv"
 tsv "$t2" >"$out/table2.tsv"
 # the missing list is filled in by row(); compute it outside subshells
 for p in $pairs; do
-	for s in local-desktop local-developer central fednmt wa wa-eps1 wa-eps2 wa-eps0.5; do
+	for s in local-desktop local-developer central fednmt wa wa-eps1 wa-eps2 wa-eps0.5 \
+		fednmt/de-0 fednmt/de-1 wa/de-0 wa/de-1; do
 		done_ "$p-$s" || missing="$missing $p-$s"
 	done
 done

@@ -24,6 +24,12 @@
 #   --rounds R       federated rounds of one local epoch each (default 4;
 #                    2 with --quick); every baseline trains R epochs
 #   --threads N      threads (default 2)
+#   --vocab federated|plain
+#                    how the first stage builds the shared words vocabulary:
+#                    by the Paillier protocol of the paper's sec. 2.3
+#                    (default), or from the union of the parties' text
+#                    (the same words in the same order, without the
+#                    encryption's cost)
 #   --force          rerun stages that are already complete
 # A stage whose run directory holds a .complete file written with the same
 # fedrun arguments is kept, so an interrupted reproduction continues where
@@ -38,12 +44,12 @@ prog=run.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 
-quick=0 out='' data_de='' data_zh='' threads=2 rounds='' force=0 pairs=de,zh_CN
+quick=0 out='' data_de='' data_zh='' threads=2 rounds='' force=0 pairs=de,zh_CN vocabmode=federated
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--force) force=1 ;;
-	--out | --data-de | --data-zh | --threads | --rounds | --pairs)
+	--out | --data-de | --data-zh | --threads | --rounds | --pairs | --vocab)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
 		--out) out=$2 ;;
@@ -52,11 +58,12 @@ while [ $# -gt 0 ]; do
 		--threads) threads=$2 ;;
 		--rounds) rounds=$2 ;;
 		--pairs) pairs=$2 ;;
+		--vocab) vocabmode=$2 ;;
 		esac
 		shift
 		;;
 	-h | --help)
-		sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -72,6 +79,11 @@ fi
 need_positive --rounds "$rounds"
 : "${data_de:=$top/data/gettext/out-en-de}" "${data_zh:=$top/data/gettext/out-en-zh_CN}"
 pairs=$(printf '%s' "$pairs" | tr ',' ' ')
+case $vocabmode in
+federated) fedvocab="--set model.tokenizer.federated=true" ;;
+plain) fedvocab= ;;
+*) die "--vocab: federated or plain, not '$vocabmode'" ;;
+esac
 for p in $pairs; do
 	case $p in de | zh_CN) ;; *) die "--pairs: unknown pair '$p' (de, zh_CN)" ;; esac
 done
@@ -155,7 +167,7 @@ prepare() {
 for p in $pairs; do
 	case $p in de) prepare de "$data_de" ;; zh_CN) prepare zh_CN "$data_zh" ;; esac
 done
-printf 'rounds=%s\nquick=%s\npairs="%s"\n' "$rounds" "$quick" "$pairs" >"$out/settings"
+printf 'rounds=%s\nquick=%s\npairs="%s"\nvocabmode=%s\n' "$rounds" "$quick" "$pairs" "$vocabmode" >"$out/settings"
 
 # ---- stages ---------------------------------------------------------------
 ex=$top/examples
@@ -166,19 +178,22 @@ mkdir -p "$claims"
 # laplace's "clip": false as in the paper; see README.md for sigma).
 sigma=0.001
 
-# decode RUN LANG DIR [translate options]: RUN's translations of the joint
-# dev and test sources into RUN/hyp-{dev,test}.txt, and their BLEU and
-# chrF, uncased as the paper scores (and cased), into RUN/scores.tsv.
+# decode RUN LANG DIR WHERE [translate options]: RUN's translations of the
+# joint dev and test sources into WHERE/hyp-{dev,test}.txt (WHERE: RUN, or
+# RUN/de-K for client K's domain expert), and their BLEU and chrF, uncased
+# as the paper scores (and cased), into WHERE/scores.tsv.
 decode() {
-	run=$1 lang=$2 dd=$3
-	shift 3
-	[ -e "$run/scores.tsv" ] && [ -e "$run/.complete" ] && [ "$run/scores.tsv" -nt "$run/.complete" ] && return 0
+	run=$1 lang=$2 dd=$3 where=$4
+	shift 4
+	[ -e "$where/scores.tsv" ] && [ -e "$run/.complete" ] && [ "$where/scores.tsv" -nt "$run/.complete" ] && return 0
+	mkdir -p "$where"
 	for s in dev test; do
 		# shellcheck disable=SC2086
-		"$FEDRUN" translate -t "$threads" "$@" "$run" <"$dd/joint/$s.en" >"$run/hyp-$s.tmp" ||
-			die "$run: fedrun translate failed"
-		mv "$run/hyp-$s.tmp" "$run/hyp-$s.txt"
+		"$FEDRUN" translate -t "$threads" "$@" "$run" <"$dd/joint/$s.en" >"$where/hyp-$s.tmp" ||
+			die "$run: fedrun translate $* failed"
+		mv "$where/hyp-$s.tmp" "$where/hyp-$s.txt"
 	done
+	run=$where
 	{
 		printf 'split\tcase\tbleu\tchrf\n'
 		for s in dev test; do
@@ -210,10 +225,14 @@ pair() {
 	# epoch each, the server's plain average, Adam's moments re-initialised
 	# each round (momentum restart, sec. 2.2); the vocabulary is built by the
 	# federated protocol of sec. 2.3.
-	stage "$lang-fednmt" "$ex/wang2021.json"
+	# After the last round each party trains its private model (R epochs of
+	# its data from the same initial parameters) and fits the gate of its
+	# domain expert (sec. 2.5): FedNMT+DE and FedNMT+WA+DE.
+	stage "$lang-fednmt" "$ex/wang2021.json" $fedvocab --set 'expert={"clients":"all"}'
 	vocab="--set model.tokenizer.vocab=$out/$lang-fednmt/vocab.txt"
 	# FedNMT+WA: the weighted average of eq. 3 (weights: the local steps).
-	stage "$lang-wa" "$ex/wang2021.json" $vocab --set aggregator.weights=steps
+	stage "$lang-wa" "$ex/wang2021.json" $vocab --set aggregator.weights=steps \
+		--set 'expert={"clients":"all"}'
 	# The baselines with the same vocabulary: each party alone and the data
 	# centralised, R epochs each (one client: optimizer state kept, which is
 	# centralised training); the local models are the domain experts' private
@@ -233,7 +252,12 @@ pair() {
 			--set "privacy={\"plugin\":\"laplace\",\"sigma\":$sigma,\"epsilon\":$e,\"clip\":false,\"noise\":\"reproducible\"}"
 	done
 	for r in fednmt wa local-desktop local-developer central wa-eps1 wa-eps2 wa-eps0.5; do
-		decode "$out/$lang-$r" "$lang" "$dd"
+		decode "$out/$lang-$r" "$lang" "$dd" "$out/$lang-$r"
+	done
+	for r in fednmt wa; do
+		for k in 0 1; do
+			decode "$out/$lang-$r" "$lang" "$dd" "$out/$lang-$r/de-$k" --expert $k
+		done
 	done
 }
 for p in $pairs; do
