@@ -89,10 +89,11 @@ done
 
 figs=""
 if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
+	# (a table without a number yet, from an interrupted run, has no chart)
 	"$PLOT" bars --title "Table 1: test BLEU (uncased), joint test set" --ylabel BLEU \
-		-o "$out/fig-table1" "$out/table1.tsv"
+		-o "$out/fig-table1" "$out/table1.tsv" || echo "results.sh: no chart of Table 1" >&2
 	"$PLOT" bars --title "Table 2: FedNMT+WA test BLEU by noise" --ylabel BLEU \
-		-o "$out/fig-table2" "$out/table2.tsv"
+		-o "$out/fig-table2" "$out/table2.tsv" || echo "results.sh: no chart of Table 2" >&2
 	for p in $pairs; do
 		set --
 		for s in local-desktop:"desktop alone" local-developer:"developer alone" central:centralised \
@@ -171,6 +172,31 @@ fi
 	echo
 	header system
 	table "$t2"
+	echo
+	echo "## The domain experts"
+	echo
+	echo "Each party's expert mixes the federated model M_G with its private model M_P (R"
+	echo "epochs of its own data from the same initial parameters), token by token, with"
+	echo "the gate lambda(x) = (1 + tanh(theta . x))/2 (the paper's tanh(theta . x) rescaled"
+	echo "into (0, 1)), x the mean source embedding of the sentence and a bias, theta fitted"
+	echo "on the party's training data with both models frozen. On the joint test set:"
+	echo "the mean lambda (the weight of M_G) and the loss (nats a token) of M_G, M_P and"
+	echo "the mixture."
+	echo
+	echo "| pair | run | party | mean lambda | loss M_G | loss M_P | loss mixture |"
+	echo "|---|---|---|---:|---:|---:|---:|"
+	for p in $pairs; do
+		for r in fednmt:FedNMT wa:FedNMT+WA; do
+			m=$out/$p-${r%%:*}/metrics.jsonl
+			[ -e "$out/$p-${r%%:*}/.complete" ] || continue
+			for party in desktop developer; do
+				ev() { grep "\"split\":\"test\",\"metric\":\"expert.$1\",\"model\":\"$party\"" "$m" |
+					tail -n 1 | sed 's/.*"value":\([^,]*\),.*/\1/'; }
+				printf '| en-%s | %s | %s | %.3f | %.3f | %.3f | %.3f |\n' "$p" "${r#*:}" "$party" \
+					"$(ev lambda)" "$(ev nll_global)" "$(ev nll_private)" "$(ev nll)"
+			done
+		done
+	done
 	echo
 	if [ -n "$missing" ]; then
 		echo "Stages not run (their rows say so):$missing."
