@@ -5,6 +5,7 @@
  * one run with the public API's 2048-bit default. */
 #include "config.h"
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +20,18 @@
 
 static struct paillier_pub pub;
 static struct paillier_priv priv;
+static struct paillier_enc enc;
 
 static void key_setup(void)
 {
 	ck_assert_int_eq(paillier_keygen_unchecked(TEST_BITS, "test", &pub, &priv), 0);
 	ck_assert_uint_eq(mpz_sizeinbase(pub.n, 2), TEST_BITS);
+	ck_assert_int_eq(paillier_enc_init(&enc, &pub, 0), 0);
 }
 
 static void key_teardown(void)
 {
+	paillier_enc_fini(&enc);
 	paillier_pub_fini(&pub);
 	paillier_priv_fini(&priv);
 }
@@ -43,14 +47,74 @@ START_TEST(test_roundtrip)
 			mpz_sub_ui(m, pub.n, 1);
 		else
 			ck_assert_int_eq(paillier_random_below(m, pub.n), 0);
-		ck_assert_int_eq(paillier_encrypt(&pub, m, c), 0);
+		ck_assert_int_eq(paillier_encrypt(&enc, m, c), 0);
 		ck_assert_int_ne(mpz_cmp(c, m), 0);
 		paillier_decrypt(&pub, &priv, c, d);
 		ck_assert_int_eq(mpz_cmp(m, d), 0);
 	}
 	/* plaintexts outside [0, n) are refused */
-	ck_assert_int_eq(paillier_encrypt(&pub, pub.n, c), FEDRUN_EINVAL);
+	ck_assert_int_eq(paillier_encrypt(&enc, pub.n, c), FEDRUN_EINVAL);
 	mpz_clears(m, c, d, NULL);
+}
+END_TEST
+
+/* The fixed-base table gives (1 + m n) h_n^a mod n^2 exactly, against
+ * mpz_powm, for m = 0, n - 1 and random m and a (a = 0, 1 and 2^k/2 - 1
+ * among them), and decrypts to m; the public key survives its export. */
+START_TEST(test_fixed_base)
+{
+	ck_assert_uint_eq(enc.alpha_bits, TEST_BITS / 2);
+	ck_assert_uint_eq(enc.windows, TEST_BITS / 16);
+	mpz_t m, a, c, want, t, d, top;
+	mpz_inits(m, a, c, want, t, d, top, NULL);
+	mpz_setbit(top, enc.alpha_bits);
+	for (int i = 0; i < 24; i++) {
+		if (i % 3 == 0)
+			mpz_set_ui(m, 0);
+		else if (i % 3 == 1)
+			mpz_sub_ui(m, pub.n, 1);
+		else
+			ck_assert_int_eq(paillier_random_below(m, pub.n), 0);
+		if (i < 3)
+			mpz_set_ui(a, (unsigned long)i % 2);
+		else if (i < 6)
+			mpz_sub_ui(a, top, 1);
+		else
+			ck_assert_int_eq(paillier_random_below(a, top), 0);
+		ck_assert_int_eq(paillier_encrypt_alpha(&enc, m, a, c), 0);
+		mpz_powm(want, pub.hn, a, pub.n2);
+		mpz_mul(t, m, pub.n);
+		mpz_add_ui(t, t, 1);
+		mpz_mul(want, want, t);
+		mpz_mod(want, want, pub.n2);
+		ck_assert_msg(mpz_cmp(c, want) == 0, "case %d: the table's h_n^a is wrong", i);
+		paillier_decrypt(&pub, &priv, c, d);
+		ck_assert_int_eq(mpz_cmp(d, m), 0);
+		/* and the random path decrypts too */
+		ck_assert_int_eq(paillier_encrypt(&enc, m, c), 0);
+		paillier_decrypt(&pub, &priv, c, d);
+		ck_assert_int_eq(mpz_cmp(d, m), 0);
+	}
+	/* exponents of more than alpha_bits bits are refused */
+	ck_assert_int_eq(paillier_encrypt_alpha(&enc, m, top, c), FEDRUN_EINVAL);
+	/* h_n is an n-th power: h_n^(phi(n)) = 1 mod n^2 (phi = (p-1)(q-1)) */
+	mpz_sub_ui(t, priv.p, 1);
+	mpz_sub_ui(d, priv.q, 1);
+	mpz_mul(t, t, d);
+	mpz_powm(d, pub.hn, t, pub.n2);
+	ck_assert_int_eq(mpz_cmp_ui(d, 1), 0);
+	/* export, import */
+	uint8_t *buf = malloc(paillier_pub_bytes(TEST_BITS));
+	paillier_pub_export(&pub, buf);
+	struct paillier_pub p2;
+	ck_assert_int_eq(paillier_pub_import(buf, TEST_BITS, "t", &p2), 0);
+	ck_assert_int_eq(mpz_cmp(p2.n, pub.n), 0);
+	ck_assert_int_eq(mpz_cmp(p2.hn, pub.hn), 0);
+	paillier_pub_fini(&p2);
+	memset(buf + TEST_BITS / 8, 0, 2 * TEST_BITS / 8); /* h_n = 0 */
+	ck_assert_int_eq(paillier_pub_import(buf, TEST_BITS, "t", &p2), FEDRUN_EFORMAT);
+	free(buf);
+	mpz_clears(m, a, c, want, t, d, top, NULL);
 }
 END_TEST
 
@@ -58,11 +122,11 @@ START_TEST(test_homomorphic)
 {
 	mpz_t sum, m, c, acc, d, k;
 	mpz_inits(sum, m, c, acc, d, k, NULL);
-	ck_assert_int_eq(paillier_encrypt(&pub, sum, acc), 0); /* E(0) */
+	ck_assert_int_eq(paillier_encrypt(&enc, sum, acc), 0); /* E(0) */
 	for (unsigned long i = 1; i <= 30; i++) {
 		mpz_set_ui(m, i * 1000003ul);
 		mpz_add(sum, sum, m);
-		ck_assert_int_eq(paillier_encrypt(&pub, m, c), 0);
+		ck_assert_int_eq(paillier_encrypt(&enc, m, c), 0);
 		paillier_add(&pub, acc, acc, c);
 	}
 	paillier_decrypt(&pub, &priv, acc, d);
@@ -94,13 +158,13 @@ START_TEST(test_rerandomize)
 	mpz_t m, c, c2, d;
 	mpz_inits(m, c, c2, d, NULL);
 	mpz_set_ui(m, 12345);
-	ck_assert_int_eq(paillier_encrypt(&pub, m, c), 0);
-	ck_assert_int_eq(paillier_rerandomize(&pub, c2, c), 0);
+	ck_assert_int_eq(paillier_encrypt(&enc, m, c), 0);
+	ck_assert_int_eq(paillier_rerandomize(&enc, c2, c), 0);
 	ck_assert_int_ne(mpz_cmp(c, c2), 0);
 	paillier_decrypt(&pub, &priv, c2, d);
 	ck_assert_int_eq(mpz_cmp(d, m), 0);
 	/* two encryptions of one plaintext differ too */
-	ck_assert_int_eq(paillier_encrypt(&pub, m, c2), 0);
+	ck_assert_int_eq(paillier_encrypt(&enc, m, c2), 0);
 	ck_assert_int_ne(mpz_cmp(c, c2), 0);
 	mpz_clears(m, c, c2, d, NULL);
 }
@@ -114,7 +178,7 @@ START_TEST(test_serialise)
 	mpz_t m, c, c2;
 	mpz_inits(m, c, c2, NULL);
 	mpz_set_ui(m, 9);
-	ck_assert_int_eq(paillier_encrypt(&pub, m, c), 0);
+	ck_assert_int_eq(paillier_encrypt(&enc, m, c), 0);
 	paillier_ct_export(&pub, c, buf);
 	ck_assert_int_eq(paillier_ct_import(&pub, buf, "t", c2), 0);
 	ck_assert_int_eq(mpz_cmp(c, c2), 0);
@@ -241,11 +305,13 @@ static uint32_t *plain_order(const struct table *t, uint64_t min_count, uint32_t
 	return idx;
 }
 
-static void check_order(const struct table *t, uint64_t min_count, uint32_t key_holder)
+static void check_order(const struct table *t, uint64_t min_count, uint32_t key_holder,
+			uint32_t threads)
 {
 	struct fedrun_fedvocab_opts o;
 	fedrun_fedvocab_opts_init(&o);
 	o.key_bits = TEST_BITS;
+	o.threads = threads;
 	o.min_count = min_count;
 	o.key_holder = key_holder;
 	char **w;
@@ -273,7 +339,9 @@ START_TEST(test_order_random)
 		uint32_t np = 1 + (uint32_t)fedrun_rng_below(&g, 5);
 		table_random(&t, &g, np, 10 + (uint32_t)fedrun_rng_below(&g, 40),
 			     rep == 2 ? 1000000 : 4);
-		check_order(&t, mins[fedrun_rng_below(&g, 5)], (uint32_t)fedrun_rng_below(&g, np));
+		/* 1 to 3 threads: the order may not depend on them */
+		check_order(&t, mins[fedrun_rng_below(&g, 5)], (uint32_t)fedrun_rng_below(&g, np),
+			    1 + (uint32_t)(rep + _i) % 3);
 		table_free(&t);
 	}
 }
@@ -293,6 +361,13 @@ START_TEST(test_min_count_edge)
 	uint64_t n;
 	ck_assert_int_eq(fedvocab_order_min_bits(pt, 2, &o, 256, &w, &n, NULL), 0);
 	expect_words(w, n, (const char *const[]){"z", "w", "x", "y"}, 4);
+	/* a caller built before opts.threads: the field is not read */
+	o.size = offsetof(struct fedrun_fedvocab_opts, threads);
+	o.threads = 1000000;
+	ck_assert_int_eq(fedvocab_order_min_bits(pt, 2, &o, 256, &w, &n, NULL), 0);
+	expect_words(w, n, (const char *const[]){"z", "w", "x", "y"}, 4);
+	o.size = sizeof o;
+	o.threads = 0;
 	/* above every total: nothing left */
 	o.min_count = 6;
 	ck_assert_int_eq(fedvocab_order_min_bits(pt, 2, &o, 256, &w, &n, NULL), 0);
@@ -438,7 +513,7 @@ START_TEST(test_public_2048)
 	uint64_t n;
 	ck_assert_int_eq(fedrun_fedvocab_order(pt, 2, NULL, &w, &n, &tr), 0);
 	ck_assert_uint_eq(tr.key_bits, 2048);
-	ck_assert_uint_eq(tr.pubkey_len, 256);
+	ck_assert_uint_eq(tr.pubkey_len, 3 * 256); /* n, h_n */
 	expect_words(w, n, (const char *const[]){"the", "dog", "a", "cat"}, 4);
 	fedrun_fedvocab_transcript_fini(&tr);
 }
@@ -450,6 +525,7 @@ static Suite *fedvocab_suite(void)
 	TCase *tc = tcase_create("paillier");
 	tcase_add_checked_fixture(tc, key_setup, key_teardown);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_fixed_base);
 	tcase_add_test(tc, test_homomorphic);
 	tcase_add_test(tc, test_rerandomize);
 	tcase_add_test(tc, test_serialise);

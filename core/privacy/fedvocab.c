@@ -14,6 +14,9 @@
 #include "privacy/fedvocab_internal.h"
 #include "privacy/paillier.h"
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define WHAT "federated vocabulary"
 
@@ -24,6 +27,7 @@ void fedrun_fedvocab_opts_init(struct fedrun_fedvocab_opts *opts)
 	opts->key_bits = 2048;
 	opts->key_holder = 0;
 	opts->min_count = 1;
+	opts->threads = 0;
 }
 
 void fedrun_fedvocab_transcript_fini(struct fedrun_fedvocab_transcript *tr)
@@ -77,6 +81,52 @@ static void *alloc_array(uint64_t n, size_t size)
 	return malloc(n ? (size_t)n * size : 1);
 }
 
+/* ---- parallel loops ---------------------------------------------------- */
+
+/* The first error of a parallel loop. fedrun's error messages are per
+ * thread, so a worker's message is copied here and raised again on the
+ * calling thread by par_err_raise. */
+struct par_err {
+	int rc;
+	char msg[1024];
+};
+
+static void par_err_set(struct par_err *e, int rc)
+{
+#pragma omp critical(fedvocab_par_err)
+	{
+		if (e->rc == 0) {
+			e->rc = rc;
+			snprintf(e->msg, sizeof e->msg, "%s", fedrun_error_message());
+		}
+	}
+}
+
+/* Whether an iteration may start (no error yet); reads are atomic. */
+static bool par_err_none(const struct par_err *e)
+{
+	int rc;
+#pragma omp atomic read
+	rc = e->rc;
+	return rc == 0;
+}
+
+static int par_err_raise(const struct par_err *e)
+{
+	return e->rc ? fedrun_error(e->rc, "%s", e->msg) : 0;
+}
+
+/* The thread count of a run: opts.threads, or OpenMP's default for 0. */
+static int run_threads(uint32_t threads)
+{
+#ifdef _OPENMP
+	return threads ? (int)threads : omp_get_max_threads();
+#else
+	(void)threads;
+	return 1;
+#endif
+}
+
 /* ---- party ------------------------------------------------------------- */
 
 /* Party p's entries sorted by word, checked: no NULL word, no count of 0,
@@ -116,27 +166,44 @@ static int party_sorted(const struct fedrun_fedvocab_party *pt, uint32_t p,
 }
 
 /* Party p's message to the server: E(count of w) for every word w of the
- * union (E(0) where it never saw w), nu ciphertexts into out. */
-static int party_encrypt(const struct paillier_pub *pub,
+ * union (E(0) where it never saw w), nu ciphertexts into out; the words in
+ * parallel on nt threads, each with its own temporaries and randomness. */
+static int party_encrypt(const struct paillier_enc *enc,
 			 const struct fedrun_fedvocab_entry *const *s, uint64_t ns,
-			 const char *const *uni, uint64_t nu, uint8_t *out)
+			 const char *const *uni, uint64_t nu, int nt, uint8_t *out)
 {
-	size_t len = paillier_ct_bytes(pub);
-	mpz_t m, c;
-	mpz_inits(m, c, NULL);
-	int rc = 0;
-	uint64_t j = 0;
-	for (uint64_t w = 0; w < nu && rc == 0; w++) {
-		uint64_t count = 0;
+	size_t len = paillier_ct_bytes(enc->pub);
+	uint64_t *counts = alloc_array(nu, sizeof *counts);
+	if (!counts)
+		return fedrun_error(FEDRUN_ENOMEM, WHAT ": party: out of memory");
+	for (uint64_t w = 0, j = 0; w < nu; w++) {
+		counts[w] = 0;
 		if (j < ns && strcmp(s[j]->word, uni[w]) == 0)
-			count = s[j++]->count;
-		mpz_import(m, 1, 1, sizeof count, 0, 0, &count);
-		if ((rc = paillier_encrypt(pub, m, c)) == 0)
-			paillier_ct_export(pub, c, out + w * len);
+			counts[w] = s[j++]->count;
 	}
-	paillier_mpz_wipe(m);
-	mpz_clear(c);
-	return rc;
+	struct par_err err = {0};
+	(void)nt;
+#pragma omp parallel num_threads(nt)
+	{
+		mpz_t m, c;
+		mpz_inits(m, c, NULL);
+#pragma omp for schedule(dynamic, 64)
+		for (int64_t w = 0; w < (int64_t)nu; w++) {
+			if (!par_err_none(&err))
+				continue;
+			mpz_import(m, 1, 1, sizeof counts[w], 0, 0, &counts[w]);
+			int rc = paillier_encrypt(enc, m, c);
+			if (rc == 0)
+				paillier_ct_export(enc->pub, c, out + (uint64_t)w * len);
+			else
+				par_err_set(&err, rc);
+		}
+		paillier_mpz_wipe(m);
+		mpz_clear(c);
+	}
+	memset(counts, 0, (size_t)nu * sizeof *counts);
+	free(counts);
+	return par_err_raise(&err);
 }
 
 /* ---- key holder -------------------------------------------------------- */
@@ -153,29 +220,77 @@ static int cmp_val_desc(const void *a, const void *b)
 	return c ? c : (x->i > y->i) - (x->i < y->i);
 }
 
-/* Decrypts the n masked ciphertexts and answers only their dense ranks
- * (0: the largest value; equal values, equal ranks). */
-static int holder_rank(const struct paillier_pub *pub, const struct paillier_priv *priv,
-		       const uint8_t *ct, uint64_t n, uint64_t *ranks)
+/* Whether the key holder may order the masked values by their residues mod
+ * p: they are a T + b for one a < 2^64 and one b (server_mask), totals
+ * T < 2^96, so two of them differ by less than 2^160 in absolute value;
+ * with p > 2^162 their differences mod p, taken in (-p/2, p/2), are the
+ * exact differences. Half of a CRT decryption per value; test keys whose p
+ * is smaller decrypt fully. */
+static bool holder_mod_p(const struct paillier_priv *priv)
 {
+	return mpz_sizeinbase(priv->p, 2) > 163;
+}
+
+/* The values mod p, made exact differences from value 0: v - v_0 mod p in
+ * (-p/2, p/2) (see holder_mod_p). */
+static void holder_center(const struct paillier_priv *priv, struct holder_val *val, uint64_t n)
+{
+	if (n == 0)
+		return;
+	mpz_t v0, half;
+	mpz_init_set(v0, val[0].v);
+	mpz_init(half);
+	mpz_fdiv_q_2exp(half, priv->p, 1);
+	for (uint64_t k = 0; k < n; k++) {
+		mpz_sub(val[k].v, val[k].v, v0);
+		mpz_mod(val[k].v, val[k].v, priv->p);
+		if (mpz_cmp(val[k].v, half) > 0)
+			mpz_sub(val[k].v, val[k].v, priv->p);
+	}
+	paillier_mpz_wipe(v0);
+	mpz_clear(half);
+}
+
+/* Decrypts the n masked ciphertexts (in parallel on nt threads) and
+ * answers only their dense ranks (0: the largest value; equal values, equal
+ * ranks). */
+static int holder_rank(const struct paillier_pub *pub, const struct paillier_priv *priv,
+		       const uint8_t *ct, uint64_t n, int nt, uint64_t *ranks)
+{
+	const bool mod_p = holder_mod_p(priv);
 	size_t len = paillier_ct_bytes(pub);
 	struct holder_val *val = alloc_array(n, sizeof *val);
 	if (!val)
 		return fedrun_error(FEDRUN_ENOMEM, WHAT ": key holder: out of memory");
-	mpz_t c;
-	mpz_init(c);
-	int rc = 0;
-	uint64_t k = 0;
-	for (; k < n; k++) {
+	for (uint64_t k = 0; k < n; k++) {
 		mpz_init(val[k].v);
 		val[k].i = k;
-		if ((rc = paillier_ct_import(pub, ct + k * len, WHAT ": key holder", c)) < 0) {
-			k++;
-			break;
-		}
-		paillier_decrypt(pub, priv, c, val[k].v);
 	}
-	mpz_clear(c);
+	struct par_err err = {0};
+	(void)nt;
+#pragma omp parallel num_threads(nt)
+	{
+		mpz_t c;
+		mpz_init(c);
+#pragma omp for schedule(dynamic, 64)
+		for (int64_t k = 0; k < (int64_t)n; k++) {
+			if (!par_err_none(&err))
+				continue;
+			int rc =
+			    paillier_ct_import(pub, ct + (uint64_t)k * len, WHAT ": key holder", c);
+			if (rc == 0 && mod_p)
+				paillier_decrypt_mod_p(priv, c, val[k].v);
+			else if (rc == 0)
+				paillier_decrypt(pub, priv, c, val[k].v);
+			else
+				par_err_set(&err, rc);
+		}
+		mpz_clear(c);
+	}
+	int rc = par_err_raise(&err);
+	uint64_t k = n;
+	if (rc == 0 && mod_p)
+		holder_center(priv, val, n);
 	if (rc == 0) {
 		qsort(val, (size_t)n, sizeof *val, cmp_val_desc);
 		uint64_t r = 0;
@@ -199,7 +314,9 @@ static int holder_rank(const struct paillier_pub *pub, const struct paillier_pri
  * permutation: union word w travels at position perm[w]. */
 struct server {
 	const struct paillier_pub *pub;
-	mpz_t *acc; /* nu running sums E(T_w) */
+	const struct paillier_enc *enc; /* pub's table */
+	int nt;				/* threads */
+	mpz_t *acc;			/* nu running sums E(T_w) */
 	uint64_t nu;
 	mpz_t a, b;
 	uint64_t *perm;
@@ -243,10 +360,13 @@ static int server_union(const struct fedrun_fedvocab_entry *const *const *sorted
 	return 0;
 }
 
-static int server_init(struct server *s, const struct paillier_pub *pub, uint64_t nu)
+static int server_init(struct server *s, const struct paillier_enc *enc, int nt, uint64_t nu)
 {
+	const struct paillier_pub *pub = enc->pub;
 	memset(s, 0, sizeof *s);
 	s->pub = pub;
+	s->enc = enc;
+	s->nt = nt;
 	mpz_inits(s->a, s->b, NULL);
 	s->acc = alloc_array(nu, sizeof *s->acc);
 	s->perm = alloc_array(nu + 1, sizeof *s->perm);
@@ -277,14 +397,24 @@ static int server_receive(struct server *s, uint32_t p, const uint8_t *ct)
 	size_t len = paillier_ct_bytes(s->pub);
 	char what[64];
 	snprintf(what, sizeof what, WHAT ": server: from party %u", p);
-	mpz_t c;
-	mpz_init(c);
-	int rc = 0;
-	for (uint64_t w = 0; w < s->nu && rc == 0; w++)
-		if ((rc = paillier_ct_import(s->pub, ct + w * len, what, c)) == 0)
-			paillier_add(s->pub, s->acc[w], s->acc[w], c);
-	mpz_clear(c);
-	return rc;
+	struct par_err err = {0};
+#pragma omp parallel num_threads(s->nt)
+	{
+		mpz_t c;
+		mpz_init(c);
+#pragma omp for schedule(static)
+		for (int64_t w = 0; w < (int64_t)s->nu; w++) {
+			if (!par_err_none(&err))
+				continue;
+			int rc = paillier_ct_import(s->pub, ct + (uint64_t)w * len, what, c);
+			if (rc == 0)
+				paillier_add(s->pub, s->acc[w], s->acc[w], c);
+			else
+				par_err_set(&err, rc);
+		}
+		mpz_clear(c);
+	}
+	return par_err_raise(&err);
 }
 
 /* A uniform permutation of 0 .. n-1 (Fisher-Yates) from a stream keyed by
@@ -317,28 +447,40 @@ static int server_shuffle(uint64_t *perm, uint64_t n)
 static int server_mask(struct server *s, uint64_t min_count, uint8_t *out, uint64_t *n_masked)
 {
 	uint64_t n = s->nu + (min_count > 1);
-	int rc = server_shuffle(s->perm, n);
-	size_t len = paillier_ct_bytes(s->pub);
-	mpz_t c, t;
-	mpz_inits(c, t, NULL);
-	for (uint64_t w = 0; w < n && rc == 0; w++) {
-		if (w < s->nu) {
-			paillier_mul_plain(s->pub, c, s->acc[w], s->a);
-			paillier_add_plain(s->pub, c, c, s->b);
-			rc = paillier_rerandomize(s->pub, c, c);
-		} else {
-			mpz_import(t, 1, 1, sizeof min_count, 0, 0, &min_count);
-			mpz_mul(t, t, s->a);
-			mpz_add(t, t, s->b);
-			rc = paillier_encrypt(s->pub, t, c);
-		}
-		if (rc == 0)
-			paillier_ct_export(s->pub, c, out + s->perm[w] * len);
-	}
-	paillier_mpz_wipe(t);
-	mpz_clear(c);
 	*n_masked = n;
-	return rc;
+	int rc = server_shuffle(s->perm, n);
+	if (rc < 0)
+		return rc;
+	size_t len = paillier_ct_bytes(s->pub);
+	struct par_err err = {0};
+#pragma omp parallel num_threads(s->nt)
+	{
+		mpz_t c, t;
+		mpz_inits(c, t, NULL);
+#pragma omp for schedule(dynamic, 64)
+		for (int64_t w = 0; w < (int64_t)n; w++) {
+			if (!par_err_none(&err))
+				continue;
+			int wrc;
+			if ((uint64_t)w < s->nu) {
+				paillier_mul_plain(s->pub, c, s->acc[w], s->a);
+				paillier_add_plain(s->pub, c, c, s->b);
+				wrc = paillier_rerandomize(s->enc, c, c);
+			} else {
+				mpz_import(t, 1, 1, sizeof min_count, 0, 0, &min_count);
+				mpz_mul(t, t, s->a);
+				mpz_add(t, t, s->b);
+				wrc = paillier_encrypt(s->enc, t, c);
+			}
+			if (wrc == 0)
+				paillier_ct_export(s->pub, c, out + s->perm[w] * len);
+			else
+				par_err_set(&err, wrc);
+		}
+		paillier_mpz_wipe(t);
+		mpz_clear(c);
+	}
+	return par_err_raise(&err);
 }
 
 struct ranked {
@@ -387,21 +529,6 @@ static int server_order(const struct server *s, const char *const *uni, const ui
 
 /* ---- the run ----------------------------------------------------------- */
 
-/* The key holder publishes n (big-endian); parties and server read it. */
-static int pub_read(const uint8_t *buf, size_t len, uint32_t bits, struct paillier_pub *pub)
-{
-	mpz_inits(pub->n, pub->n2, NULL);
-	mpz_import(pub->n, len, 1, 1, 1, 0, buf);
-	mpz_mul(pub->n2, pub->n, pub->n);
-	pub->bits = bits;
-	if (mpz_sizeinbase(pub->n, 2) != bits || mpz_even_p(pub->n)) {
-		paillier_pub_fini(pub);
-		return fedrun_error(FEDRUN_EFORMAT, WHAT ": the published key is no %u-bit modulus",
-				    bits);
-	}
-	return 0;
-}
-
 static int check_opts(const struct fedrun_fedvocab_opts *opts, uint32_t np, uint32_t min_bits,
 		      struct fedrun_fedvocab_opts *o)
 {
@@ -433,7 +560,9 @@ struct run {
 	uint64_t nu;
 	struct paillier_pub holder_pub, pub; /* the key holder's; the published */
 	struct paillier_priv priv;
-	bool have_key, have_pub;
+	struct paillier_enc enc; /* pub's table, for parties and server */
+	bool have_key, have_pub, have_enc;
+	int nt; /* threads */
 	uint8_t *pubkey, *party_ct, *masked;
 	uint64_t *ranks;
 };
@@ -448,13 +577,16 @@ static int run_keys(struct run *r, uint32_t bits, uint32_t min_bits)
 	if (rc < 0)
 		return rc;
 	r->have_key = true;
-	size_t len = (bits + 7) / 8;
-	if (!(r->pubkey = calloc(1, len)))
+	if (!(r->pubkey = calloc(1, paillier_pub_bytes(bits))))
 		return fedrun_error(FEDRUN_ENOMEM, WHAT ": out of memory");
-	mpz_export(r->pubkey, NULL, 1, 1, 1, 0, r->holder_pub.n);
-	/* everyone else: reads it */
-	if ((rc = pub_read(r->pubkey, len, bits, &r->pub)) == 0)
-		r->have_pub = true;
+	paillier_pub_export(&r->holder_pub, r->pubkey);
+	/* everyone else: reads it, and who encrypts (the parties, the server)
+	 * builds h_n's table from it; here, in one process, they share one */
+	if ((rc = paillier_pub_import(r->pubkey, bits, WHAT, &r->pub)) < 0)
+		return rc;
+	r->have_pub = true;
+	if ((rc = paillier_enc_init(&r->enc, &r->pub, (uint32_t)r->nt)) == 0)
+		r->have_enc = true;
 	return rc;
 }
 
@@ -471,7 +603,7 @@ static int run_collect(struct run *r, struct server *srv,
 	int rc = 0;
 	for (uint32_t p = 0; p < np && rc == 0; p++) {
 		uint8_t *msg = r->party_ct + (keep ? p * per : 0);
-		rc = party_encrypt(&r->pub, r->sorted[p], parties[p].n, r->uni, r->nu, msg);
+		rc = party_encrypt(&r->enc, r->sorted[p], parties[p].n, r->uni, r->nu, r->nt, msg);
 		if (rc == 0)
 			rc = server_receive(srv, p, msg);
 	}
@@ -489,6 +621,8 @@ static void run_fini(struct run *r, uint32_t np)
 		paillier_pub_fini(&r->holder_pub);
 		paillier_priv_fini(&r->priv);
 	}
+	if (r->have_enc)
+		paillier_enc_fini(&r->enc);
 	if (r->have_pub)
 		paillier_pub_fini(&r->pub);
 	free(r->pubkey);
@@ -502,7 +636,7 @@ static void run_transcript(struct run *r, uint32_t np, uint64_t n_masked,
 {
 	memset(tr, 0, sizeof *tr);
 	tr->key_bits = r->pub.bits;
-	tr->pubkey_len = (r->pub.bits + 7) / 8;
+	tr->pubkey_len = paillier_pub_bytes(r->pub.bits);
 	tr->ct_len = paillier_ct_bytes(&r->pub);
 	tr->n_parties = np;
 	tr->n_union = r->nu;
@@ -529,6 +663,7 @@ int fedvocab_order_min_bits(const struct fedrun_fedvocab_party *parties, uint32_
 	if (rc < 0)
 		return rc;
 	struct run r = {0};
+	r.nt = run_threads(o.threads);
 	struct server srv = {0};
 	bool have_srv = false;
 	if (!(r.sorted = calloc(n_parties, sizeof *r.sorted))) {
@@ -543,7 +678,7 @@ int fedvocab_order_min_bits(const struct fedrun_fedvocab_party *parties, uint32_
 	    (rc = run_keys(&r, o.key_bits, min_bits)) < 0)
 		goto out;
 	have_srv = true;
-	if ((rc = server_init(&srv, &r.pub, r.nu)) < 0 ||
+	if ((rc = server_init(&srv, &r.enc, r.nt, r.nu)) < 0 ||
 	    (rc = run_collect(&r, &srv, parties, n_parties, tr != NULL)) < 0)
 		goto out;
 	uint64_t n_masked;
@@ -554,7 +689,7 @@ int fedvocab_order_min_bits(const struct fedrun_fedvocab_party *parties, uint32_
 		goto out;
 	}
 	if ((rc = server_mask(&srv, o.min_count, r.masked, &n_masked)) < 0 ||
-	    (rc = holder_rank(&r.holder_pub, &r.priv, r.masked, n_masked, r.ranks)) < 0 ||
+	    (rc = holder_rank(&r.holder_pub, &r.priv, r.masked, n_masked, r.nt, r.ranks)) < 0 ||
 	    (rc = server_order(&srv, r.uni, r.ranks, o.min_count > 1, words_out, n_out)) < 0)
 		goto out;
 	if (tr)

@@ -2,7 +2,12 @@
  * system's random source, encryption, CRT decryption and the homomorphic
  * operations the federated vocabulary needs. */
 #include "config.h"
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "fedrun/csprng.h"
 #include "fedrun/error.h"
 #include "privacy/paillier.h"
@@ -95,7 +100,89 @@ void paillier_priv_fini(struct paillier_priv *k)
 
 void paillier_pub_fini(struct paillier_pub *pub)
 {
-	mpz_clears(pub->n, pub->n2, NULL);
+	mpz_clears(pub->n, pub->n2, pub->hn, NULL);
+}
+
+/* A uniform unit of Z_n: [1, n) prime to n (an r sharing a factor with n
+ * comes with probability about 2^-(bits/2)). */
+static int random_unit(mpz_t out, const mpz_t n)
+{
+	mpz_t g;
+	mpz_init(g);
+	int rc;
+	for (;;) {
+		if ((rc = paillier_random_below(out, n)) < 0)
+			break;
+		mpz_gcd(g, out, n);
+		if (mpz_sgn(out) != 0 && mpz_cmp_ui(g, 1) == 0)
+			break;
+	}
+	mpz_clear(g);
+	return rc;
+}
+
+/* h_n = h^n mod n^2 for h = -x^2 mod n, x a random unit (DJN 2010, sec.
+ * 4.2): h generates the squares' subgroup up to sign, and h_n its n-th
+ * powers, which encryption's randomizer ranges over. */
+static int make_hn(struct paillier_pub *pub)
+{
+	mpz_t x;
+	mpz_init(x);
+	int rc = random_unit(x, pub->n);
+	if (rc == 0) {
+		mpz_mul(x, x, x);
+		mpz_mod(x, x, pub->n);
+		mpz_sub(x, pub->n, x);
+		mpz_powm(pub->hn, x, pub->n, pub->n2);
+	}
+	paillier_mpz_wipe(x);
+	return rc;
+}
+
+size_t paillier_pub_bytes(uint32_t bits)
+{
+	return 3 * (((size_t)bits + 7) / 8);
+}
+
+/* x as `len` big-endian bytes, zero-padded on the left (x < 2^(8 len)). */
+static void export_fixed(const mpz_t x, uint8_t *buf, size_t len)
+{
+	size_t used = mpz_sgn(x) ? (mpz_sizeinbase(x, 2) + 7) / 8 : 0;
+	memset(buf, 0, len - used);
+	if (used)
+		mpz_export(buf + (len - used), NULL, 1, 1, 1, 0, x);
+}
+
+void paillier_pub_export(const struct paillier_pub *pub, uint8_t *buf)
+{
+	size_t nb = ((size_t)pub->bits + 7) / 8;
+	export_fixed(pub->n, buf, nb);
+	export_fixed(pub->hn, buf + nb, 2 * nb);
+}
+
+int paillier_pub_import(const uint8_t *buf, uint32_t bits, const char *what,
+			struct paillier_pub *pub)
+{
+	size_t nb = ((size_t)bits + 7) / 8;
+	mpz_inits(pub->n, pub->n2, pub->hn, NULL);
+	mpz_import(pub->n, nb, 1, 1, 1, 0, buf);
+	mpz_import(pub->hn, 2 * nb, 1, 1, 1, 0, buf + nb);
+	mpz_mul(pub->n2, pub->n, pub->n);
+	pub->bits = bits;
+	mpz_t g;
+	mpz_init(g);
+	mpz_gcd(g, pub->hn, pub->n);
+	bool ok = mpz_sizeinbase(pub->n, 2) == bits && mpz_odd_p(pub->n) && mpz_sgn(pub->hn) > 0 &&
+		  mpz_cmp(pub->hn, pub->n2) < 0 && mpz_cmp_ui(g, 1) == 0;
+	mpz_clear(g);
+	if (!ok) {
+		paillier_pub_fini(pub);
+		return fedrun_error(FEDRUN_EFORMAT,
+				    "%s: the published key is no %u-bit Paillier key (n odd of "
+				    "%u bits, h_n a unit below n^2)",
+				    what, bits, bits);
+	}
+	return 0;
 }
 
 /* h = L_p(g^(p-1) mod p^2)^-1 mod p with g = n + 1 and L_p(x) = (x-1)/p
@@ -121,7 +208,7 @@ int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_p
 				    "%s: a Paillier key of %u bits; the size must be a multiple "
 				    "of 16 from 256 to %u",
 				    what, bits, PAILLIER_MAX_BITS);
-	mpz_inits(pub->n, pub->n2, NULL);
+	mpz_inits(pub->n, pub->n2, pub->hn, NULL);
 	priv_init(priv);
 	pub->bits = bits;
 	int rc;
@@ -144,6 +231,11 @@ int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_p
 	crt_h(pub->n, priv->p, priv->p2, priv->hp);
 	crt_h(pub->n, priv->q, priv->q2, priv->hq);
 	mpz_invert(priv->qinv, priv->q, priv->p);
+	if ((rc = make_hn(pub)) < 0) {
+		paillier_pub_fini(pub);
+		paillier_priv_fini(priv);
+		return fedrun_error_wrap(rc, "%s: Paillier key generation: ", what);
+	}
 	return 0;
 }
 
@@ -158,45 +250,174 @@ int paillier_keygen(uint32_t bits, const char *what, struct paillier_pub *pub,
 	return paillier_keygen_unchecked(bits, what, pub, priv);
 }
 
-/* r^n mod n^2 for a fresh r in [1, n) prime to n. */
-static int random_rn(const struct paillier_pub *pub, mpz_t out)
+/* ---- the fixed-base table of h_n -------------------------------------- */
+
+/* The limbs of a value below n^2, so that no product reallocates. */
+static void init_mod_n2(mpz_t x, const struct paillier_pub *pub)
 {
-	mpz_t g;
-	mpz_init(g);
-	int rc;
-	for (;;) {
-		if ((rc = paillier_random_below(out, pub->n)) < 0)
-			break;
-		/* r = 0, or an r sharing a factor with n (probability about
-		 * 2^-(bits/2)), is not a unit */
-		mpz_gcd(g, out, pub->n);
-		if (mpz_sgn(out) != 0 && mpz_cmp_ui(g, 1) == 0)
-			break;
+	mpz_init2(x, 2 * (mp_bitcnt_t)pub->bits + GMP_NUMB_BITS);
+}
+
+void paillier_enc_fini(struct paillier_enc *enc)
+{
+	if (enc->table)
+		for (size_t k = 0; k < (size_t)enc->windows * 255; k++)
+			mpz_clear(enc->table[k]);
+	free(enc->table);
+	memset(enc, 0, sizeof *enc);
+}
+
+int paillier_enc_init(struct paillier_enc *enc, const struct paillier_pub *pub, uint32_t threads)
+{
+	memset(enc, 0, sizeof *enc);
+	enc->pub = pub;
+	enc->alpha_bits = (pub->bits + 1) / 2;
+	enc->windows = (enc->alpha_bits + 7) / 8;
+	size_t nt = (size_t)enc->windows * 255;
+	if (!(enc->table = malloc(nt * sizeof *enc->table)))
+		return fedrun_error(FEDRUN_ENOMEM, "paillier: no memory for the encryption table");
+	for (size_t k = 0; k < nt; k++)
+		init_mod_n2(enc->table[k], pub);
+	/* column 1 of each window: h_n^(2^(8 i)), 8 squarings from the last */
+	mpz_set(enc->table[0], pub->hn);
+	for (uint32_t i = 1; i < enc->windows; i++) {
+		mpz_ptr b = enc->table[(size_t)i * 255];
+		mpz_set(b, enc->table[(size_t)(i - 1) * 255]);
+		for (int s = 0; s < 8; s++) {
+			mpz_mul(b, b, b);
+			mpz_tdiv_r(b, b, pub->n2);
+		}
 	}
-	mpz_clear(g);
-	if (rc == 0)
-		mpz_powm(out, out, pub->n, pub->n2);
+	/* the windows' other columns are independent of each other */
+	int nth = threads ? (int)threads : 1;
+#ifdef _OPENMP
+	if (!threads)
+		nth = omp_get_max_threads();
+#endif
+	(void)nth;
+	const int64_t nw = enc->windows;
+#pragma omp parallel for schedule(static) num_threads(nth)
+	for (int64_t i = 0; i < nw; i++) {
+		mpz_t *row = enc->table + (size_t)i * 255;
+		mpz_t t;
+		init_mod_n2(t, pub);
+		for (int j = 1; j < 255; j++) {
+			mpz_mul(t, row[j - 1], row[0]);
+			mpz_tdiv_r(row[j], t, pub->n2);
+		}
+		mpz_clear(t);
+	}
+	return 0;
+}
+
+size_t paillier_enc_table_bytes(const struct paillier_enc *enc)
+{
+	size_t limbs = 0;
+	for (size_t k = 0; k < (size_t)enc->windows * 255; k++)
+		limbs += (size_t)enc->table[k]->_mp_alloc;
+	return limbs * sizeof(mp_limb_t) + (size_t)enc->windows * 255 * sizeof(mpz_t);
+}
+
+/* out = h_n^a mod n^2 for a = sum a[i] 2^(8 i), i < windows: one product
+ * per nonzero byte. */
+static void pow_bytes(const struct paillier_enc *enc, const uint8_t *a, mpz_t out, mpz_t t)
+{
+	bool first = true;
+	for (uint32_t i = 0; i < enc->windows; i++) {
+		if (!a[i])
+			continue;
+		mpz_srcptr f = enc->table[(size_t)i * 255 + a[i] - 1];
+		if (first) {
+			mpz_set(out, f);
+			first = false;
+		} else {
+			mpz_mul(t, out, f);
+			mpz_tdiv_r(out, t, enc->pub->n2);
+		}
+	}
+	if (first)
+		mpz_set_ui(out, 1);
+}
+
+/* A fresh short exponent as `windows` little-endian bytes, uniform in
+ * [0, 2^alpha_bits). */
+static int random_alpha(const struct paillier_enc *enc, uint8_t *a)
+{
+	int rc = fedrun_getrandom(a, enc->windows);
+	if (rc == 0 && enc->alpha_bits % 8)
+		a[enc->windows - 1] &= (uint8_t)((1u << (enc->alpha_bits % 8)) - 1);
 	return rc;
 }
 
-int paillier_encrypt(const struct paillier_pub *pub, const mpz_t m, mpz_t c)
+int paillier_random_hna(const struct paillier_enc *enc, mpz_t out)
+{
+	uint8_t a[PAILLIER_MAX_BITS / 16 + 1];
+	mpz_t t;
+	init_mod_n2(t, enc->pub);
+	int rc = random_alpha(enc, a);
+	if (rc == 0)
+		pow_bytes(enc, a, out, t);
+	wipe_bytes(a, sizeof a);
+	paillier_mpz_wipe(t);
+	return rc;
+}
+
+/* c = (1 + m n) hna mod n^2. */
+static void encrypt_with(const struct paillier_pub *pub, const mpz_t m, const mpz_t hna, mpz_t c)
+{
+	/* g^m = (1 + n)^m = 1 + m n mod n^2 */
+	mpz_t g;
+	init_mod_n2(g, pub);
+	mpz_mul(g, m, pub->n);
+	mpz_add_ui(g, g, 1);
+	mpz_mul(c, g, hna);
+	mpz_tdiv_r(c, c, pub->n2);
+	paillier_mpz_wipe(g);
+}
+
+static int check_plain(const struct paillier_pub *pub, const mpz_t m)
 {
 	if (mpz_sgn(m) < 0 || mpz_cmp(m, pub->n) >= 0)
 		return fedrun_error(FEDRUN_EINVAL,
 				    "paillier: a plaintext outside [0, n) for a %u-bit key",
 				    pub->bits);
-	mpz_t rn;
-	mpz_init(rn);
-	int rc = random_rn(pub, rn);
-	if (rc == 0) {
-		/* g^m = (1 + n)^m = 1 + m n mod n^2 */
-		mpz_mul(c, m, pub->n);
-		mpz_add_ui(c, c, 1);
-		mpz_mul(c, c, rn);
-		mpz_mod(c, c, pub->n2);
-	}
-	paillier_mpz_wipe(rn);
+	return 0;
+}
+
+int paillier_encrypt(const struct paillier_enc *enc, const mpz_t m, mpz_t c)
+{
+	int rc = check_plain(enc->pub, m);
+	if (rc < 0)
+		return rc;
+	mpz_t r;
+	init_mod_n2(r, enc->pub);
+	if ((rc = paillier_random_hna(enc, r)) == 0)
+		encrypt_with(enc->pub, m, r, c);
+	paillier_mpz_wipe(r);
 	return rc;
+}
+
+int paillier_encrypt_alpha(const struct paillier_enc *enc, const mpz_t m, const mpz_t alpha,
+			   mpz_t c)
+{
+	int rc = check_plain(enc->pub, m);
+	if (rc < 0)
+		return rc;
+	if (mpz_sgn(alpha) < 0 || mpz_sizeinbase(alpha, 2) > enc->alpha_bits)
+		return fedrun_error(FEDRUN_EINVAL, "paillier: an exponent outside [0, 2^%u)",
+				    enc->alpha_bits);
+	uint8_t a[PAILLIER_MAX_BITS / 16 + 1];
+	memset(a, 0, sizeof a);
+	mpz_export(a, NULL, -1, 1, 0, 0, alpha);
+	mpz_t r, t;
+	init_mod_n2(r, enc->pub);
+	init_mod_n2(t, enc->pub);
+	pow_bytes(enc, a, r, t);
+	encrypt_with(enc->pub, m, r, c);
+	wipe_bytes(a, sizeof a);
+	paillier_mpz_wipe(r);
+	paillier_mpz_wipe(t);
+	return 0;
 }
 
 /* m mod p from c: L_p(c^(p-1) mod p^2) hp mod p. */
@@ -231,6 +452,11 @@ void paillier_decrypt(const struct paillier_pub *pub, const struct paillier_priv
 	paillier_mpz_wipe(mq);
 }
 
+void paillier_decrypt_mod_p(const struct paillier_priv *k, const mpz_t c, mpz_t m)
+{
+	crt_part(c, k->p, k->p2, k->hp, m);
+}
+
 void paillier_add(const struct paillier_pub *pub, mpz_t c, const mpz_t a, const mpz_t b)
 {
 	mpz_mul(c, a, b);
@@ -259,14 +485,14 @@ void paillier_neg(const struct paillier_pub *pub, mpz_t c, const mpz_t a)
 	mpz_invert(c, a, pub->n2);
 }
 
-int paillier_rerandomize(const struct paillier_pub *pub, mpz_t c, const mpz_t a)
+int paillier_rerandomize(const struct paillier_enc *enc, mpz_t c, const mpz_t a)
 {
-	mpz_t rn;
-	mpz_init(rn);
-	int rc = random_rn(pub, rn);
+	mpz_t r;
+	init_mod_n2(r, enc->pub);
+	int rc = paillier_random_hna(enc, r);
 	if (rc == 0)
-		paillier_add(pub, c, a, rn);
-	paillier_mpz_wipe(rn);
+		paillier_add(enc->pub, c, a, r);
+	paillier_mpz_wipe(r);
 	return rc;
 }
 
@@ -277,12 +503,7 @@ size_t paillier_ct_bytes(const struct paillier_pub *pub)
 
 void paillier_ct_export(const struct paillier_pub *pub, const mpz_t c, uint8_t *buf)
 {
-	size_t len = paillier_ct_bytes(pub), used = (mpz_sizeinbase(c, 2) + 7) / 8;
-	if (mpz_sgn(c) == 0)
-		used = 0;
-	memset(buf, 0, len - used);
-	if (used)
-		mpz_export(buf + (len - used), NULL, 1, 1, 1, 0, c);
+	export_fixed(c, buf, paillier_ct_bytes(pub));
 }
 
 int paillier_ct_import(const struct paillier_pub *pub, const uint8_t *buf, const char *what,

@@ -1,7 +1,10 @@
 /* Paillier's additively homomorphic encryption (Paillier 1999) on GMP, for
- * the federated vocabulary (fedvocab.c). g = n + 1, so E(m; r) = (1 + m n)
- * r^n mod n^2, and decryption by the Chinese remainder theorem over p^2 and
- * q^2. Internal to libfedrun; built only when configure found GMP. */
+ * the federated vocabulary (fedvocab.c). g = n + 1 and the short-exponent
+ * randomizer of Damgard, Jurik and Nielsen (2010, sec. 4.2): E(m; a) =
+ * (1 + m n) h_n^a mod n^2 with h_n = h^n mod n^2 public and a of ceil(k/2)
+ * bits, h_n^a from a fixed-base table (struct paillier_enc); decryption by
+ * the Chinese remainder theorem over p^2 and q^2. Internal to libfedrun;
+ * built only when configure found GMP. */
 #ifndef FEDRUN_PAILLIER_H
 #define FEDRUN_PAILLIER_H
 
@@ -14,10 +17,24 @@
 #define PAILLIER_MIN_BITS 2048u
 #define PAILLIER_MAX_BITS 16384u
 
-/* The public key: what the key holder publishes. */
+/* The public key: what the key holder publishes (n and h_n). */
 struct paillier_pub {
 	uint32_t bits; /* of n, exactly */
 	mpz_t n, n2;   /* n = p q and n^2 */
+	mpz_t hn;      /* h^n mod n^2 for h = -x^2 mod n, x random in Z*_n */
+};
+
+/* What encrypting under a public key needs beyond it: the fixed-base table
+ * of h_n (DJN's randomizer), built once per key by whoever encrypts.
+ * table[i 255 + j - 1] = h_n^(j 2^(8 i)) mod n^2 for i < windows and j in
+ * 1 .. 255 (j = 0 is 1, not stored), so h_n^a is one product per nonzero
+ * byte of a: at most `windows` multiplications modulo n^2. Read-only once
+ * built: threads may encrypt with one table at once. */
+struct paillier_enc {
+	const struct paillier_pub *pub; /* borrowed; outlives the table */
+	uint32_t alpha_bits;		/* ceil(bits / 2): a in [0, 2^alpha_bits) */
+	uint32_t windows;		/* ceil(alpha_bits / 8) */
+	mpz_t *table;			/* windows x 255 */
 };
 
 /* The secret key, with what CRT decryption needs. */
@@ -38,17 +55,44 @@ int paillier_keygen(uint32_t bits, const char *what, struct paillier_pub *pub,
 int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_pub *pub,
 			      struct paillier_priv *priv);
 void paillier_pub_fini(struct paillier_pub *pub);
+/* Bytes of an exported public key: n (bits/8), then h_n (2 bits/8),
+ * big-endian, fixed width. */
+size_t paillier_pub_bytes(uint32_t bits);
+void paillier_pub_export(const struct paillier_pub *pub, uint8_t *buf);
+/* Initialises pub from paillier_pub_bytes(bits) bytes; FEDRUN_EFORMAT naming
+ * `what` when they hold no such key (n not odd of exactly `bits` bits, h_n
+ * not a unit below n^2). */
+int paillier_pub_import(const uint8_t *buf, uint32_t bits, const char *what,
+			struct paillier_pub *pub);
+
+/* Builds enc's table for pub (borrowed: it must outlive enc), with up to
+ * `threads` OpenMP threads (0: the default); release with
+ * paillier_enc_fini. FEDRUN_ENOMEM. */
+int paillier_enc_init(struct paillier_enc *enc, const struct paillier_pub *pub, uint32_t threads);
+void paillier_enc_fini(struct paillier_enc *enc);
+/* Bytes the table's limbs take (for the record; GMP's headers aside). */
+size_t paillier_enc_table_bytes(const struct paillier_enc *enc);
 /* Overwrites every limb of the secret key before freeing it. */
 void paillier_priv_fini(struct paillier_priv *priv);
 /* Overwrites x's limbs, then clears it: for secrets and plaintexts. */
 void paillier_mpz_wipe(mpz_t x);
 
-/* c = E(m) under a fresh r; m in [0, n) (FEDRUN_EINVAL otherwise). c must
- * be initialised. */
-int paillier_encrypt(const struct paillier_pub *pub, const mpz_t m, mpz_t c);
+/* c = E(m) = (1 + m n) h_n^a mod n^2 for a fresh a uniform in
+ * [0, 2^alpha_bits) from getrandom(2); m in [0, n) (FEDRUN_EINVAL
+ * otherwise). c must be initialised. Thread-safe (own temporaries). */
+int paillier_encrypt(const struct paillier_enc *enc, const mpz_t m, mpz_t c);
+/* The same with a given a in [0, 2^alpha_bits) (FEDRUN_EINVAL otherwise):
+ * for the tests, which check it against mpz_powm. */
+int paillier_encrypt_alpha(const struct paillier_enc *enc, const mpz_t m, const mpz_t alpha,
+			   mpz_t c);
+/* out = h_n^a mod n^2 for a fresh a, as in paillier_encrypt. */
+int paillier_random_hna(const struct paillier_enc *enc, mpz_t out);
 /* m = D(c), in [0, n). */
 void paillier_decrypt(const struct paillier_pub *pub, const struct paillier_priv *priv,
 		      const mpz_t c, mpz_t m);
+/* m = D(c) mod p: half of paillier_decrypt's work, for a key holder that
+ * needs only residues (see holder_rank in fedvocab.c). */
+void paillier_decrypt_mod_p(const struct paillier_priv *priv, const mpz_t c, mpz_t m);
 /* c = E(D(a) + D(b)): a b mod n^2. c may alias a or b. */
 void paillier_add(const struct paillier_pub *pub, mpz_t c, const mpz_t a, const mpz_t b);
 /* c = E(D(a) + k) for a plaintext k in [0, n): a (1 + k n) mod n^2. */
@@ -57,9 +101,9 @@ void paillier_add_plain(const struct paillier_pub *pub, mpz_t c, const mpz_t a, 
 void paillier_mul_plain(const struct paillier_pub *pub, mpz_t c, const mpz_t a, const mpz_t k);
 /* c = E(-D(a) mod n): a^-1 mod n^2. */
 void paillier_neg(const struct paillier_pub *pub, mpz_t c, const mpz_t a);
-/* c = a r^n mod n^2 for a fresh r: the same plaintext, a ciphertext that
- * cannot be linked to a. */
-int paillier_rerandomize(const struct paillier_pub *pub, mpz_t c, const mpz_t a);
+/* c = a h_n^r mod n^2 for a fresh short r: the same plaintext, a
+ * ciphertext that cannot be linked to a. c may alias a. */
+int paillier_rerandomize(const struct paillier_enc *enc, mpz_t c, const mpz_t a);
 
 /* A uniform integer in [0, bound) from getrandom(2) (rejection sampling, no
  * bias); bound > 0. */

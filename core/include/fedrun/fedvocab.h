@@ -37,6 +37,10 @@ struct fedrun_fedvocab_opts {
 	uint32_t key_holder; /* the party that makes the key pair; default 0 */
 	uint64_t min_count;  /* words whose total is below it are left out;
 				0 or 1 (default): none */
+	uint32_t threads;    /* OpenMP threads for the encryptions, the masking
+				and the decryptions; 0 (default): OpenMP's
+				default (omp_get_max_threads). The result does
+				not depend on it. */
 };
 
 void fedrun_fedvocab_opts_init(struct fedrun_fedvocab_opts *opts);
@@ -47,7 +51,8 @@ void fedrun_fedvocab_opts_init(struct fedrun_fedvocab_opts *opts);
  * Ciphertexts are ct_len bytes each, big-endian, fixed width. */
 struct fedrun_fedvocab_transcript {
 	uint32_t key_bits;
-	size_t pubkey_len; /* the published modulus n, big-endian */
+	size_t pubkey_len; /* the published key: n (key_bits/8 bytes), then
+			      h_n = h^n mod n^2 (2 key_bits/8), big-endian */
 	uint8_t *pubkey;
 	size_t ct_len;
 	uint32_t n_parties;

@@ -615,7 +615,10 @@ static int words_federated(struct tfm_model *m, const struct tok_cfg *c, struct 
 		struct tfm_tok_fed f = {.max_size = (uint32_t)c->max_size,
 					.min_count = (uint64_t)c->min_count,
 					.key_bits = (uint32_t)c->key_bits,
-					.key_holder = (uint32_t)c->key_holder};
+					.key_holder = (uint32_t)c->key_holder,
+					/* the run's --threads: the vocabulary
+					   is built before any training */
+					.threads = m->host->threads(m->host->ctx)};
 		rc = tfm_tok_words_train_federated((const char *const *const *)lines, n, nc, &f,
 						   &m->tok);
 		if (rc < 0)

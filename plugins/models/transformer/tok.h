@@ -27,6 +27,7 @@ struct tfm_tok_fed {
 	uint32_t max_size;
 	uint64_t min_count;
 	uint32_t key_bits, key_holder;
+	uint32_t threads; /* for the protocol's encryptions and decryptions */
 };
 int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_t *n,
 				  uint32_t nclients, const struct tfm_tok_fed *f,
