@@ -65,3 +65,21 @@ stage() {
 	printf '%s\n' "$args" >"$out/$name/.complete"
 }
 
+# open_out: makes $out (a directory) absolute, creating it, and starts the
+# clock: $t_start, and $times (OUT/times.tsv, "stage<TAB>seconds" lines
+# that stage() appends).
+open_out() {
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	t_start=$(date +%s)
+	times=$out/times.tsv
+	[ -e "$times" ] || printf 'stage\tseconds\n' >"$times"
+}
+
+# times_table TIMES.tsv: the last time of each stage (a stage run again
+# replaces its time) and their sum, as a tab-separated table.
+times_table() {
+	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
+	END { print "stage\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
+	      print "all stages\t" s }' "$1"
+}

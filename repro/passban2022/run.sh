@@ -73,11 +73,7 @@ need_positive --steps "$steps"
 
 find_fedrun
 
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-t_start=$(date +%s)
-times=$out/times.tsv
-[ -e "$times" ] || printf 'stage\tseconds\n' >"$times"
+open_out
 
 # ---- data ---------------------------------------------------------------
 client_domains="cli git packaging gnome office"

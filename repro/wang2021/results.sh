@@ -10,10 +10,10 @@ export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
-die() {
-	echo "results.sh: $*" >&2
-	exit 1
-}
+# shellcheck disable=SC2034 # used by common.sh
+prog=results.sh
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 [ $# -eq 1 ] || die "usage: results.sh OUT"
 out=$1
 quick=0 rounds=4 pairs="de zh_CN"
@@ -218,9 +218,7 @@ fi
 	echo "Seconds per stage on this machine ($(nproc) cores; \`times.tsv\`):"
 	echo
 	echo '```'
-	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
-	END { print "stage\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
-	      print "all stages\t" s }' "$out/times.tsv"
+	times_table "$out/times.tsv"
 	echo '```'
 } >"$out/results.md.tmp"
 mv "$out/results.md.tmp" "$out/results.md"

@@ -90,11 +90,7 @@ done
 
 find_fedrun
 
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-t_start=$(date +%s)
-times=$out/times.tsv
-[ -e "$times" ] || printf 'stage\tseconds\n' >"$times"
+open_out
 
 # ---- data ---------------------------------------------------------------
 desktop="gnome graphics mail media office"
