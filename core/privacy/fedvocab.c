@@ -116,10 +116,15 @@ static int par_err_raise(const struct par_err *e)
 	return e->rc ? fedrun_error(e->rc, "%s", e->msg) : 0;
 }
 
-/* The thread count of a run: opts.threads, or OpenMP's default for 0. */
+/* The thread count of a run: opts.threads, or OpenMP's default for 0; at
+ * most FEDVOCAB_MAX_THREADS (each thread holds its own GMP temporaries, and
+ * libgomp fails on absurd team sizes). */
+#define FEDVOCAB_MAX_THREADS 1024
 static int run_threads(uint32_t threads)
 {
 #ifdef _OPENMP
+	if (threads > FEDVOCAB_MAX_THREADS)
+		threads = FEDVOCAB_MAX_THREADS;
 	return threads ? (int)threads : omp_get_max_threads();
 #else
 	(void)threads;

@@ -39,8 +39,8 @@ struct fedrun_fedvocab_opts {
 				0 or 1 (default): none */
 	uint32_t threads;    /* OpenMP threads for the encryptions, the masking
 				and the decryptions; 0 (default): OpenMP's
-				default (omp_get_max_threads). The result does
-				not depend on it. */
+				default (omp_get_max_threads); at most 1024
+				are used. The result does not depend on it. */
 };
 
 void fedrun_fedvocab_opts_init(struct fedrun_fedvocab_opts *opts);
