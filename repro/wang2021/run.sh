@@ -214,6 +214,17 @@ pair() {
 	if [ $quick = 1 ]; then
 		common="$common --set model.preset=tiny --set model.decode.batch=20 --set model.warmup=10"
 	fi
+	# scored STAGE [experts]: the stage's model (and each party's domain
+	# expert) decoded and scored right after the stage, so that an
+	# interrupted reproduction has the numbers of every stage it finished.
+	scored() {
+		decode "$out/$lang-$1" "$lang" "$dd" "$out/$lang-$1"
+		if [ "${2:-}" = experts ]; then
+			for k in 0 1; do
+				decode "$out/$lang-$1" "$lang" "$dd" "$out/$lang-$1/de-$k" --expert $k
+			done
+		fi
+	}
 	party() { # NAME: the data.clients entry of one party
 		printf '{"name":"%s","train":"%s/train","valid":"joint/dev","test":"joint/test"}' "$1" "$1"
 	}
@@ -225,20 +236,24 @@ pair() {
 	# its data from the same initial parameters) and fits the gate of its
 	# domain expert (sec. 2.5): FedNMT+DE and FedNMT+WA+DE.
 	stage "$lang-fednmt" "$ex/wang2021.json" $fedvocab --set 'expert={"clients":"all"}'
+	scored fednmt experts
 	vocab="--set model.tokenizer.vocab=$out/$lang-fednmt/vocab.txt"
 	# FedNMT+WA: the weighted average of eq. 3 (weights: the local steps).
 	stage "$lang-wa" "$ex/wang2021.json" $vocab --set aggregator.weights=steps \
 		--set 'expert={"clients":"all"}'
+	scored wa experts
 	# The baselines with the same vocabulary: each party alone and the data
-	# centralised, R epochs each (one client: optimizer state kept, which is
-	# centralised training); the local models are the domain experts' private
-	# models.
+	# centralised, R epochs each (one client: the optimizer state kept, which
+	# is centralised training; the experts' private models are trained the
+	# same way, with streams of their own).
 	for p in desktop developer; do
 		stage "$lang-local-$p" "$ex/wang2021.json" $vocab --set clients.optimizer_state=keep \
 			--set "data.clients=[$(party $p)]"
+		scored local-$p
 	done
 	stage "$lang-central" "$ex/wang2021.json" $vocab --set clients.optimizer_state=keep \
 		--set 'data.clients=[{"name":"central","train":"central/train","valid":"joint/dev","test":"joint/test"}]'
+	scored central
 	# Table 2: FedNMT+WA with Lap(sigma/epsilon) noise on every update:
 	# epsilon 1 and 2 as the formula reads (scale sigma, sigma/2), and the
 	# text's reading (a larger epsilon more noise: scale 2 sigma for its
@@ -246,14 +261,7 @@ pair() {
 	for e in 1 2 0.5; do
 		stage "$lang-wa-eps$e" "$ex/wang2021.json" $vocab --set aggregator.weights=steps \
 			--set "privacy={\"plugin\":\"laplace\",\"sigma\":$sigma,\"epsilon\":$e,\"clip\":false,\"noise\":\"reproducible\"}"
-	done
-	for r in fednmt wa local-desktop local-developer central wa-eps1 wa-eps2 wa-eps0.5; do
-		decode "$out/$lang-$r" "$lang" "$dd" "$out/$lang-$r"
-	done
-	for r in fednmt wa; do
-		for k in 0 1; do
-			decode "$out/$lang-$r" "$lang" "$dd" "$out/$lang-$r/de-$k" --expert $k
-		done
+		scored wa-eps$e
 	done
 }
 for p in $pairs; do
