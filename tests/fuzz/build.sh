@@ -1,9 +1,11 @@
 #!/bin/sh
 # Builds the libFuzzer targets (`make fuzz`): each target with the library's
 # sources, all compiled by clang with -fsanitize=fuzzer,address,undefined.
-# Usage: tests/fuzz/build.sh SRCDIR BUILDDIR [CC]
+# Usage: tests/fuzz/build.sh SRCDIR BUILDDIR [CC [EXTRA_LIBS]]
+# EXTRA_LIBS: the optional libraries configure found (-lgmp for the
+# federated vocabulary's Paillier code).
 set -eu
-src=$1 build=$2 cc=${3:-clang}
+src=$1 build=$2 cc=${3:-clang} extra_libs=${4:-}
 command -v "$cc" >/dev/null 2>&1 || {
 	echo "build.sh: no $cc: install clang (Debian: apt-get install clang)" >&2
 	exit 1
@@ -13,7 +15,7 @@ obj=$out/obj
 mkdir -p "$obj"
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 inc="-I$build -I$src -I$src/core -I$src/core/include $(pkg-config --cflags jansson)"
-libs="$(pkg-config --libs jansson) -lopenblas -lm -lpthread"
+libs="$(pkg-config --libs jansson) $extra_libs -lopenblas -lm -lpthread"
 # The library's C sources (core/*/*.c but the command line's), instrumented
 # for coverage; and the `fedrun bleu` reader.
 objs=
