@@ -172,6 +172,12 @@ START_TEST(test_option_errors)
 	expect_error("{\"preset\": \"tiny\", \"tokenizer\": {\"type\": \"words\", \"vocab\": "
 		     "\"/nonexistent/vocab.txt\"}}",
 		     synth_data, "/nonexistent/vocab.txt");
+	expect_error("{\"preset\": \"tiny\", \"tokenizer\": {\"type\": \"words\", \"split\": "
+		     "\"commas\"}}",
+		     synth_data, "model.tokenizer.split");
+	expect_error("{\"preset\": \"tiny\", \"tokenizer\": {\"type\": \"sentencepiece\", "
+		     "\"split\": \"punctuation\"}}",
+		     synth_data, "model.tokenizer.split");
 	expect_error("{\"preset\": \"tiny\", \"decode\": {\"beam\": 0}}", synth_data,
 		     "model.decode.beam");
 	expect_error("{\"preset\": \"tiny\", \"bleu\": {\"tokenize\": \"zh\"}}", synth_data,

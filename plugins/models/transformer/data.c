@@ -159,6 +159,7 @@ struct tok_cfg {
 	double character_coverage;
 	bool federated;
 	int64_t key_bits, key_holder;
+	int split;
 };
 
 static const struct fedrun_opt tok_spec[] = {
@@ -178,6 +179,9 @@ static const struct fedrun_opt tok_spec[] = {
      FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_UNREAD, 0, 0, 0, NULL, NULL},
     {"max_size", FEDRUN_OPT_INT, offsetof(struct tok_cfg, max_size), 0, 0, 1 << 30, 0, NULL, NULL},
     {"min_count", FEDRUN_OPT_INT, offsetof(struct tok_cfg, min_count), 0, 0, 1e15, 1, NULL, NULL},
+    /* words: TFM_SPLIT_*, in this order */
+    {"split", FEDRUN_OPT_CHOICE, offsetof(struct tok_cfg, split), 0, 0, 0, 0, "whitespace",
+     "whitespace|punctuation"},
     /* the words vocabulary by FedNMT's federated protocol (words_federated) */
     {"federated", FEDRUN_OPT_BOOL, offsetof(struct tok_cfg, federated), 0, 0, 0, 0, NULL, NULL},
     {"key_bits", FEDRUN_OPT_INT, offsetof(struct tok_cfg, key_bits), 0, 2048, 16384, 2048, NULL,
@@ -453,7 +457,7 @@ static int tok_readable(const char *path, const char *key)
  * hold the same bytes. Returns 1 when the run's file was loaded, 0 when
  * there is none (the caller goes on as in a fresh run), or an error. */
 static int tok_reuse(struct tfm_model *m, const char *dir, const char *name, const char *given,
-		     json_t *tok_config, const char *key)
+		     int split, json_t *tok_config, const char *key)
 {
 	char *path = fedrun_path_resolve(dir, name), *mine = NULL, *theirs = NULL;
 	size_t n, tn;
@@ -476,7 +480,7 @@ static int tok_reuse(struct tfm_model *m, const char *dir, const char *name, con
 	}
 	fedrun_error_clear();
 	rc = strcmp(name, "spm.model") == 0 ? tfm_tok_spm_load(path, "model.tokenizer.type", &m->tok)
-					     : tfm_tok_words_load(path, &m->tok);
+					     : tfm_tok_words_load(path, split, &m->tok);
 	if (rc < 0) {
 		fedrun_error_wrap(rc, "cannot resume: the run's tokenizer: ");
 		goto out;
@@ -571,7 +575,7 @@ static int words_plain(struct tfm_model *m, const struct tok_cfg *c, struct raw 
 			lines[j++] = raw[k][0].tgt.l[i];
 		}
 	int rc = tfm_tok_words_train(lines, n, (uint32_t)c->max_size, (uint64_t)c->min_count,
-				     &m->tok);
+				     c->split, &m->tok);
 	free(lines);
 	return rc;
 }
@@ -618,7 +622,8 @@ static int words_federated(struct tfm_model *m, const struct tok_cfg *c, struct 
 					.key_holder = (uint32_t)c->key_holder,
 					/* the run's --threads: the vocabulary
 					   is built before any training */
-					.threads = m->host->threads(m->host->ctx)};
+					.threads = m->host->threads(m->host->ctx),
+					.split = c->split};
 		rc = tfm_tok_words_train_federated((const char *const *const *)lines, n, nc, &f,
 						   &m->tok);
 		if (rc < 0)
@@ -638,11 +643,11 @@ static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t 
 {
 	int rc;
 	if (dir && resuming(m->host) &&
-	    (rc = tok_reuse(m, dir, "vocab.txt", c->vocab, tok_config, "vocab")) != 0)
+	    (rc = tok_reuse(m, dir, "vocab.txt", c->vocab, c->split, tok_config, "vocab")) != 0)
 		return rc < 0 ? rc : 0;
 	if (c->vocab) {
 		if ((rc = tok_readable(c->vocab, "vocab")) < 0 ||
-		    (rc = tfm_tok_words_load(c->vocab, &m->tok)) < 0 || !dir)
+		    (rc = tfm_tok_words_load(c->vocab, c->split, &m->tok)) < 0 || !dir)
 			return rc;
 		return tok_install(m, dir, c->vocab, "vocab.txt", tok_config, "vocab");
 	}
@@ -689,13 +694,17 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 		return fedrun_error(FEDRUN_ECONFIG,
 				    "model.tokenizer.federated: only \"type\": \"words\" has a "
 				    "federated vocabulary");
+	if (c.split != TFM_SPLIT_WHITESPACE && c.type != TFM_TOK_WORDS)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer.split: only \"type\": \"words\" is split by "
+				    "fedrun (SentencePiece segments the text itself)");
 	/* federated with a vocab file: the vocabulary a federated run built,
 	 * as its pipeline.json records it (fedrun translate, --resume), is
 	 * read like any other; no protocol runs. */
 	if (c.type == TFM_TOK_WORDS)
 		return words_tokenizer(m, &c, tok_config, raw, dir);
 	if (dir && resuming(m->host) &&
-	    (rc = tok_reuse(m, dir, "spm.model", c.model, tok_config, "model")) != 0)
+	    (rc = tok_reuse(m, dir, "spm.model", c.model, 0, tok_config, "model")) != 0)
 		return rc < 0 ? rc : 0;
 	if (c.model) {
 		if ((rc = tok_readable(c.model, "model")) < 0 ||

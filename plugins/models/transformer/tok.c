@@ -1,4 +1,5 @@
-/* The transformer's tokenizers: whitespace words over a fedrun_vocab, or
+/* The transformer's tokenizers: words (split at white space, and at
+ * punctuation when asked) over a fedrun_vocab, or
  * SentencePiece through spm.h when fedrun was built with it. */
 #include "config.h"
 #include <stdlib.h>
@@ -21,6 +22,7 @@ struct tfm_tok {
 #endif
 	int32_t pad, bos, eos, unk;
 	uint32_t size;
+	int split; /* words: TFM_SPLIT_* */
 };
 
 static int is_space(char c)
@@ -28,8 +30,79 @@ static int is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
+/* TFM_SPLIT_PUNCT: inside a run of non-blank characters every ASCII
+ * punctuation character is a token of its own, and so is each run of other
+ * characters between them ('_' counts as a letter, so identifiers stay
+ * whole). A token that follows the previous one without white space
+ * carries the joiner in front of it, and decoding glues it back on: the
+ * convention of OpenNMT's tokenizer ("aggressive" mode with joiner
+ * annotation), so "Open file..." is "Open", "file", "\uffed.", "\uffed.",
+ * "\uffed." and decodes to itself (white space runs become one space). */
+#define JOINER "\xef\xbf\xad" /* U+FFED HALFWIDTH BLACK SQUARE */
+#define JOINER_LEN 3
+
+static int is_punct(char ch)
+{
+	unsigned char c = (unsigned char)ch;
+	return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '^') ||
+	       c == '`' || (c >= '{' && c <= '~');
+}
+
+/* Walks the tokens of one line (s, len). */
+struct word_iter {
+	const char *s;
+	size_t len, i;
+	int split;
+	char *buf; /* a joined token's spelling; free it when done */
+	size_t cap;
+};
+
+/* The next token's spelling as a vocabulary holds it (*w, *n: borrowed
+ * until the next call): 1, or 0 at the end of the line, or < 0 (out of
+ * memory). */
+static int next_word(struct word_iter *it, const char **w, size_t *n)
+{
+	const char *s = it->s;
+	size_t i = it->i, len = it->len;
+	while (i < len && is_space(s[i]))
+		i++;
+	if (i >= len) {
+		it->i = i;
+		return 0;
+	}
+	/* no white space skipped and not the line's first token */
+	int joined = it->split == TFM_SPLIT_PUNCT && i == it->i && i > 0;
+	size_t j = i + 1;
+	if (it->split != TFM_SPLIT_PUNCT)
+		while (j < len && !is_space(s[j]))
+			j++;
+	else if (!is_punct(s[i]))
+		while (j < len && !is_space(s[j]) && !is_punct(s[j]))
+			j++;
+	it->i = j;
+	if (!joined) {
+		*w = s + i;
+		*n = j - i;
+		return 1;
+	}
+	size_t need = JOINER_LEN + (j - i);
+	if (need > it->cap) {
+		size_t cap = need < 64 ? 64 : 2 * need;
+		char *b = realloc(it->buf, cap);
+		if (!b)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		it->buf = b;
+		it->cap = cap;
+	}
+	memcpy(it->buf, JOINER, JOINER_LEN);
+	memcpy(it->buf + JOINER_LEN, s + i, j - i);
+	*w = it->buf;
+	*n = need;
+	return 1;
+}
+
 /* Adds <pad> and <bos> if the vocabulary lacks them and fills in the ids. */
-static int words_finish(struct fedrun_vocab *v, struct tfm_tok **out)
+static int words_finish(struct fedrun_vocab *v, int split, struct tfm_tok **out)
 {
 	uint32_t pad, bos;
 	int rc = fedrun_vocab_add(v, PAD_WORD, strlen(PAD_WORD), 0, &pad);
@@ -46,6 +119,7 @@ static int words_finish(struct fedrun_vocab *v, struct tfm_tok **out)
 	}
 	t->type = TFM_TOK_WORDS;
 	t->v = v;
+	t->split = split;
 	t->pad = (int32_t)pad;
 	t->bos = (int32_t)bos;
 	t->eos = (int32_t)FEDRUN_VOCAB_EOS;
@@ -55,27 +129,26 @@ static int words_finish(struct fedrun_vocab *v, struct tfm_tok **out)
 	return 0;
 }
 
-/* Counts the words of lines[0 .. n) into a new vocabulary (ids 0 and 1,
- * <unk> and <eos>, count the spellings "<unk>" and "<eos>" in the text). */
-static int words_count(const char *const *lines, uint64_t n, struct fedrun_vocab **out)
+/* Counts the words of lines[0 .. n) (split: TFM_SPLIT_*) into a new
+ * vocabulary (ids 0 and 1, <unk> and <eos>, count the spellings "<unk>"
+ * and "<eos>" in the text). */
+static int words_count(const char *const *lines, uint64_t n, int split, struct fedrun_vocab **out)
 {
 	struct fedrun_vocab *cnt;
 	int rc = fedrun_vocab_create(&cnt);
 	if (rc < 0)
 		return rc;
+	struct word_iter it = {.split = split};
 	for (uint64_t i = 0; i < n && rc == 0; i++) {
-		const char *p = lines[i];
-		while (*p && rc == 0) {
-			while (*p && is_space(*p))
-				p++;
-			const char *q = p;
-			while (*q && !is_space(*q))
-				q++;
-			if (q > p)
-				rc = fedrun_vocab_add(cnt, p, (size_t)(q - p), 1, NULL);
-			p = q;
-		}
+		const char *w;
+		size_t wn;
+		it.s = lines[i];
+		it.len = strlen(lines[i]);
+		it.i = 0;
+		while (rc == 0 && (rc = next_word(&it, &w, &wn)) == 1)
+			rc = fedrun_vocab_add(cnt, w, wn, 1, NULL);
 	}
+	free(it.buf);
 	if (rc < 0) {
 		fedrun_vocab_destroy(cnt);
 		return rc;
@@ -121,7 +194,7 @@ static int wc_cmp(const void *a, const void *b)
  * entries (0: no cap). Shared by the plaintext and federated paths, so
  * both give the same ids. */
 static int words_assemble(const char *const *words, const uint64_t *counts, uint64_t k,
-			  uint32_t max_size, struct tfm_tok **out)
+			  uint32_t max_size, int split, struct tfm_tok **out)
 {
 	struct fedrun_vocab *v;
 	int rc = fedrun_vocab_create(&v);
@@ -137,21 +210,21 @@ static int words_assemble(const char *const *words, const uint64_t *counts, uint
 	}
 	if (rc < 0)
 		goto fail;
-	return words_finish(v, out);
+	return words_finish(v, split, out);
 fail:
 	fedrun_vocab_destroy(v);
 	return rc;
 }
 
 int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
-			struct tfm_tok **out)
+			int split, struct tfm_tok **out)
 {
 	struct fedrun_vocab *cnt;
 	struct fedrun_fedvocab_entry *list = NULL;
 	const char **words = NULL;
 	uint64_t *counts = NULL;
 	uint32_t k = 0;
-	int rc = words_count(lines, n, &cnt);
+	int rc = words_count(lines, n, split, &cnt);
 	if (rc < 0)
 		return rc;
 	if ((rc = words_candidates(cnt, min_count, &list, &k)) < 0)
@@ -167,7 +240,7 @@ int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size,
 		words[i] = list[i].word;
 		counts[i] = list[i].count;
 	}
-	rc = words_assemble(words, counts, k, max_size, out);
+	rc = words_assemble(words, counts, k, max_size, split, out);
 out:
 	free(words);
 	free(counts);
@@ -190,7 +263,7 @@ int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_
 	for (uint32_t k = 0; k < nclients && rc == 0; k++) {
 		uint32_t nk = 0;
 		struct fedrun_fedvocab_entry *e = NULL;
-		if ((rc = words_count(lines[k], n[k], &cnt[k])) == 0 &&
+		if ((rc = words_count(lines[k], n[k], f->split, &cnt[k])) == 0 &&
 		    (rc = words_candidates(cnt[k], 1, &e, &nk)) == 0) {
 			pt[k].entries = e;
 			pt[k].n = nk;
@@ -207,7 +280,8 @@ int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_
 	}
 	/* no party learns the totals: the vocabulary's counts are 0 */
 	if (rc == 0)
-		rc = words_assemble((const char *const *)words, NULL, nw, f->max_size, out);
+		rc = words_assemble((const char *const *)words, NULL, nw, f->max_size, f->split,
+				    out);
 	fedrun_fedvocab_words_free(words, nw);
 	for (uint32_t k = 0; cnt && pt && k < nclients; k++) {
 		free((void *)pt[k].entries);
@@ -218,13 +292,13 @@ int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_
 	return rc;
 }
 
-int tfm_tok_words_load(const char *path, struct tfm_tok **out)
+int tfm_tok_words_load(const char *path, int split, struct tfm_tok **out)
 {
 	struct fedrun_vocab *v;
 	int rc = fedrun_vocab_load(path, &v);
 	if (rc < 0)
 		return rc;
-	return words_finish(v, out);
+	return words_finish(v, split, out);
 }
 
 int tfm_tok_words_save(const struct tfm_tok *t, const char *path)
@@ -339,31 +413,31 @@ int tfm_tok_encode(const struct tfm_tok *t, const char *text, size_t len, int32_
 #endif
 	uint32_t cap = 0, k = 0;
 	int32_t *v = NULL;
-	size_t i = 0;
-	while (i < len) {
-		while (i < len && is_space(text[i]))
-			i++;
-		size_t j = i;
-		while (j < len && !is_space(text[j]))
-			j++;
-		if (j > i) {
-			if (k == cap) {
-				cap = cap ? 2 * cap : 16;
-				int32_t *nv = realloc(v, cap * sizeof *v);
-				if (!nv) {
-					free(v);
-					return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-				}
-				v = nv;
+	struct word_iter it = {.s = text, .len = len, .split = t->split};
+	const char *w;
+	size_t wn;
+	int rc;
+	while ((rc = next_word(&it, &w, &wn)) == 1) {
+		if (k == cap) {
+			cap = cap ? 2 * cap : 16;
+			int32_t *nv = realloc(v, cap * sizeof *v);
+			if (!nv) {
+				rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+				break;
 			}
-			int32_t id = (int32_t)fedrun_vocab_lookup(t->v, text + i, j - i);
-			/* The specials' own spellings in text are words we
-			 * do not know. */
-			if (id == t->pad || id == t->bos || id == t->eos)
-				id = t->unk;
-			v[k++] = id;
+			v = nv;
 		}
-		i = j;
+		int32_t id = (int32_t)fedrun_vocab_lookup(t->v, w, wn);
+		/* The specials' own spellings in text are words we do not
+		 * know. */
+		if (id == t->pad || id == t->bos || id == t->eos)
+			id = t->unk;
+		v[k++] = id;
+	}
+	free(it.buf);
+	if (rc < 0) {
+		free(v);
+		return rc;
 	}
 	*ids = v;
 	*n = k;
@@ -402,7 +476,9 @@ int tfm_tok_decode(const struct tfm_tok *t, const int32_t *ids, uint32_t n, char
 		const char *w = ids[i] >= 0 ? fedrun_vocab_word(t->v, (uint32_t)ids[i]) : NULL;
 		if (!w)
 			w = FEDRUN_VOCAB_UNK_WORD;
-		if (p != s)
+		if (t->split == TFM_SPLIT_PUNCT && !strncmp(w, JOINER, JOINER_LEN))
+			w += JOINER_LEN; /* glued to the previous token */
+		else if (p != s)
 			*p++ = ' ';
 		size_t l = strlen(w);
 		memcpy(p, w, l);
