@@ -6,6 +6,8 @@
 #  - the mixture's nll is at most max(nll_global, nll_private);
 #  - --threads 1 and 2 give the same metrics and expert files;
 #  - gate_steps 0 gives λ = 1/2 everywhere;
+#  - expert.private: a private model given (run a's) is not trained again,
+#    and gives run a's expert file byte for byte;
 #  - fedrun translate --expert works, and refuses what is not an expert;
 #  - bad expert sections give clear errors (tests/pipelines/bad too).
 . "$top_srcdir/tests/lib.sh"
@@ -58,6 +60,22 @@ run_ok "$p" $small --set 'expert={"clients":[1],"steps":5,"gate_steps":0}' --set
 lam=$(expert_metric z/metrics.jsonl expert.lambda test 1)
 [ "$lam" = "0.5" ] || die "gate_steps 0: lambda $lam, expected 0.5"
 
+# expert.private: client 0's private model read from run a's expert file
+# (its gate tensor is not a parameter): the same global model, private model
+# and gate fit, so the same expert file; client 1 trains its own as in a.
+priv="{\"client0\":\"$PWD/a/experts/client-0.safetensors\"}"
+run_ok --threads 2 "$p" $small --set "$ex" --set "expert.private=$priv" --set output.dir=g
+cmp a/experts/client-0.safetensors g/experts/client-0.safetensors ||
+	die "expert.private: client 0's expert differs from the run it was taken from"
+cmp a/experts/client-1.safetensors g/experts/client-1.safetensors ||
+	die "expert.private: client 1's (trained) expert differs"
+[ -z "$(expert_metric g/metrics.jsonl expert.train_loss train 0)" ] ||
+	die "expert.private: client 0's private model was trained"
+[ -n "$(expert_metric g/metrics.jsonl expert.train_loss train 1)" ] ||
+	die "expert.private: client 1's private model has no training loss"
+grep -q "private model from $PWD/a/experts/client-0.safetensors" g/log.txt ||
+	die "expert.private: the log does not say where client 0's private model came from"
+
 # fedrun translate --expert
 printf 'w1 w2 w3\nw4 w5 w6 w7\n' >in.txt
 "$FEDRUN" translate --expert 0 a <in.txt >out.txt 2>tr.err || { cat tr.err; die "translate --expert 0 failed"; }
@@ -82,4 +100,11 @@ bad 'expert={"clients":"some"}' 'expert.clients: expected "all"'
 bad 'expert={"clients":[9]}' "expert.clients[0]: no client 9"
 bad 'expert={"typo":1}' "typo"
 bad 'expert=3' "expert: expected an object or null"
-echo "expert: nll_global = the model's own, mixture <= both, threads 1 = 2, lambda 1/2 at 0 steps, translate --expert"
+bad 'expert={"private":[]}' "expert.private: expected an object"
+bad 'expert={"private":{"client0":3}}' "expert.private.client0: expected a file name"
+bad 'expert={"private":{"client0":"/nonexistent.safetensors"}}' "/nonexistent.safetensors"
+bad "expert={\"private\":{\"nobody\":\"$PWD/a/final.safetensors\"}}" \
+	"expert.private.nobody: no client of that name"
+bad "expert={\"clients\":[1],\"private\":{\"client0\":\"$PWD/a/final.safetensors\"}}" \
+	"expert.private.client0: that client has no domain expert"
+echo "expert: nll_global = the model's own, mixture <= both, threads 1 = 2, lambda 1/2 at 0 steps, expert.private, translate --expert"

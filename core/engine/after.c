@@ -39,6 +39,17 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+int64_t run_client_by_name(struct run *r, const char *want)
+{
+	char buf[32], def[32];
+	for (uint32_t c = 0; c < r->num_clients; c++) {
+		snprintf(def, sizeof def, "client%u", c);
+		if (strcmp(run_client_name(r, c, buf, sizeof buf), want) == 0 || strcmp(def, want) == 0)
+			return c;
+	}
+	return -1;
+}
+
 int run_clients_resolve(struct run *r, json_t *sel, const char *what, uint32_t **list,
 			uint32_t *count)
 {
@@ -62,13 +73,7 @@ int run_clients_resolve(struct run *r, json_t *sel, const char *what, uint32_t *
 						    what, i, k, r->num_clients);
 		} else {
 			const char *want = json_string_value(e);
-			for (uint32_t c = 0; c < r->num_clients && k < 0; c++) {
-				char def[32];
-				snprintf(def, sizeof def, "client%u", c);
-				if (strcmp(run_client_name(r, c, buf, sizeof buf), want) == 0 ||
-				    strcmp(def, want) == 0)
-					k = c;
-			}
+			k = run_client_by_name(r, want);
 			if (k < 0) {
 				char names[512];
 				size_t pos = 0;

@@ -407,6 +407,7 @@ static void run_teardown(struct run *r)
 	free(r->trainable);
 	free(r->ft_list);
 	free(r->ex_list);
+	free(r->ex_private);
 	free(r->run_dir_abs);
 	free(r->events);
 	run_strings_free(r);

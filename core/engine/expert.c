@@ -7,7 +7,9 @@
  * ABI 1.6 gate ops; here only the phase: training, metrics
  * ("expert.<metric>", with the client's name as "model"), and
  * RUN/experts/client-K.safetensors (the private model and its gate,
- * "__expert.gate"). */
+ * "__expert.gate"). expert.private gives a client's private model instead
+ * (a model trained elsewhere: its local baseline), which is then not
+ * trained here. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +26,38 @@ int run_expert_clients(struct run *r)
 				    "gate_fit, gate_evaluate, gate_translate; ABI 1.6): remove the "
 				    "expert section or use a model that has them (transformer)",
 				    r->model.desc->name);
-	return run_clients_resolve(r, r->cfg.ex_clients, "expert", &r->ex_list, &r->nex);
+	int rc = run_clients_resolve(r, r->cfg.ex_clients, "expert", &r->ex_list, &r->nex);
+	if (rc < 0 || !r->cfg.ex_private)
+		return rc;
+	/* expert.private: each name a chosen client (by name or clientN) */
+	if (!(r->ex_private = calloc(r->nex ? r->nex : 1, sizeof *r->ex_private)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	const char *key;
+	json_t *v;
+	json_object_foreach(r->cfg.ex_private, key, v) {
+		int64_t c = run_client_by_name(r, key);
+		uint32_t i = 0;
+		while (i < r->nex && r->ex_list[i] != c)
+			i++;
+		if (c < 0)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "expert.private.%s: no client of that name (give the "
+					    "name of data.clients, or clientN)",
+					    key);
+		if (i == r->nex)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "expert.private.%s: that client has no domain expert "
+					    "(it is not among expert.clients)",
+					    key);
+		r->ex_private[i] = json_string_value(v);
+	}
+	return 0;
 }
 
 struct ex_ctx {
 	const float *theta0; /* the run's initial parameters */
 	uint32_t gate_n;
+	float **given;	     /* per ex_list entry: its expert.private model, or NULL */
 };
 
 /* "expert.<name>" events of one evaluation. */
@@ -92,11 +120,15 @@ static int expert_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	float *gate = calloc(x->gate_n, sizeof *gate);
 	int rc = priv && gate ? 0 : fedrun_error(FEDRUN_ENOMEM, "expert: out of memory for client %u", c);
 	double loss = 0;
-	if (rc == 0)
+	if (rc == 0 && x->given[i]) {
+		/* expert.private: trained elsewhere; no training loss */
+		memcpy(priv, x->given[i], r->layout->total * sizeof *priv);
+	} else if (rc == 0) {
 		rc = train_private(r, w, c, x->theta0, priv, &loss);
-	if (rc == 0)
-		rc = run_event_model(r, c, FEDRUN_SPLIT_TRAIN, "expert.train_loss",
-				     run_client_name(r, c, buf, sizeof buf), loss);
+		if (rc == 0)
+			rc = run_event_model(r, c, FEDRUN_SPLIT_TRAIN, "expert.train_loss",
+					     run_client_name(r, c, buf, sizeof buf), loss);
+	}
 	struct fedrun_eval e = {0};
 	const struct fedrun_gate_opts go = {.size = sizeof go,
 					    .steps = (uint32_t)r->cfg.ex_gate_steps,
@@ -145,12 +177,31 @@ static int initial_params(struct run *r, float *theta0)
 						  r->model.desc->name)
 			      : 0;
 	}
-	/* init_load reads into r->theta: lend it theta0 for the call */
-	float *keep = r->theta;
-	r->theta = theta0;
-	int rc = init_load(r, r->cfg.init);
-	r->theta = keep;
+	int rc = params_load(r, r->cfg.init, theta0, "init");
 	return rc < 0 ? fedrun_error_wrap(rc, "expert: ") : 0;
+}
+
+/* The models of expert.private, read before the clients run in parallel:
+ * x->given[i] for ex_list[i] (NULL: trained here). */
+static int given_private(struct run *r, struct ex_ctx *x)
+{
+	if (!(x->given = calloc(r->nex, sizeof *x->given)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t i = 0; r->ex_private && i < r->nex; i++) {
+		if (!r->ex_private[i])
+			continue;
+		char buf[32], what[96];
+		const char *name = run_client_name(r, r->ex_list[i], buf, sizeof buf);
+		snprintf(what, sizeof what, "expert.private.%s", name);
+		if (!(x->given[i] = fedrun_arena_alloc(r->layout->total)))
+			return fedrun_error(FEDRUN_ENOMEM, "%s: out of memory", what);
+		int rc = params_load(r, r->ex_private[i], x->given[i], what);
+		if (rc < 0)
+			return rc;
+		r->host.log(r, FEDRUN_LOG_INFO, "domain expert of client %s: private model from %s",
+			    name, r->ex_private[i]);
+	}
+	return 0;
 }
 
 int run_experts(struct run *r)
@@ -171,10 +222,12 @@ int run_experts(struct run *r)
 		return fedrun_error(FEDRUN_ENOMEM, "expert: out of memory for the initial parameters");
 	rc = initial_params(r, theta0);
 	x.theta0 = theta0;
+	if (rc == 0)
+		rc = given_private(r, &x);
 	if (rc == 0) {
 		r->host.log(r, FEDRUN_LOG_INFO,
 			    "domain experts for %u clients: private models from the initial "
-			    "parameters, gates of %u floats",
+			    "parameters (or expert.private), gates of %u floats",
 			    r->nex, x.gate_n);
 		r->metric_prefix = "expert.";
 		rc = run_parallel_for(r, r->nex, expert_client, &x);
@@ -182,6 +235,9 @@ int run_experts(struct run *r)
 	}
 	if (rc == 0)
 		rc = metrics_flush_round(r, r->round);
+	for (uint32_t i = 0; x.given && i < r->nex; i++)
+		fedrun_arena_free(x.given[i]);
+	free(x.given);
 	fedrun_arena_free(theta0);
 	return rc;
 }

@@ -160,7 +160,7 @@ static int clients_choice(json_t *sec, const char *what, json_t **clients)
 struct ex_json {
 	int64_t steps, gate_steps;
 	double gate_lr;
-	json_t *clients;
+	json_t *clients, *private;
 };
 
 static const struct fedrun_opt expert_spec[] = {
@@ -168,8 +168,39 @@ static const struct fedrun_opt expert_spec[] = {
 	O("gate_steps", FEDRUN_OPT_INT, struct ex_json, gate_steps, 0, 0, 1e9, 200, NULL, NULL),
 	O("gate_lr", FEDRUN_OPT_NUMBER, struct ex_json, gate_lr, FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0.01, NULL, NULL),
 	O("clients", FEDRUN_OPT_ANY, struct ex_json, clients, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	O("private", FEDRUN_OPT_OBJECT, struct ex_json, private, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	FEDRUN_OPT_END_,
 };
+
+/* expert.private: {"client name": "file", ...}, every value a readable
+ * file name, resolved as every path of the pipeline (the section then holds
+ * the resolved names). Which names are clients the engine checks. */
+static int expert_private_parse(json_t *priv)
+{
+	size_t n = json_object_size(priv);
+	if (n == 0)
+		return 0;
+	struct fedrun_opt *spec = calloc(n + 1, sizeof *spec);
+	const char **paths = calloc(n, sizeof *paths);
+	int rc = spec && paths ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	const char *key;
+	json_t *v;
+	size_t i = 0;
+	json_object_foreach(priv, key, v) {
+		if (rc < 0)
+			break;
+		spec[i].key = key;
+		spec[i].type = FEDRUN_OPT_PATH;
+		spec[i].offset = i * sizeof *paths;
+		spec[i].flags = FEDRUN_OPT_REQUIRED;
+		i++;
+	}
+	if (rc == 0)
+		rc = fedrun_opts_parse(spec, priv, "expert.private", paths);
+	free(spec);
+	free(paths);
+	return rc;
+}
 
 /* The optional "expert" section (FedNMT sec. 2.5, domain experts): the
  * private models' training, steps (default: what a client trained in the
@@ -187,9 +218,11 @@ static int expert_parse(json_t *root, struct run_cfg *cfg)
 				    fedrun_json_describe(ex, got, sizeof got));
 	struct ex_json ej;
 	int rc = fedrun_opts_parse(expert_spec, ex, "expert", &ej);
-	if (rc < 0 || (rc = clients_choice(ex, "expert", &ej.clients)) < 0)
+	if (rc < 0 || (rc = clients_choice(ex, "expert", &ej.clients)) < 0 ||
+	    (ej.private && (rc = expert_private_parse(ej.private)) < 0))
 		return rc;
 	cfg->expert = true;
+	cfg->ex_private = ej.private;
 	if (json_object_get(ex, "steps")) {
 		cfg->ex_steps = ej.steps;
 	} else if (cfg->steps > 0) {

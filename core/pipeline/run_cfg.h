@@ -40,6 +40,7 @@ struct run_cfg {
 	int64_t ex_gate_steps;
 	double ex_gate_lr;
 	json_t *ex_clients;   /* as ft_clients */
+	json_t *ex_private;   /* {client name: file of its private model}, or NULL */
 	/* output */
 	const char *dir;
 	int64_t ckpt_every, ckpt_keep;

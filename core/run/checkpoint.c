@@ -359,14 +359,14 @@ static void shape_str(const uint64_t *shape, uint32_t ndim, char *buf, size_t n)
 		a += (size_t)snprintf(buf + a, n - a, "%s%" PRIu64, d ? "x" : "", shape[d]);
 }
 
-/* An init file whose tensors have other shapes than the model's: names the
+/* An init file (or `what`'s) whose tensors have other shapes than the model's: names the
  * first such tensor and the likely cause. When only the first dimension
  * differs, by the same sizes for every such tensor, that is the vocabulary
  * (embeddings are vocabulary x width): the model was built with another
  * tokenizer than the run that wrote the file. Returns 0 when the shapes
  * agree (fedrun_st_load_layout reports any other misfit). */
 static int init_misfit(const struct fedrun_st_file *f, const struct fedrun_layout *l,
-		       const char *path)
+		       const char *path, const char *what)
 {
 	const struct fedrun_tensor_info *first = NULL;
 	const struct fedrun_st_tensor *first_s = NULL;
@@ -394,11 +394,11 @@ static int init_misfit(const struct fedrun_st_file *f, const struct fedrun_layou
 	shape_str(first->shape, first->ndim, want, sizeof want);
 	shape_str(first_s->shape, first_s->ndim, got, sizeof got);
 #define MISFIT_(...)                                                                          \
-	fedrun_error(FEDRUN_EFORMAT, "init: tensor '%s' is %s in %s, the model has %s: " __VA_ARGS__)
+	fedrun_error(FEDRUN_EFORMAT, "%s: tensor '%s' is %s in %s, the model has %s: " __VA_ARGS__)
 	if (!vocab)
 		return MISFIT_("the model's options (preset, sizes) differ from those of the model the "
 			       "file holds: use the model section of the run that wrote it",
-			       first->name, got, path, want);
+			       what, first->name, got, path, want);
 	/* The init run's tokenizer, when the file lies in a run directory. */
 	const char *slash = strrchr(path, '/');
 	int dl = slash ? (int)(slash - path) + 1 : 0;
@@ -409,31 +409,36 @@ static int init_misfit(const struct fedrun_st_file *f, const struct fedrun_layou
 	if (spm || access(tok, R_OK) == 0)
 		return MISFIT_("was the model built with the init run's tokenizer? set "
 			       "model.tokenizer.%s to %s",
-			       first->name, got, path, want, spm ? "model" : "vocab", tok);
+			       what, first->name, got, path, want, spm ? "model" : "vocab", tok);
 	return MISFIT_("was the model built with the tokenizer (vocabulary) the file was trained "
 		       "with? set model.tokenizer.model to that run's spm.model",
-		       first->name, got, path, want);
+		       what, first->name, got, path, want);
 #undef MISFIT_
 }
 
-int init_load(struct run *r, const char *path)
+int params_load(struct run *r, const char *path, float *dst, const char *what)
 {
 	struct fedrun_st_file f;
 	int rc = fedrun_st_read(&f, path);
 	if (rc < 0)
-		return fedrun_error_wrap(rc, "init: ");
+		return fedrun_error_wrap(rc, "%s: ", what);
 	if (fedrun_st_checksum_kind(&f) == FEDRUN_ST_CHECKSUM_NONE)
 		r->host.log(r, FEDRUN_LOG_WARN,
-			    "init: %s has no fedrun checksum (not written by fedrun, or its entry is "
+			    "%s: %s has no fedrun checksum (not written by fedrun, or its entry is "
 			    "damaged): nothing verifies its contents",
-			    path);
-	if ((rc = init_misfit(&f, r->layout, path)) < 0) {
+			    what, path);
+	if ((rc = init_misfit(&f, r->layout, path, what)) < 0) {
 		fedrun_st_fini(&f);
 		return rc;
 	}
-	rc = fedrun_st_load_layout(&f, r->layout, r->theta, "__");
+	rc = fedrun_st_load_layout(&f, r->layout, dst, "__");
 	fedrun_st_fini(&f);
 	if (rc < 0)
-		return fedrun_error_wrap(rc, "init: %s: ", path);
+		return fedrun_error_wrap(rc, "%s: %s: ", what, path);
 	return 0;
+}
+
+int init_load(struct run *r, const char *path)
+{
+	return params_load(r, path, r->theta, "init");
 }

@@ -76,6 +76,7 @@ struct run {
 	uint32_t nft;
 	uint32_t *ex_list;   /* expert: the chosen clients, sorted by id */
 	uint32_t nex;
+	const char **ex_private; /* per ex_list entry: its expert.private file, or NULL */
 	struct attack *attack; /* the attacking clients (engine/attack.h); owned */
 	/* A run over several processes (engine/dist.h); NULL in one process. */
 	struct dist *dist;
@@ -171,6 +172,11 @@ int checkpoint_load(struct run *r, const char *path);
  * range, and the round its name gives (round-NNNNNN.safetensors). */
 int checkpoint_round(const struct fedrun_st_file *f, const char *path, uint32_t *round);
 int final_write(struct run *r);
+/* The model parameters of the safetensors file `path` into dst (the run's
+ * layout; tensors whose names start with "__" are not parameters); errors
+ * begin with `what` (a pipeline key: "init", "expert.private.NAME"). */
+int params_load(struct run *r, const char *path, float *dst, const char *what);
+/* params_load into r->theta, as "init". */
 int init_load(struct run *r, const char *path);
 
 /* ---- metrics.c ---- */
