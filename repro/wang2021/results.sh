@@ -118,6 +118,33 @@ if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 	figs=1
 fi
 
+# oov VOCAB FILE: the share of FILE's tokens, split as the words tokenizer
+# with "split": "punctuation" splits them (a glued token spelled with the
+# joiner U+FFED in front), that VOCAB lacks, in percent.
+oov() {
+	awk 'BEGIN { J = "\357\277\255" }
+		NR == FNR { sub(/\t.*/, ""); v[$0] = 1; next }
+		{
+			for (i = 1; i <= NF; i++) {
+				w = $i
+				first = 1
+				while (w != "") {
+					if (match(w, /^[]!"#$%&\047()*+,.\/:;<=>?@[\\^`{|}~-]/) == 0)
+						match(w, /^[^]!"#$%&\047()*+,.\/:;<=>?@[\\^`{|}~-]+/)
+					t = substr(w, 1, RLENGTH)
+					w = substr(w, RLENGTH + 1)
+					if (!first)
+						t = J t
+					first = 0
+					n++
+					if (!(t in v))
+						u++
+				}
+			}
+		}
+		END { printf "%.1f", n ? 100 * u / n : 0 }' "$1" "$2"
+}
+
 {
 	echo "# Wang et al. 2021 (FedNMT) on the gettext corpora: results"
 	echo
@@ -134,6 +161,26 @@ fi
 	echo "BLEU (chrF) as sacreBLEU computes them, uncased as in the paper (\`fedrun bleu -l\`;"
 	echo "\`*/scores.tsv\` also has the cased scores), beam 4, on the joint dev and test sets"
 	echo "(the union of both parties' held-out pairs). $rounds rounds of one local epoch; one run each (seed 1)."
+	echo
+	echo "## Vocabulary"
+	echo
+	echo "One words vocabulary per pair, shared by source and target and by every stage:"
+	echo "words split at white space and ASCII punctuation (\`model.tokenizer.split\`"
+	echo "\`punctuation\`), the most frequent ones of both parties' training text, built by"
+	case ${vocabmode:-federated} in
+	federated) echo "FedNMT's federated protocol (sec. 2.3: Paillier encryption, 2048-bit keys) in the" ;;
+	*) echo "counting in the clear (\`--vocab plain\`: the protocol's order, without its cost) in the" ;;
+	esac
+	echo "stage \`LANG-vocab\`. Tokens of the joint test set it lacks (they become <unk>):"
+	echo
+	echo "| pair | entries | unknown, en | unknown, target |"
+	echo "|---|---:|---:|---:|"
+	for p in $pairs; do
+		v=$out/$p-vocab/vocab.txt
+		[ -e "$v" ] || continue
+		printf '| en-%s | %s | %s%% | %s%% |\n' "$p" "$(wc -l <"$v")" \
+			"$(oov "$v" "$out/data-$p/joint/test.en")" "$(oov "$v" "$out/data-$p/joint/test.$p")"
+	done
 	echo
 	echo "## Data"
 	echo
@@ -174,8 +221,9 @@ fi
 	echo
 	echo "## The domain experts"
 	echo
-	echo "Each party's expert mixes the federated model M_G with its private model M_P (R"
-	echo "epochs of its own data from the same initial parameters), token by token, with"
+	echo "Each party's expert mixes the federated model M_G with its private model M_P (its"
+	echo "local baseline of Table 1: R epochs of its own data from the same initial"
+	echo "parameters, taken with \`expert.private\`), token by token, with"
 	echo "the gate lambda(x) = (1 + tanh(theta . x))/2 (the paper's tanh(theta . x) rescaled"
 	echo "into (0, 1)), x the mean source embedding of the sentence and a bias, theta fitted"
 	echo "on the party's training data with both models frozen. On the joint test set:"
