@@ -6,8 +6,12 @@
  *    a built vocabulary are those of a direct count of the expected tokens;
  *    encoding then decoding gives the text back with white space runs made
  *    one space; a vocabulary saved and loaded encodes to the same ids;
- *  - the federated vocabulary splits the same way, and equals the one
- *    built in the clear. */
+ *  - unknown words spelled in characters: the vocabulary holds each
+ *    word's characters (glued ones with the joiner), an unknown word
+ *    encodes to them and decodes back to itself, a character never seen
+ *    is <unk>; a capped vocabulary spells the words it cut;
+ *  - the federated vocabulary (characters counted too) splits the same
+ *    way, and equals the one built in the clear. */
 #include "config.h"
 #include <check.h>
 #include <stdint.h>
@@ -71,7 +75,7 @@ static char *round_trip(const struct tfm_tok *t, const char *text)
 START_TEST(test_whitespace)
 {
 	struct tfm_tok *t;
-	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 0, 1, TFM_SPLIT_WHITESPACE, &t), 0);
+	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 0, 1, TFM_SPLIT_WHITESPACE, 0, &t), 0);
 	/* 4 specials + 10: Open file... Don't save (yet)! a_b c%s --help Öffnen:
 	 * "Datei" */
 	ck_assert_uint_eq(tfm_tok_size(t), 4 + 10);
@@ -101,7 +105,7 @@ static const char *const want_tokens[] = {
 START_TEST(test_punctuation)
 {
 	struct tfm_tok *t;
-	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 0, 1, TFM_SPLIT_PUNCT, &t), 0);
+	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 0, 1, TFM_SPLIT_PUNCT, 0, &t), 0);
 	/* the distinct tokens, each with its direct count */
 	uint32_t distinct = 0;
 	for (size_t i = 0; i < NWANT; i++) {
@@ -155,7 +159,7 @@ START_TEST(test_punctuation)
 	close(fd);
 	ck_assert_int_eq(tfm_tok_words_save(t, path), 0);
 	struct tfm_tok *u;
-	ck_assert_int_eq(tfm_tok_words_load(path, TFM_SPLIT_PUNCT, &u), 0);
+	ck_assert_int_eq(tfm_tok_words_load(path, TFM_SPLIT_PUNCT, 0, &u), 0);
 	unlink(path);
 	for (size_t l = 0; l < NLINES; l++) {
 		int32_t *a, *b;
@@ -172,12 +176,62 @@ START_TEST(test_punctuation)
 }
 END_TEST
 
+START_TEST(test_characters)
+{
+	struct tfm_tok *t;
+	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 0, 1, TFM_SPLIT_PUNCT, 1, &t), 0);
+	char *v = vocab_words(t);
+	/* "Open": the word, its first character alone and the rest glued */
+	ck_assert_ptr_nonnull(strstr(v, "\nOpen\n"));
+	ck_assert_ptr_nonnull(strstr(v, "\nO\n"));
+	ck_assert_ptr_nonnull(strstr(v, "\n" J "p\n"));
+	/* "Öffnen": a two-byte character, whole */
+	ck_assert_ptr_nonnull(strstr(v, "\n\xc3\x96\n"));
+	/* a glued word's first character is glued: "yet" in "(yet" */
+	ck_assert_ptr_nonnull(strstr(v, "\n" J "y\n"));
+	free(v);
+	/* "sen" is no word here: spelled s, e, n (each seen in a word), and
+	 * decodes back */
+	int32_t *ids;
+	uint32_t n;
+	const char *s = "sen (sen)";
+	ck_assert_int_eq(tfm_tok_encode(t, s, strlen(s), &ids, &n), 0);
+	/* s ￭e ￭n ( ￭s ￭e ￭n ￭) */
+	ck_assert_uint_eq(n, 8);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_int_ne(ids[i], tfm_tok_unk(t));
+	free(ids);
+	char *back = round_trip(t, s);
+	ck_assert_str_eq(back, s);
+	free(back);
+	/* a known word stays one token */
+	ck_assert_int_eq(tfm_tok_encode(t, "Open", 4, &ids, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	free(ids);
+	/* a character never seen: <unk> in the spelling ("Oz": O, <unk>) */
+	ck_assert_int_eq(tfm_tok_encode(t, "Oz", 2, &ids, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_ne(ids[0], tfm_tok_unk(t));
+	ck_assert_int_eq(ids[1], tfm_tok_unk(t));
+	free(ids);
+	tfm_tok_destroy(t);
+	/* capped at 4 + 40 entries: the characters (frequent) stay and
+	 * spell the words that were cut; the text comes back whole */
+	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 44, 1, TFM_SPLIT_PUNCT, 1, &t), 0);
+	ck_assert_uint_eq(tfm_tok_size(t), 44);
+	back = round_trip(t, "Open save");
+	ck_assert_str_eq(back, "Open save");
+	free(back);
+	tfm_tok_destroy(t);
+}
+END_TEST
+
 /* The federated protocol counts the same tokens: its vocabulary has the
  * plaintext one's words in the same order. */
 START_TEST(test_federated_split)
 {
 	struct tfm_tok *plain, *fed;
-	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 0, 1, TFM_SPLIT_PUNCT, &plain), 0);
+	ck_assert_int_eq(tfm_tok_words_train(lines, NLINES, 0, 1, TFM_SPLIT_PUNCT, 1, &plain), 0);
 	const char *const *parts[2] = {lines, lines + 2};
 	uint64_t n[2] = {2, NLINES - 2};
 	struct tfm_tok_fed f = {.max_size = 0,
@@ -185,7 +239,8 @@ START_TEST(test_federated_split)
 				.key_bits = 2048,
 				.key_holder = 0,
 				.threads = 1,
-				.split = TFM_SPLIT_PUNCT};
+				.split = TFM_SPLIT_PUNCT,
+				.chars = 1};
 	ck_assert_msg(tfm_tok_words_train_federated(parts, n, 2, &f, &fed) == 0, "%s",
 		      fedrun_error_message());
 	char *a = vocab_words(plain), *b = vocab_words(fed);
@@ -206,6 +261,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_whitespace);
 	tcase_add_test(tc, test_punctuation);
+	tcase_add_test(tc, test_characters);
 #ifdef HAVE_GMP
 	tcase_add_test(tc, test_federated_split);
 #endif

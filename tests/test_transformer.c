@@ -178,6 +178,9 @@ START_TEST(test_option_errors)
 	expect_error("{\"preset\": \"tiny\", \"tokenizer\": {\"type\": \"sentencepiece\", "
 		     "\"split\": \"punctuation\"}}",
 		     synth_data, "model.tokenizer.split");
+	expect_error("{\"preset\": \"tiny\", \"tokenizer\": {\"type\": \"words\", \"unknown\": "
+		     "\"characters\"}}",
+		     synth_data, "model.tokenizer.unknown");
 	expect_error("{\"preset\": \"tiny\", \"decode\": {\"beam\": 0}}", synth_data,
 		     "model.decode.beam");
 	expect_error("{\"preset\": \"tiny\", \"bleu\": {\"tokenize\": \"zh\"}}", synth_data,

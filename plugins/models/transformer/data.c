@@ -159,7 +159,7 @@ struct tok_cfg {
 	double character_coverage;
 	bool federated;
 	int64_t key_bits, key_holder;
-	int split;
+	int split, unknown;
 };
 
 static const struct fedrun_opt tok_spec[] = {
@@ -182,6 +182,9 @@ static const struct fedrun_opt tok_spec[] = {
     /* words: TFM_SPLIT_*, in this order */
     {"split", FEDRUN_OPT_CHOICE, offsetof(struct tok_cfg, split), 0, 0, 0, 0, "whitespace",
      "whitespace|punctuation"},
+    /* words: 0 <unk>, 1 spelled in characters (tok.h's chars) */
+    {"unknown", FEDRUN_OPT_CHOICE, offsetof(struct tok_cfg, unknown), 0, 0, 0, 0, "unk",
+     "unk|characters"},
     /* the words vocabulary by FedNMT's federated protocol (words_federated) */
     {"federated", FEDRUN_OPT_BOOL, offsetof(struct tok_cfg, federated), 0, 0, 0, 0, NULL, NULL},
     {"key_bits", FEDRUN_OPT_INT, offsetof(struct tok_cfg, key_bits), 0, 2048, 16384, 2048, NULL,
@@ -457,7 +460,7 @@ static int tok_readable(const char *path, const char *key)
  * hold the same bytes. Returns 1 when the run's file was loaded, 0 when
  * there is none (the caller goes on as in a fresh run), or an error. */
 static int tok_reuse(struct tfm_model *m, const char *dir, const char *name, const char *given,
-		     int split, json_t *tok_config, const char *key)
+		     int split, int chars, json_t *tok_config, const char *key)
 {
 	char *path = fedrun_path_resolve(dir, name), *mine = NULL, *theirs = NULL;
 	size_t n, tn;
@@ -480,7 +483,7 @@ static int tok_reuse(struct tfm_model *m, const char *dir, const char *name, con
 	}
 	fedrun_error_clear();
 	rc = strcmp(name, "spm.model") == 0 ? tfm_tok_spm_load(path, "model.tokenizer.type", &m->tok)
-					     : tfm_tok_words_load(path, split, &m->tok);
+					     : tfm_tok_words_load(path, split, chars, &m->tok);
 	if (rc < 0) {
 		fedrun_error_wrap(rc, "cannot resume: the run's tokenizer: ");
 		goto out;
@@ -575,7 +578,7 @@ static int words_plain(struct tfm_model *m, const struct tok_cfg *c, struct raw 
 			lines[j++] = raw[k][0].tgt.l[i];
 		}
 	int rc = tfm_tok_words_train(lines, n, (uint32_t)c->max_size, (uint64_t)c->min_count,
-				     c->split, &m->tok);
+				     c->split, c->unknown, &m->tok);
 	free(lines);
 	return rc;
 }
@@ -623,7 +626,8 @@ static int words_federated(struct tfm_model *m, const struct tok_cfg *c, struct 
 					/* the run's --threads: the vocabulary
 					   is built before any training */
 					.threads = m->host->threads(m->host->ctx),
-					.split = c->split};
+					.split = c->split,
+					.chars = c->unknown};
 		rc = tfm_tok_words_train_federated((const char *const *const *)lines, n, nc, &f,
 						   &m->tok);
 		if (rc < 0)
@@ -643,11 +647,12 @@ static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t 
 {
 	int rc;
 	if (dir && resuming(m->host) &&
-	    (rc = tok_reuse(m, dir, "vocab.txt", c->vocab, c->split, tok_config, "vocab")) != 0)
+	    (rc = tok_reuse(m, dir, "vocab.txt", c->vocab, c->split, c->unknown, tok_config,
+			    "vocab")) != 0)
 		return rc < 0 ? rc : 0;
 	if (c->vocab) {
 		if ((rc = tok_readable(c->vocab, "vocab")) < 0 ||
-		    (rc = tfm_tok_words_load(c->vocab, c->split, &m->tok)) < 0 || !dir)
+		    (rc = tfm_tok_words_load(c->vocab, c->split, c->unknown, &m->tok)) < 0 || !dir)
 			return rc;
 		return tok_install(m, dir, c->vocab, "vocab.txt", tok_config, "vocab");
 	}
@@ -698,13 +703,18 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 		return fedrun_error(FEDRUN_ECONFIG,
 				    "model.tokenizer.split: only \"type\": \"words\" is split by "
 				    "fedrun (SentencePiece segments the text itself)");
+	if (c.unknown && c.split != TFM_SPLIT_PUNCT)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer.unknown: \"characters\" needs \"split\": "
+				    "\"punctuation\" (the joiner that glues a word's characters back "
+				    "together)");
 	/* federated with a vocab file: the vocabulary a federated run built,
 	 * as its pipeline.json records it (fedrun translate, --resume), is
 	 * read like any other; no protocol runs. */
 	if (c.type == TFM_TOK_WORDS)
 		return words_tokenizer(m, &c, tok_config, raw, dir);
 	if (dir && resuming(m->host) &&
-	    (rc = tok_reuse(m, dir, "spm.model", c.model, 0, tok_config, "model")) != 0)
+	    (rc = tok_reuse(m, dir, "spm.model", c.model, 0, 0, tok_config, "model")) != 0)
 		return rc < 0 ? rc : 0;
 	if (c.model) {
 		if ((rc = tok_readable(c.model, "model")) < 0 ||

@@ -2,6 +2,7 @@
  * punctuation when asked) over a fedrun_vocab, or
  * SentencePiece through spm.h when fedrun was built with it. */
 #include "config.h"
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fedrun/fedrun.h>
@@ -23,6 +24,7 @@ struct tfm_tok {
 	int32_t pad, bos, eos, unk;
 	uint32_t size;
 	int split; /* words: TFM_SPLIT_* */
+	int chars; /* words: an unknown word spelled in characters */
 };
 
 static int is_space(char c)
@@ -55,6 +57,11 @@ struct word_iter {
 	int split;
 	char *buf; /* a joined token's spelling; free it when done */
 	size_t cap;
+	/* the last token without its joiner, and whether it had one */
+	const char *bare;
+	size_t bare_len;
+	int joined;
+	char ch[JOINER_LEN + 4]; /* one character of it (spell) */
 };
 
 /* The next token's spelling as a vocabulary holds it (*w, *n: borrowed
@@ -80,6 +87,9 @@ static int next_word(struct word_iter *it, const char **w, size_t *n)
 		while (j < len && !is_space(s[j]) && !is_punct(s[j]))
 			j++;
 	it->i = j;
+	it->bare = s + i;
+	it->bare_len = j - i;
+	it->joined = joined;
 	if (!joined) {
 		*w = s + i;
 		*n = j - i;
@@ -101,8 +111,38 @@ static int next_word(struct word_iter *it, const char **w, size_t *n)
 	return 1;
 }
 
+/* The characters of the last token (unknown = "characters"): each UTF-8
+ * sequence (a byte that starts none, alone) as a token of its own, glued
+ * to the one before it (the joiner in front) but for the first, which is
+ * glued when the token was: so that decoding spells the word back. Calls
+ * fn(ud, spelling, length) for each; stops at its first non-zero return. */
+static int spell(struct word_iter *it, int (*fn)(void *, const char *, size_t), void *ud)
+{
+	const unsigned char *p = (const unsigned char *)it->bare;
+	size_t n = it->bare_len, i = 0;
+	int rc = 0;
+	while (i < n && rc == 0) {
+		size_t k = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc0 ? 2 : 1;
+		if (k > n - i)
+			k = 1;
+		for (size_t m = 1; m < k; m++)
+			if ((p[m] & 0xc0) != 0x80)
+				k = 1;
+		size_t o = 0;
+		if (i > 0 || it->joined) {
+			memcpy(it->ch, JOINER, JOINER_LEN);
+			o = JOINER_LEN;
+		}
+		memcpy(it->ch + o, p, k);
+		rc = fn(ud, it->ch, o + k);
+		p += k;
+		i += k;
+	}
+	return rc;
+}
+
 /* Adds <pad> and <bos> if the vocabulary lacks them and fills in the ids. */
-static int words_finish(struct fedrun_vocab *v, int split, struct tfm_tok **out)
+static int words_finish(struct fedrun_vocab *v, int split, int chars, struct tfm_tok **out)
 {
 	uint32_t pad, bos;
 	int rc = fedrun_vocab_add(v, PAD_WORD, strlen(PAD_WORD), 0, &pad);
@@ -120,6 +160,7 @@ static int words_finish(struct fedrun_vocab *v, int split, struct tfm_tok **out)
 	t->type = TFM_TOK_WORDS;
 	t->v = v;
 	t->split = split;
+	t->chars = chars;
 	t->pad = (int32_t)pad;
 	t->bos = (int32_t)bos;
 	t->eos = (int32_t)FEDRUN_VOCAB_EOS;
@@ -129,10 +170,16 @@ static int words_finish(struct fedrun_vocab *v, int split, struct tfm_tok **out)
 	return 0;
 }
 
-/* Counts the words of lines[0 .. n) (split: TFM_SPLIT_*) into a new
- * vocabulary (ids 0 and 1, <unk> and <eos>, count the spellings "<unk>"
+/* Counts the words of lines[0 .. n) (split: TFM_SPLIT_*; chars: and the
+ * characters of each, as spell() makes them) into a new vocabulary (ids 0 and 1, <unk> and <eos>, count the spellings "<unk>"
  * and "<eos>" in the text). */
-static int words_count(const char *const *lines, uint64_t n, int split, struct fedrun_vocab **out)
+static int count_one(void *cnt, const char *w, size_t n)
+{
+	return fedrun_vocab_add(cnt, w, n, 1, NULL);
+}
+
+static int words_count(const char *const *lines, uint64_t n, int split, int chars,
+		       struct fedrun_vocab **out)
 {
 	struct fedrun_vocab *cnt;
 	int rc = fedrun_vocab_create(&cnt);
@@ -145,8 +192,13 @@ static int words_count(const char *const *lines, uint64_t n, int split, struct f
 		it.s = lines[i];
 		it.len = strlen(lines[i]);
 		it.i = 0;
-		while (rc == 0 && (rc = next_word(&it, &w, &wn)) == 1)
+		while (rc == 0 && (rc = next_word(&it, &w, &wn)) == 1) {
 			rc = fedrun_vocab_add(cnt, w, wn, 1, NULL);
+			/* every word's characters too: they spell the words
+			 * the vocabulary will lack, which are not known yet */
+			if (rc == 0 && chars)
+				rc = spell(&it, count_one, cnt);
+		}
 	}
 	free(it.buf);
 	if (rc < 0) {
@@ -194,7 +246,7 @@ static int wc_cmp(const void *a, const void *b)
  * entries (0: no cap). Shared by the plaintext and federated paths, so
  * both give the same ids. */
 static int words_assemble(const char *const *words, const uint64_t *counts, uint64_t k,
-			  uint32_t max_size, int split, struct tfm_tok **out)
+			  uint32_t max_size, int split, int chars, struct tfm_tok **out)
 {
 	struct fedrun_vocab *v;
 	int rc = fedrun_vocab_create(&v);
@@ -210,21 +262,21 @@ static int words_assemble(const char *const *words, const uint64_t *counts, uint
 	}
 	if (rc < 0)
 		goto fail;
-	return words_finish(v, split, out);
+	return words_finish(v, split, chars, out);
 fail:
 	fedrun_vocab_destroy(v);
 	return rc;
 }
 
 int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
-			int split, struct tfm_tok **out)
+			int split, int chars, struct tfm_tok **out)
 {
 	struct fedrun_vocab *cnt;
 	struct fedrun_fedvocab_entry *list = NULL;
 	const char **words = NULL;
 	uint64_t *counts = NULL;
 	uint32_t k = 0;
-	int rc = words_count(lines, n, split, &cnt);
+	int rc = words_count(lines, n, split, chars, &cnt);
 	if (rc < 0)
 		return rc;
 	if ((rc = words_candidates(cnt, min_count, &list, &k)) < 0)
@@ -240,7 +292,7 @@ int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size,
 		words[i] = list[i].word;
 		counts[i] = list[i].count;
 	}
-	rc = words_assemble(words, counts, k, max_size, split, out);
+	rc = words_assemble(words, counts, k, max_size, split, chars, out);
 out:
 	free(words);
 	free(counts);
@@ -263,7 +315,7 @@ int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_
 	for (uint32_t k = 0; k < nclients && rc == 0; k++) {
 		uint32_t nk = 0;
 		struct fedrun_fedvocab_entry *e = NULL;
-		if ((rc = words_count(lines[k], n[k], f->split, &cnt[k])) == 0 &&
+		if ((rc = words_count(lines[k], n[k], f->split, f->chars, &cnt[k])) == 0 &&
 		    (rc = words_candidates(cnt[k], 1, &e, &nk)) == 0) {
 			pt[k].entries = e;
 			pt[k].n = nk;
@@ -281,7 +333,7 @@ int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_
 	/* no party learns the totals: the vocabulary's counts are 0 */
 	if (rc == 0)
 		rc = words_assemble((const char *const *)words, NULL, nw, f->max_size, f->split,
-				    out);
+				    f->chars, out);
 	fedrun_fedvocab_words_free(words, nw);
 	for (uint32_t k = 0; cnt && pt && k < nclients; k++) {
 		free((void *)pt[k].entries);
@@ -292,13 +344,13 @@ int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_
 	return rc;
 }
 
-int tfm_tok_words_load(const char *path, int split, struct tfm_tok **out)
+int tfm_tok_words_load(const char *path, int split, int chars, struct tfm_tok **out)
 {
 	struct fedrun_vocab *v;
 	int rc = fedrun_vocab_load(path, &v);
 	if (rc < 0)
 		return rc;
-	return words_finish(v, split, out);
+	return words_finish(v, split, chars, out);
 }
 
 int tfm_tok_words_save(const struct tfm_tok *t, const char *path)
@@ -404,6 +456,38 @@ int32_t tfm_tok_unk(const struct tfm_tok *t)
 	return t->unk;
 }
 
+/* Whether `w` is a word of t's vocabulary (not a special's spelling). */
+static bool lookup(const struct tfm_tok *t, const char *w, size_t n, uint32_t *id)
+{
+	return fedrun_vocab_find(t->v, w, n, id) && (int32_t)*id != t->pad &&
+	       (int32_t)*id != t->bos && (int32_t)*id != t->eos && (int32_t)*id != t->unk;
+}
+
+/* The ids of one text being encoded. */
+struct enc {
+	const struct tfm_tok *t;
+	int32_t *v;
+	uint32_t k, cap;
+};
+
+/* Appends the id of `w` (<unk> when t lacks it). */
+static int enc_push(void *p, const char *w, size_t n)
+{
+	struct enc *e = p;
+	if (e->k == e->cap) {
+		uint32_t cap = e->cap ? 2 * e->cap : 16;
+		int32_t *nv = realloc(e->v, cap * sizeof *nv);
+		if (!nv)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		e->v = nv;
+		e->cap = cap;
+	}
+	uint32_t id;
+	/* The specials' own spellings in text are words we do not know. */
+	e->v[e->k++] = lookup(e->t, w, n, &id) ? (int32_t)id : e->t->unk;
+	return 0;
+}
+
 int tfm_tok_encode(const struct tfm_tok *t, const char *text, size_t len, int32_t **ids,
 		   uint32_t *n)
 {
@@ -411,36 +495,27 @@ int tfm_tok_encode(const struct tfm_tok *t, const char *text, size_t len, int32_
 	if (t->type == TFM_TOK_SPM)
 		return tfm_spm_encode(t->spm, text, len, ids, n);
 #endif
-	uint32_t cap = 0, k = 0;
-	int32_t *v = NULL;
+	struct enc e = {.t = t};
 	struct word_iter it = {.s = text, .len = len, .split = t->split};
 	const char *w;
 	size_t wn;
 	int rc;
 	while ((rc = next_word(&it, &w, &wn)) == 1) {
-		if (k == cap) {
-			cap = cap ? 2 * cap : 16;
-			int32_t *nv = realloc(v, cap * sizeof *v);
-			if (!nv) {
-				rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-				break;
-			}
-			v = nv;
-		}
-		int32_t id = (int32_t)fedrun_vocab_lookup(t->v, w, wn);
-		/* The specials' own spellings in text are words we do not
-		 * know. */
-		if (id == t->pad || id == t->bos || id == t->eos)
-			id = t->unk;
-		v[k++] = id;
+		uint32_t id;
+		if (!t->chars || lookup(t, w, wn, &id))
+			rc = enc_push(&e, w, wn);
+		else /* unknown: its characters */
+			rc = spell(&it, enc_push, &e);
+		if (rc < 0)
+			break;
 	}
 	free(it.buf);
 	if (rc < 0) {
-		free(v);
+		free(e.v);
 		return rc;
 	}
-	*ids = v;
-	*n = k;
+	*ids = e.v;
+	*n = e.k;
 	return 0;
 }
 

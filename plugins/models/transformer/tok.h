@@ -15,6 +15,10 @@ enum { TFM_TOK_WORDS = 0, TFM_TOK_SPM = 1 };
  * spacing. Part of the vocabulary: a vocabulary is used with the splitting
  * it was built with. */
 enum { TFM_SPLIT_WHITESPACE = 0, TFM_SPLIT_PUNCT = 1 };
+/* chars (with TFM_SPLIT_PUNCT only): a word the vocabulary lacks is
+ * spelled in its characters, each a token glued to the one before (the
+ * first as the word was), instead of becoming <unk>; a trained vocabulary
+ * counts the characters of every word beside the words. */
 
 struct tfm_tok;
 
@@ -23,7 +27,7 @@ struct tfm_tok;
  * min_count times left out, at most max_size entries with the specials (0:
  * no cap). */
 int tfm_tok_words_train(const char *const *lines, uint64_t n, uint32_t max_size, uint64_t min_count,
-			int split, struct tfm_tok **out);
+			int split, int chars, struct tfm_tok **out);
 /* Words, federated: the same vocabulary from the clients' lines (client k:
  * lines[k][0 .. n[k])) without any party learning another's counts; the
  * order comes from fedrun_fedvocab_order (FedNMT's federated vocabulary),
@@ -35,13 +39,14 @@ struct tfm_tok_fed {
 	uint32_t key_bits, key_holder;
 	uint32_t threads; /* for the protocol's encryptions and decryptions */
 	int split;	  /* TFM_SPLIT_* */
+	int chars;	  /* count characters too (unknown words spelled) */
 };
 int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_t *n,
 				  uint32_t nclients, const struct tfm_tok_fed *f,
 				  struct tfm_tok **out);
 /* Words: a vocabulary file (fedrun_vocab_load's format), used with the
  * splitting `split` (TFM_SPLIT_*). */
-int tfm_tok_words_load(const char *path, int split, struct tfm_tok **out);
+int tfm_tok_words_load(const char *path, int split, int chars, struct tfm_tok **out);
 /* Words: writes the vocabulary (fedrun_vocab_save). */
 int tfm_tok_words_save(const struct tfm_tok *t, const char *path);
 /* SentencePiece: a .model file. FEDRUN_ECONFIG naming `what` when fedrun
