@@ -42,12 +42,12 @@ void run_plugins_destroy(struct run *r);
 
 /* The name of client k: the model's client_name op, else "client<k>". */
 const char *run_client_name(struct run *r, uint32_t k, char *buf, size_t len);
+/* The client called `want` (its data.clients name, or "clientN"), or -1. */
+int64_t run_client_by_name(struct run *r, const char *want);
 /* Resolves a phase's "clients" choice sel ("all": every client with
  * training data; or a list of names, "client<k>" or indices, each with
  * training data) into *list (malloc'd, sorted by id, no duplicates) and
  * *count; what names the section in errors ("finetune"). */
-/* The client called `want` (its data.clients name, or "clientN"), or -1. */
-int64_t run_client_by_name(struct run *r, const char *want);
 int run_clients_resolve(struct run *r, json_t *sel, const char *what, uint32_t **list,
 			uint32_t *count);
 /* Resolves finetune.clients against the model's clients (r->ft_list). */

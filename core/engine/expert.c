@@ -36,14 +36,14 @@ int run_expert_clients(struct run *r)
 	json_t *v;
 	json_object_foreach(r->cfg.ex_private, key, v) {
 		int64_t c = run_client_by_name(r, key);
-		uint32_t i = 0;
-		while (i < r->nex && r->ex_list[i] != c)
-			i++;
 		if (c < 0)
 			return fedrun_error(FEDRUN_ECONFIG,
 					    "expert.private.%s: no client of that name (give the "
 					    "name of data.clients, or clientN)",
 					    key);
+		uint32_t i = 0;
+		while (i < r->nex && r->ex_list[i] != c)
+			i++;
 		if (i == r->nex)
 			return fedrun_error(FEDRUN_ECONFIG,
 					    "expert.private.%s: that client has no domain expert "

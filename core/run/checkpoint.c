@@ -359,8 +359,8 @@ static void shape_str(const uint64_t *shape, uint32_t ndim, char *buf, size_t n)
 		a += (size_t)snprintf(buf + a, n - a, "%s%" PRIu64, d ? "x" : "", shape[d]);
 }
 
-/* An init file (or `what`'s) whose tensors have other shapes than the model's: names the
- * first such tensor and the likely cause. When only the first dimension
+/* A parameters file (`what`: the pipeline key that named it) whose tensors
+ * have other shapes than the model's: names the first such tensor and the likely cause. When only the first dimension
  * differs, by the same sizes for every such tensor, that is the vocabulary
  * (embeddings are vocabulary x width): the model was built with another
  * tokenizer than the run that wrote the file. Returns 0 when the shapes

@@ -21,9 +21,10 @@
 #                    data/gettext/out-en-zh_CN; built when missing, for the
 #                    eight domains of the two parties)
 #   --pairs LIST     language pairs to run, comma-separated (default de,zh_CN)
-#   --rounds R       federated rounds of one local epoch each (default 2,
-#                    which fits the 3 hours; 4 about doubles the training
-#                    time); every baseline trains R epochs
+#   --rounds R       federated rounds of one local epoch each (default 2:
+#                    en-de took 1 h 48 min on 2 cores, see README.md; 4
+#                    about doubles the training time); every baseline
+#                    trains R epochs
 #   --threads N      threads (default 2)
 #   --vocab federated|plain
 #                    how the first stage builds the shared words vocabulary:
@@ -64,7 +65,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -100,9 +101,8 @@ developer="cli git packaging"
 # party (the first ones of its train split), and held-out pairs (the first
 # of its dev and test splits): the parties hold about 25,000 and 6,000
 # pairs, the paper's imbalance (En-De: 1.75M and 320K); 50 held-out pairs a
-# domain (400 in each joint set) keep the decoding of 16 models and experts
-# a pair short enough for the whole reproduction to fit in 3 hours on 2
-# cores.
+# domain (400 in each joint set) to keep the decoding of 12 models and
+# experts a pair short (it is still about half of a pair's time).
 # topts: fedrun translate's options beyond the pipeline's decoding settings
 # (with --quick, translations of at most 4 + the source's length in tokens:
 # the barely trained models of a quick run write to the length limit).

@@ -170,14 +170,16 @@ static int words_finish(struct fedrun_vocab *v, int split, int chars, struct tfm
 	return 0;
 }
 
-/* Counts the words of lines[0 .. n) (split: TFM_SPLIT_*; chars: and the
- * characters of each, as spell() makes them) into a new vocabulary (ids 0 and 1, <unk> and <eos>, count the spellings "<unk>"
- * and "<eos>" in the text). */
+/* Counts one token into the vocabulary cnt (spell's callback). */
 static int count_one(void *cnt, const char *w, size_t n)
 {
 	return fedrun_vocab_add(cnt, w, n, 1, NULL);
 }
 
+/* Counts the words of lines[0 .. n) (split: TFM_SPLIT_*; chars: and the
+ * characters of each, as spell() makes them) into a new vocabulary (ids 0
+ * and 1, <unk> and <eos>, count the spellings "<unk>" and "<eos>" in the
+ * text). */
 static int words_count(const char *const *lines, uint64_t n, int split, int chars,
 		       struct fedrun_vocab **out)
 {
@@ -470,10 +472,9 @@ struct enc {
 	uint32_t k, cap;
 };
 
-/* Appends the id of `w` (<unk> when t lacks it). */
-static int enc_push(void *p, const char *w, size_t n)
+/* Appends `id`. */
+static int enc_push_id(struct enc *e, int32_t id)
 {
-	struct enc *e = p;
 	if (e->k == e->cap) {
 		uint32_t cap = e->cap ? 2 * e->cap : 16;
 		int32_t *nv = realloc(e->v, cap * sizeof *nv);
@@ -482,10 +483,17 @@ static int enc_push(void *p, const char *w, size_t n)
 		e->v = nv;
 		e->cap = cap;
 	}
+	e->v[e->k++] = id;
+	return 0;
+}
+
+/* Appends the id of `w` (<unk> when t lacks it; spell's callback). */
+static int enc_push(void *p, const char *w, size_t n)
+{
+	struct enc *e = p;
 	uint32_t id;
 	/* The specials' own spellings in text are words we do not know. */
-	e->v[e->k++] = lookup(e->t, w, n, &id) ? (int32_t)id : e->t->unk;
-	return 0;
+	return enc_push_id(e, lookup(e->t, w, n, &id) ? (int32_t)id : e->t->unk);
 }
 
 int tfm_tok_encode(const struct tfm_tok *t, const char *text, size_t len, int32_t **ids,
@@ -502,10 +510,12 @@ int tfm_tok_encode(const struct tfm_tok *t, const char *text, size_t len, int32_
 	int rc;
 	while ((rc = next_word(&it, &w, &wn)) == 1) {
 		uint32_t id;
-		if (!t->chars || lookup(t, w, wn, &id))
-			rc = enc_push(&e, w, wn);
-		else /* unknown: its characters */
+		if (lookup(t, w, wn, &id))
+			rc = enc_push_id(&e, (int32_t)id);
+		else if (t->chars) /* unknown: its characters */
 			rc = spell(&it, enc_push, &e);
+		else
+			rc = enc_push_id(&e, t->unk);
 		if (rc < 0)
 			break;
 	}
