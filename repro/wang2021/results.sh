@@ -16,7 +16,7 @@ prog=results.sh
 . "$top/repro/common.sh"
 [ $# -eq 1 ] || die "usage: results.sh OUT"
 out=$1
-quick=0 rounds=4 pairs="de zh_CN"
+quick=0 rounds=4 pairs="de zh_CN" splits="dev test"
 [ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
 . "$out/settings"
 # STAGE is a run (de-wa) or a domain expert of one (de-wa/de-0): the run
@@ -34,12 +34,13 @@ score() {
 		$1 == s && $2 == c { print $(col[m]); found = 1 }
 		END { if (!found) print "-" }' "$out/$1/scores.tsv"
 }
-# row LABEL STAGE: "| LABEL | dev BLEU (chrF) | test BLEU (chrF) |" for
-# every pair, uncased as the paper scores.
+# row LABEL STAGE: "| LABEL | [dev BLEU (chrF) |] test BLEU (chrF) |" for
+# every pair, uncased as the paper scores (the dev set where run.sh decoded
+# it: --dev-bleu; settings written before that option mean both).
 row() {
 	printf '| %s |' "$1"
 	for p in $pairs; do
-		for s in dev test; do
+		for s in $splits; do
 			b=$(score "$p-$2" $s uncased bleu) c=$(score "$p-$2" $s uncased chrf)
 			if [ "$b" = - ]; then printf ' not run |'; else printf ' %s (%s) |' "$b" "$c"; fi
 		done
@@ -48,9 +49,13 @@ row() {
 }
 header() {
 	printf '| %s |' "$1"
-	for p in $pairs; do printf ' en-%s dev | en-%s test |' "$p" "$p"; done
+	for p in $pairs; do
+		for s in $splits; do printf ' en-%s %s |' "$p" "$s"; done
+	done
 	printf '\n|---|'
-	for p in $pairs; do printf -- '---:|---:|'; done
+	for p in $pairs; do
+		for s in $splits; do printf -- '---:|'; done
+	done
 	printf '\n'
 }
 # tsv LABEL STAGE...: test BLEU (uncased) per pair, for the bar charts
@@ -159,7 +164,11 @@ oov() {
 	echo "*developer* (cli, git, packaging); English -> German, and English -> Chinese (zh_CN,"
 	echo "every Chinese side segmented into characters) for the paper's English-Chinese."
 	echo "BLEU (chrF) as sacreBLEU computes them, uncased as in the paper (\`fedrun bleu -l\`;"
-	echo "\`*/scores.tsv\` also has the cased scores), beam 4, on the joint dev and test sets"
+	case $splits in
+	dev*) sets="joint dev and test sets" ;;
+	*) sets="joint test set" ;;
+	esac
+	echo "\`*/scores.tsv\` also has the cased scores), beam 4, on the $sets"
 	echo "(the union of both parties' held-out pairs). $rounds rounds of one local epoch; one run each (seed 1)."
 	echo
 	echo "## Vocabulary"
