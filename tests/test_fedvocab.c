@@ -58,6 +58,32 @@ START_TEST(test_roundtrip)
 }
 END_TEST
 
+/* The key is DJN's admissible kind: p = q = 3 (mod 4), gcd(p-1, q-1) = 2,
+ * and h = -x^2 outside the squares, so h_n^((p-1)(q-1)/4) = (-1)^n = -1
+ * (mod n) while h_n^((p-1)(q-1)/2) = 1 (mod n^2). */
+START_TEST(test_admissible)
+{
+	mpz_t pm, qm, t, e;
+	mpz_inits(pm, qm, t, e, NULL);
+	ck_assert_uint_eq(mpz_fdiv_ui(priv.p, 4), 3);
+	ck_assert_uint_eq(mpz_fdiv_ui(priv.q, 4), 3);
+	mpz_sub_ui(pm, priv.p, 1);
+	mpz_sub_ui(qm, priv.q, 1);
+	mpz_gcd(t, pm, qm);
+	ck_assert_int_eq(mpz_cmp_ui(t, 2), 0);
+	mpz_mul(e, pm, qm);
+	mpz_divexact_ui(e, e, 4);
+	mpz_powm(t, pub.hn, e, pub.n2);
+	mpz_mod(t, t, pub.n);
+	mpz_add_ui(t, t, 1);
+	ck_assert_msg(mpz_cmp(t, pub.n) == 0, "h_n^(phi/4) is not -1 mod n: h is a square");
+	mpz_mul_ui(e, e, 2);
+	mpz_powm(t, pub.hn, e, pub.n2);
+	ck_assert_int_eq(mpz_cmp_ui(t, 1), 0);
+	mpz_clears(pm, qm, t, e, NULL);
+}
+END_TEST
+
 /* The fixed-base table gives (1 + m n) h_n^a mod n^2 exactly, against
  * mpz_powm, for m = 0, n - 1 and random m and a (a = 0, 1 and 2^k/2 - 1
  * among them), and decrypts to m; the public key survives its export. */
@@ -525,6 +551,7 @@ static Suite *fedvocab_suite(void)
 	TCase *tc = tcase_create("paillier");
 	tcase_add_checked_fixture(tc, key_setup, key_teardown);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_admissible);
 	tcase_add_test(tc, test_fixed_base);
 	tcase_add_test(tc, test_homomorphic);
 	tcase_add_test(tc, test_rerandomize);

@@ -65,7 +65,8 @@ int paillier_random_below(mpz_t out, const mpz_t bound)
 }
 
 /* A prime of exactly `bits` bits with its two top bits set, so that the
- * product of two has exactly 2 bits bits. */
+ * product of two has exactly 2 bits bits, and p = 3 (mod 4), half of an
+ * admissible modulus (DJN 2010, sec. 4.2; see paillier_keygen_unchecked). */
 static int random_prime(mpz_t p, uint32_t bits)
 {
 	for (;;) {
@@ -77,7 +78,8 @@ static int random_prime(mpz_t p, uint32_t bits)
 		mpz_nextprime(p, p);
 		/* mpz_nextprime's test is probabilistic: 50 more Miller-Rabin
 		 * rounds put the error below 2^-100 */
-		if (mpz_sizeinbase(p, 2) == bits && mpz_probab_prime_p(p, 50) > 0)
+		if (mpz_sizeinbase(p, 2) == bits && mpz_fdiv_ui(p, 4) == 3 &&
+		    mpz_probab_prime_p(p, 50) > 0)
 			return 0;
 	}
 }
@@ -211,14 +213,27 @@ int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_p
 	mpz_inits(pub->n, pub->n2, pub->hn, NULL);
 	priv_init(priv);
 	pub->bits = bits;
+	/* An admissible modulus as DJN choose it: p = q = 3 (mod 4) and
+	 * gcd(p - 1, q - 1) = 2. Then the squares mod n form a cyclic group of
+	 * odd order (p-1)(q-1)/4 without -1, and h = -x^2 of make_hn generates
+	 * the group of Jacobi symbol 1 (of order (p-1)(q-1)/2) when x^2
+	 * generates the squares, the group DJN's short-exponent argument
+	 * ranges the randomizer h_n^alpha over.
+	 * (p and q of the same size also make gcd(pq, (p-1)(q-1)) = 1.) */
 	int rc;
+	mpz_t g, pm, qm;
+	mpz_inits(g, pm, qm, NULL);
 	do {
 		if ((rc = random_prime(priv->p, bits / 2)) < 0 ||
 		    (rc = random_prime(priv->q, bits / 2)) < 0)
 			break;
-		/* p and q of the same size make gcd(pq, (p-1)(q-1)) = 1 as
-		 * soon as p != q */
-	} while (mpz_cmp(priv->p, priv->q) == 0);
+		mpz_sub_ui(pm, priv->p, 1);
+		mpz_sub_ui(qm, priv->q, 1);
+		mpz_gcd(g, pm, qm);
+	} while (mpz_cmp(priv->p, priv->q) == 0 || mpz_cmp_ui(g, 2) != 0);
+	paillier_mpz_wipe(pm);
+	paillier_mpz_wipe(qm);
+	paillier_mpz_wipe(g);
 	if (rc < 0) {
 		paillier_pub_fini(pub);
 		paillier_priv_fini(priv);
