@@ -41,7 +41,7 @@ row() {
 	printf '| %s |' "$1"
 	for p in $pairs; do
 		for s in $splits; do
-			b=$(score "$p-$2" $s uncased bleu) c=$(score "$p-$2" $s uncased chrf)
+			b=$(score "$p-$2" "$s" uncased bleu) c=$(score "$p-$2" "$s" uncased chrf)
 			if [ "$b" = - ]; then printf ' not run |'; else printf ' %s (%s) |' "$b" "$c"; fi
 		done
 	done
