@@ -213,7 +213,7 @@ int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_p
 	mpz_inits(pub->n, pub->n2, pub->hn, NULL);
 	priv_init(priv);
 	pub->bits = bits;
-	/* An admissible modulus as DJN choose it: p = q = 3 (mod 4) and
+	/* An admissible modulus as DJN choose it: p, q = 3 (mod 4) and
 	 * gcd(p - 1, q - 1) = 2. Then the squares mod n form a cyclic group of
 	 * odd order (p-1)(q-1)/4 without -1, and h = -x^2 of make_hn generates
 	 * the group of Jacobi symbol 1 (of order (p-1)(q-1)/2) when x^2

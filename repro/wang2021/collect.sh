@@ -6,6 +6,10 @@
 # stage's metrics.csv, gzipped) and scores/ (each model's and expert's
 # scores.tsv, and its test translations, gzipped).
 #
+# results.md, table*.tsv and fig-table* hold every pair OUT ran: run one
+# pair per OUT (run.sh --pairs LANG) for a directory of that pair alone.
+# Files already in DEST that the run lacks are left there.
+#
 # Usage: repro/wang2021/collect.sh OUT LANG DEST
 set -eu
 export LC_ALL=C
@@ -36,7 +40,7 @@ for r in "$out/$lang"-*/; do
 		name=$s
 		[ "$w" = "$r" ] || name=$s-${w##*/}
 		cp "$w/scores.tsv" "$dest/scores/$name.tsv"
-		gzip -9nc "$w/hyp-test.txt" >"$dest/scores/$name-hyp-test.txt.gz"
+		[ ! -e "$w/hyp-test.txt" ] || gzip -9nc "$w/hyp-test.txt" >"$dest/scores/$name-hyp-test.txt.gz"
 	done
 done
 echo "collect.sh: en-$lang of $out in $dest"
