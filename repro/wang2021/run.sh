@@ -22,9 +22,9 @@
 #                    eight domains of the two parties)
 #   --pairs LIST     language pairs to run, comma-separated (default de,zh_CN)
 #   --rounds R       federated rounds of one local epoch each (default 2:
-#                    en-de took 1 h 48 min on 2 cores, see README.md; 4
-#                    about doubles the training time); every baseline
-#                    trains R epochs
+#                    en-zh_CN took 1 h 9 min on 2 cores, en-de about
+#                    1 h 21 min, see README.md; 4 about doubles the
+#                    training time); every baseline trains R epochs
 #   --threads N      threads (default 2)
 #   --vocab federated|plain
 #                    how the first stage builds the shared words vocabulary:
