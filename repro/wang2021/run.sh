@@ -22,8 +22,8 @@
 #                    eight domains of the two parties)
 #   --pairs LIST     language pairs to run, comma-separated (default de,zh_CN)
 #   --rounds R       federated rounds of one local epoch each (default 2:
-#                    en-zh_CN took 1 h 9 min on 2 cores, en-de about
-#                    1 h 21 min, see README.md; 4 about doubles the
+#                    en-zh_CN took 1 h 9 min on 2 cores, en-de
+#                    1 h 14 min, see README.md; 4 about doubles the
 #                    training time); every baseline trains R epochs
 #   --threads N      threads (default 2)
 #   --vocab federated|plain
