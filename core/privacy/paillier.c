@@ -219,7 +219,8 @@ int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_p
 	 * the group of Jacobi symbol 1 (of order (p-1)(q-1)/2) when x^2
 	 * generates the squares, the group DJN's short-exponent argument
 	 * ranges the randomizer h_n^alpha over.
-	 * (p and q of the same size also make gcd(pq, (p-1)(q-1)) = 1.) */
+	 * gcd(p - 1, q - 1) = 2 also rules out p = q, and p and q of the same
+	 * size then make gcd(pq, (p-1)(q-1)) = 1. */
 	int rc;
 	mpz_t g, pm, qm;
 	mpz_inits(g, pm, qm, NULL);
@@ -230,7 +231,7 @@ int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_p
 		mpz_sub_ui(pm, priv->p, 1);
 		mpz_sub_ui(qm, priv->q, 1);
 		mpz_gcd(g, pm, qm);
-	} while (mpz_cmp(priv->p, priv->q) == 0 || mpz_cmp_ui(g, 2) != 0);
+	} while (mpz_cmp_ui(g, 2) != 0);
 	paillier_mpz_wipe(pm);
 	paillier_mpz_wipe(qm);
 	paillier_mpz_wipe(g);
