@@ -66,7 +66,7 @@ int paillier_random_below(mpz_t out, const mpz_t bound)
 
 /* A prime of exactly `bits` bits with its two top bits set, so that the
  * product of two has exactly 2 bits bits, and p = 3 (mod 4), half of an
- * admissible modulus (DJN 2010, sec. 4.2; see paillier_keygen_unchecked). */
+ * admissible modulus (DJN 2010, sec. 4.1; see paillier_keygen_unchecked). */
 static int random_prime(mpz_t p, uint32_t bits)
 {
 	for (;;) {
@@ -124,7 +124,7 @@ static int random_unit(mpz_t out, const mpz_t n)
 }
 
 /* h_n = h^n mod n^2 for h = -x^2 mod n, x a random unit (DJN 2010, sec.
- * 4.2): h generates the squares' subgroup up to sign, and h_n its n-th
+ * 4.1): h generates the squares' subgroup up to sign, and h_n its n-th
  * powers, which encryption's randomizer ranges over. */
 static int make_hn(struct paillier_pub *pub)
 {

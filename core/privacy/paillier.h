@@ -1,6 +1,6 @@
 /* Paillier's additively homomorphic encryption (Paillier 1999) on GMP, for
  * the federated vocabulary (fedvocab.c). g = n + 1 and the short-exponent
- * randomizer of Damgard, Jurik and Nielsen (2010, sec. 4.2): E(m; a) =
+ * randomizer of Damgard, Jurik and Nielsen (2010, sec. 4.1): E(m; a) =
  * (1 + m n) h_n^a mod n^2 with h_n = h^n mod n^2 public and a of ceil(k/2)
  * bits, h_n^a from a fixed-base table (struct paillier_enc); decryption by
  * the Chinese remainder theorem over p^2 and q^2. Internal to libfedrun;
