@@ -10,7 +10,8 @@
 #    and its spm.model is left as it was, also by a resume refused for
 #    another vocab_size;
 #  - a run that starts from another run's model (init) and tokenizer keeps
-#    its own copy of the tokenizer and translates once the other is gone;
+#    its own copy of the tokenizer: moved, it translates and resumes once
+#    the other is gone;
 #  - init with another tokenizer fails with a message that says so and
 #    leaves no run behind (the corrected command needs no overwrite);
 #  - fedrun validate writes no tokenizer and creates no directory.
@@ -71,34 +72,35 @@ cmp -s run2/spm.model ft/spm.model || die "ft/spm.model is not a copy of run2/sp
 grep -q '"model": "spm.model"' ft/pipeline.json || die "ft/pipeline.json does not name its own spm.model"
 run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=3 $from --set output.dir=ft3
 rm -rf run2
-"$FEDRUN" translate ft <in.txt >out4.txt 2>tr.err || { cat tr.err; die "translate ft without run2 failed"; }
-[ "$(wc -l <out4.txt)" -eq 2 ] || die "translate ft: $(wc -l <out4.txt) lines, expected 2"
+mv ft ftm
+"$FEDRUN" translate ftm <in.txt >out4.txt 2>tr.err || { cat tr.err; die "translate of the moved ftm without run2 failed"; }
+[ "$(wc -l <out4.txt)" -eq 2 ] || die "translate ftm: $(wc -l <out4.txt) lines, expected 2"
 # ... and resumes without it (its own copy is the tokenizer), to the
 # model an uninterrupted run of 3 rounds gives.
-run_ok --resume "$p" --set "model.tokenizer=$spm" $short --set rounds=3 $from --set output.dir=ft
-cmp -s ft/final.safetensors ft3/final.safetensors ||
-	die "ft, resumed without run2, differs from the uninterrupted ft3"
+run_ok --resume "$p" --set "model.tokenizer=$spm" $short --set rounds=3 $from --set output.dir=ftm
+cmp -s ftm/final.safetensors ft3/final.safetensors ||
+	die "ftm (ft moved), resumed without run2, differs from the uninterrupted ft3"
 # A resume that names another tokenizer file than the run's is refused.
-cp ft/spm.model ft.before
-head -c 100 ft/spm.model >other.model
+cp ftm/spm.model ft.before
+head -c 100 ftm/spm.model >other.model
 "$FEDRUN" -q --resume "$p" --set "model.tokenizer=$spm" $short --set rounds=4 \
 	--set init="$work/run2/final.safetensors" --set model.tokenizer.model="$work/other.model" \
-	--set output.dir=ft >/dev/null 2>other.err && die "a resume with another tokenizer file was accepted"
+	--set output.dir=ftm >/dev/null 2>other.err && die "a resume with another tokenizer file was accepted"
 grep -qF "model.tokenizer.model $work/other.model is another tokenizer than the run's" other.err ||
 	{ cat other.err; die "the resume with another tokenizer: the message does not say so"; }
-cmp -s ft.before ft/spm.model || die "a refused --resume replaced ft/spm.model"
+cmp -s ft.before ftm/spm.model || die "a refused --resume replaced ftm/spm.model"
 
 # Another tokenizer (a words vocabulary: 24 entries, not 27) than init's.
-"$FEDRUN" -q "$p" $short --set rounds=1 --set init="$work/ft/final.safetensors" \
+"$FEDRUN" -q "$p" $short --set rounds=1 --set init="$work/ftm/final.safetensors" \
 	--set output.dir=bad >/dev/null 2>bad.err && die "init with another tokenizer was accepted"
-grep -qF "tensor 'decoder.embed.weight' is 27x64 in $work/ft/final.safetensors, the model has 24x64" bad.err ||
+grep -qF "tensor 'decoder.embed.weight' is 27x64 in $work/ftm/final.safetensors, the model has 24x64" bad.err ||
 	{ cat bad.err; die "init mismatch: the message does not name the tensor and shapes"; }
-grep -qF "init run's tokenizer? set model.tokenizer.model to $work/ft/spm.model" bad.err ||
+grep -qF "init run's tokenizer? set model.tokenizer.model to $work/ftm/spm.model" bad.err ||
 	{ cat bad.err; die "init mismatch: the message does not name the tokenizer to use"; }
 # The refused init left no run behind: the corrected command runs as is.
 [ -e bad/pipeline.json ] && die "a refused init left bad/pipeline.json"
-run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=1 --set init="$work/ft/final.safetensors" \
-	--set model.tokenizer.model="$work/ft/spm.model" --set output.dir=bad
+run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=1 --set init="$work/ftm/final.safetensors" \
+	--set model.tokenizer.model="$work/ftm/spm.model" --set output.dir=bad
 # Text SentencePiece cannot learn from (whitespace and control characters
 # only) is refused with a message; SentencePiece would abort the process.
 mkdir ws
