@@ -24,8 +24,9 @@
  * engine trains one client per worker: tfm_forward_backward with dropout
  * into a zero gradient, then fedrun_optim_step_zero with Adam (lr 5e-4,
  * betas 0.9 and 0.98, eps 1e-9), which also zeroes the gradient. With one
- * worker, its BLAS and element-wise kernels run on T threads; with more,
- * on one thread each. 8 batches are generated and cycled. Each step is
+ * worker, its kernels run on T threads (the matrix products in blocks of
+ * one OpenBLAS thread each, as in a run: the same bits on any T); with
+ * more, on one thread each. 8 batches are generated and cycled. Each step is
  * timed; a worker's rate is B x len over its median step time (after
  * --warmup untimed steps), and the figure is the sum over the workers.
  * Prints "tokens_per_s X", "last_loss L" (label-smoothed, per token, of
@@ -197,14 +198,23 @@ static int sgemm_gflops(const struct opts *o)
 		b[i] = (float)(i % 5) * 0.1f;
 	}
 	fedrun_backend_cpu_set_blas_threads(1);
+	struct fedrun_backend_ctx_cfg cc = {.size = sizeof cc, .threads = 1};
+	void *ctx = NULL;
+	if (fedrun_backend_cpu()->ctx_create(&cc, &ctx) < 0) {
+		fedrun_arena_free(a);
+		fedrun_arena_free(b);
+		fedrun_arena_free(c);
+		return -1;
+	}
 	for (int r = 0; r < 8; r++) {
 		double t0 = now();
-		fedrun_backend_cpu()->sgemm(NULL, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+		fedrun_backend_cpu()->sgemm(ctx, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
 					    n);
 		double g = 2.0 * n * (double)nn / (now() - t0) / 1e9;
 		best = g > best ? g : best;
 	}
 	printf("sgemm_gflops %.1f\n", best);
+	fedrun_backend_cpu()->ctx_destroy(ctx);
 	fedrun_arena_free(a);
 	fedrun_arena_free(b);
 	fedrun_arena_free(c);
@@ -326,7 +336,7 @@ static int train(const struct opts *o)
 					   .tgt_len = tl};
 	}
 	const unsigned W = o->workers, th = W > 1 ? 1 : o->threads;
-	fedrun_backend_cpu_set_blas_threads(th);
+	fedrun_backend_cpu_set_blas_threads(1); /* as the engine sets it */
 	struct train_job *jobs = calloc(W, sizeof *jobs);
 	pthread_t *tids = calloc(W, sizeof *tids);
 	if (!jobs || !tids)

@@ -4,8 +4,10 @@
 #  - the server model learns the task: test BLEU above 90 (the issue asks
 #    for it within a minute on 2 cores; the time taken is printed);
 #  - a short run gives the same final.safetensors for --threads 1 and 2,
-#    and after SIGTERM + --resume;
-#  - with `fedrun translate` (ABI 1.1) the trained model copies its input.
+#    and after SIGTERM + --resume; so does a one-client run of the small
+#    preset, whose model computes on both threads;
+#  - with `fedrun translate` (ABI 1.1) the trained model copies its input,
+#    and the small model translates the same on 1 and 2 threads.
 . "$top_srcdir/tests/lib.sh"
 p="$top_srcdir/examples/transformer-copy.json"
 t0=$(date +%s)
@@ -28,6 +30,15 @@ cmp a/final.safetensors b/final.safetensors || die "--threads 1 and 2 differ"
 # The server's decoding runs on the run's threads: the same BLEU for both.
 [ "$(metric a/metrics.jsonl bleu test)" = "$(metric b/metrics.jsonl bleu test)" ] ||
 	die "test BLEU differs between --threads 1 and 2"
+
+# One client, as in centralized training, computes on every thread (its
+# kernels, and its matrix products in blocks that do not depend on the
+# threads): the small preset's products are large enough to be cut.
+one="--set data.synthetic.clients=1 --set model.preset=small --set rounds=2 --set clients.steps=4"
+one="$one --set model.dropout=0.1 --set eval.every=0"
+run_ok --threads 1 "$p" $one --set output.dir=one1
+run_ok --threads 2 "$p" $one --set output.dir=one2
+cmp one1/final.safetensors one2/final.safetensors || die "one client: --threads 1 and 2 differ"
 
 # SIGTERM once a checkpoint of round 2 exists, then --resume with the
 # short run's 6 rounds: the same model as the uninterrupted run.
@@ -57,6 +68,10 @@ if "$FEDRUN" --help 2>&1 | grep -q "translate"; then
 	printf 'w1 w2 w3 w4\nw5 w6 w7 w8 w9 w10\n' >in.txt
 	"$FEDRUN" translate copy <in.txt >out.txt 2>tr.err || { cat tr.err; die "fedrun translate failed"; }
 	cmp in.txt out.txt || { cat out.txt; die "the copy model does not copy"; }
+	# The small model's translations are the same bits on 1 and 2 threads.
+	"$FEDRUN" translate --threads 1 one2 <in.txt >one-t1.txt 2>tr.err || { cat tr.err; die "translate -t 1 failed"; }
+	"$FEDRUN" translate --threads 2 one2 <in.txt >one-t2.txt 2>tr.err || { cat tr.err; die "translate -t 2 failed"; }
+	cmp one-t1.txt one-t2.txt || die "fedrun translate: --threads 1 and 2 translate differently"
 	translated=", fedrun translate copies"
 fi
 echo "transformer: copy task test BLEU $bleu chrF $chrf in $((t1 - t0)) s (wall, --threads 2);" \

@@ -208,6 +208,90 @@ START_TEST(test_sgemm_batched)
 }
 END_TEST
 
+/* Products large enough to run in blocks (core/nn/gemm.c: 128 rows or
+ * columns of C, along the longer side) on contexts of 1, 2 and 3 threads:
+ * the same bits on each (the blocks depend on the shape alone), and the
+ * reference's values (a wrong block offset would be far off), with padded
+ * leading dimensions, a partial last block, both sides cut, beta 0 (C full
+ * of NaN) and 1.3, and the linear layer, which cuts its three products the
+ * same way. Sums of k <= 129 products of entries in [-1, 1): 1e-5 as in
+ * test_sgemm (observed up to 3e-7). */
+START_TEST(test_gemm_blocks)
+{
+	static const int shapes[][3] = {{300, 777, 129}, {700, 40, 100}, {257, 256, 64}};
+	struct fedrun_rng r;
+	fedrun_rng_init(&r, 14, FEDRUN_RNG_PLUGIN, 0, (uint32_t)_i);
+	bool ta = _i & 1, tb = _i & 2;
+	float beta = (_i & 4) ? 1.3f : 0.0f;
+	void *cs[3];
+	for (int t = 0; t < 3; t++) {
+		struct fedrun_backend_ctx_cfg k = {.size = sizeof k, .threads = (uint32_t)t + 1};
+		ck_assert_int_eq(be->ctx_create(&k, &cs[t]), 0);
+	}
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+		int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+		uint64_t na = (uint64_t)(ta ? k : m) * lda, nb = (uint64_t)(tb ? n : k) * ldb;
+		uint64_t nc = (uint64_t)m * ldc;
+		float *a = tu_rand(&r, na, -1, 1), *b = tu_rand(&r, nb, -1, 1);
+		float *c0 = beta != 0.0f ? tu_rand(&r, nc, -1, 1) : tu_fill(nc, NAN);
+		double *da = tu_dbl(a, na), *db = tu_dbl(b, nb), *dc = tu_dbl(c0, nc);
+		nn_ref_gemm(ta, tb, m, n, k, 0.7, da, lda, db, ldb, beta, dc, ldc);
+		float *c[3];
+		for (int t = 0; t < 3; t++) {
+			c[t] = malloc(nc * sizeof *c[t]);
+			memcpy(c[t], c0, nc * sizeof *c0);
+			ck_assert_int_eq(be->sgemm(cs[t], ta, tb, m, n, k, 0.7f, a, lda, b, ldb,
+						   beta, c[t], ldc),
+					 0);
+		}
+		char what[64];
+		snprintf(what, sizeof what, "C (m=%d n=%d k=%d)", m, n, k);
+		bool pad_ok;
+		TU_ASSERT_ERR(gemm_err(c[0], dc, c0, m, n, ldc, &pad_ok), 1e-5, what);
+		ck_assert_msg(pad_ok, "padding of C changed (m=%d n=%d k=%d)", m, n, k);
+		for (int t = 1; t < 3; t++)
+			ck_assert_msg(memcmp(c[0], c[t], nc * sizeof *c0) == 0,
+				      "%s: 1 and %d threads give other bits", what, t + 1);
+		for (int t = 0; t < 3; t++)
+			free(c[t]);
+		free(a), free(b), free(c0), free(da), free(db), free(dc);
+	}
+	/* linear: N x in -> out, every product above the blocking threshold */
+	const uint32_t N = 640, in = 96, out = 300;
+	float *x = tu_rand(&r, N * in, -1, 1), *w = tu_rand(&r, out * in, -1, 1);
+	float *bias = tu_rand(&r, out, -1, 1), *dy = tu_rand(&r, N * out, -1, 1);
+	float *y[3], *dx[3], *dw[3], *dbias[3];
+	for (int t = 0; t < 3; t++) {
+		y[t] = tu_zeros(N * out), dx[t] = tu_fill(N * in, NAN);
+		dw[t] = tu_zeros(out * in), dbias[t] = tu_zeros(out);
+		ck_assert_int_eq(be->linear_forward(cs[t], N, in, out, x, w, bias, y[t]), 0);
+		ck_assert_int_eq(
+		    be->linear_backward(cs[t], N, in, out, x, w, dy, dx[t], dw[t], dbias[t]), 0);
+	}
+	double *X = tu_dbl(x, N * in), *W = tu_dbl(w, out * in), *Bv = tu_dbl(bias, out);
+	double *Y = tu_dzeros(N * out), *DY = tu_dbl(dy, N * out), *DX = tu_dzeros(N * in);
+	double *DW = tu_dzeros(out * in), *DB = tu_dzeros(out);
+	nn_ref_linear_forward(N, in, out, X, W, Bv, Y);
+	nn_ref_linear_backward(N, in, out, X, W, DY, DX, DW, DB);
+	TU_ASSERT_ERR(tu_err(y[0], Y, N * out, 1e-30), 1e-5, "linear forward");
+	TU_ASSERT_ERR(tu_err(dx[0], DX, N * in, 1e-30), 1e-5, "linear dx");
+	TU_ASSERT_ERR(tu_err(dw[0], DW, out * in, 1e-30), 1e-5, "linear dw");
+	for (int t = 1; t < 3; t++) {
+		ck_assert_mem_eq(y[0], y[t], N * out * sizeof(float));
+		ck_assert_mem_eq(dx[0], dx[t], N * in * sizeof(float));
+		ck_assert_mem_eq(dw[0], dw[t], out * in * sizeof(float));
+		ck_assert_mem_eq(dbias[0], dbias[t], out * sizeof(float));
+	}
+	for (int t = 0; t < 3; t++) {
+		free(y[t]), free(dx[t]), free(dw[t]), free(dbias[t]);
+		be->ctx_destroy(cs[t]);
+	}
+	free(x), free(w), free(bias), free(dy);
+	free(X), free(W), free(Bv), free(Y), free(DY), free(DX), free(DW), free(DB);
+}
+END_TEST
+
 START_TEST(test_sgemm_args)
 {
 	float a[16] = {0}, b[16] = {0}, c[16] = {0};
@@ -312,6 +396,7 @@ static const struct gru_case gru_cases[] = {
     {5, 4, 1, 3, false, false, true, true},
     {4, 33, 7, 300, true, true, true, true},  /* B H > NN_PAR_MIN: threaded loops */
     {9, 2, 11, 257, true, true, true, false}, /* H crosses a 256-unit chunk */
+    {20, 16, 64, 300, true, true, true, true}, /* products over all steps in blocks */
 };
 #define NGRU (sizeof gru_cases / sizeof gru_cases[0])
 
@@ -452,19 +537,22 @@ START_TEST(test_threads_bitwise)
 				      k2 = {.size = sizeof k2, .threads = 2};
 	ck_assert_int_eq(be->ctx_create(&k1, &c1), 0);
 	ck_assert_int_eq(be->ctx_create(&k2, &c2), 0);
-	struct gru_data a, b;
-	gru_data_make(&a, &gru_cases[5], 9);
-	gru_data_make(&b, &gru_cases[5], 9);
-	ck_assert_int_eq(gru_run(c1, &a), 0);
-	ck_assert_int_eq(gru_run(c2, &b), 0);
-	ck_assert_mem_eq(a.y, b.y, a.ny * sizeof(float));
-	ck_assert_mem_eq(a.dx, b.dx, a.nx * sizeof(float));
-	ck_assert_mem_eq(a.dh0, b.dh0, a.nh * sizeof(float));
-	ck_assert_mem_eq(a.gw_hh, b.gw_hh, a.nwh * sizeof(float));
-	ck_assert_mem_eq(a.gb_ih, b.gb_ih, a.nb * sizeof(float));
-	ck_assert_mem_eq(a.gb_hh, b.gb_hh, a.nb * sizeof(float));
-	gru_data_free(&a);
-	gru_data_free(&b);
+	for (int ci = 5; ci <= 7; ci += 2) { /* threaded loops; blocked products */
+		struct gru_data a, b;
+		gru_data_make(&a, &gru_cases[ci], 9);
+		gru_data_make(&b, &gru_cases[ci], 9);
+		ck_assert_int_eq(gru_run(c1, &a), 0);
+		ck_assert_int_eq(gru_run(c2, &b), 0);
+		ck_assert_mem_eq(a.y, b.y, a.ny * sizeof(float));
+		ck_assert_mem_eq(a.dx, b.dx, a.nx * sizeof(float));
+		ck_assert_mem_eq(a.dh0, b.dh0, a.nh * sizeof(float));
+		ck_assert_mem_eq(a.gw_ih, b.gw_ih, a.nwi * sizeof(float));
+		ck_assert_mem_eq(a.gw_hh, b.gw_hh, a.nwh * sizeof(float));
+		ck_assert_mem_eq(a.gb_ih, b.gb_ih, a.nb * sizeof(float));
+		ck_assert_mem_eq(a.gb_hh, b.gb_hh, a.nb * sizeof(float));
+		gru_data_free(&a);
+		gru_data_free(&b);
+	}
 
 	struct fedrun_rng r;
 	fedrun_rng_init(&r, 5, FEDRUN_RNG_PLUGIN, 0, 0);
@@ -730,6 +818,7 @@ static Suite *nn_ops_suite(void)
 	tcase_add_test(tc, test_fastmath);
 	tcase_add_loop_test(tc, test_sgemm, 0, 8);
 	tcase_add_loop_test(tc, test_sgemm_batched, 0, 8);
+	tcase_add_loop_test(tc, test_gemm_blocks, 0, 8);
 	tcase_add_test(tc, test_sgemm_args);
 	tcase_add_loop_test(tc, test_linear, 0, 20);
 	tcase_add_loop_test(tc, test_embedding, 0, 16);

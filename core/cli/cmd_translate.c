@@ -3,6 +3,9 @@
  * sentences on stdin (one a line) and writes exactly one translation line per
  * input line on stdout. Returns an exit status, never exits. */
 #include "config.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -400,8 +403,14 @@ static int run(const struct cli *c)
 	fedrun_st_init(&f);
 	if (c->expert && (rc = expert_load(c->expert, rundir, ops, model, desc, l, &ex)) < 0)
 		goto out;
-	if (fedrun_backend_cpu_set_blas_threads(tc.threads) < 0)
+	/* As in a run: one BLAS thread, and the model's kernels and matrix
+	 * products (in blocks) on --threads OpenMP threads, so that the
+	 * translations are the same bits for any --threads. */
+	if (fedrun_backend_cpu_set_blas_threads(1) < 0)
 		fedrun_error_clear(); /* another CBLAS: its own threading */
+#ifdef _OPENMP
+	omp_set_num_threads((int)tc.threads);
+#endif
 	if (ops->worker_create && (rc = ops->worker_create(model, &worker)) < 0) {
 		fedrun_error_wrap(rc, "model '%s': ", desc->name);
 		worker = NULL;

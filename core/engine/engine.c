@@ -696,6 +696,13 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 {
 	struct run r;
 	char *ckpt = NULL; /* --resume: the checkpoint to start from */
+#ifdef _OPENMP
+	/* The models' kernels take the OpenMP threads of the thread that calls
+	 * them (plugins/models/device.h): --threads here, threads/workers on
+	 * the workers of run_parallel_for. */
+	int omp_saved = omp_get_max_threads();
+	omp_set_num_threads(opts->threads ? (int)opts->threads : 1);
+#endif
 	int rc = run_setup(&r, pipeline, opts, reg, true);
 	if ((rc = dist_agree(&r, rc)) != 0) {
 		if (rc == DIST_QUIT)
@@ -838,5 +845,8 @@ out:
 		fprintf(r.log, "error: %s\n", fedrun_error_message());
 	free(ckpt);
 	run_teardown(&r);
+#ifdef _OPENMP
+	omp_set_num_threads(omp_saved);
+#endif
 	return rc;
 }

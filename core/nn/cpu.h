@@ -52,6 +52,12 @@ int nn_cpu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, i
 				 float alpha, const float *a, int lda, int64_t stride_a,
 				 const float *b, int ldb, int64_t stride_b, float beta, float *c,
 				 int ldc, int64_t stride_c, int batch);
+/* Unchecked sgemm, on the context's threads in blocks that depend on the
+ * shape only (the same bits on any number of threads), for callers whose
+ * dimensions are known to be valid. */
+void nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
+		    float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+		    float *c, int ldc);
 /* Unchecked sgemm for callers whose dimensions are known to be valid. */
 void nn_cpu_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
 		 int lda, const float *b, int ldb, float beta, float *c, int ldc);

@@ -168,8 +168,8 @@ int nn_cpu_gru_forward(void *ctx, const struct fedrun_gru_dims *d,
 
 	/* gx (T*B,3H) = bias + x (T*B,I) . w_ih^T (I,3H): all steps at once. */
 	nn_cpu_rows_fill(ctx, (uint64_t)T * B, 3 * H, 3 * H, c.bias, c.gx);
-	nn_cpu_gemm(false, true, (int)(T * B), (int)(3 * H), (int)In, 1.0f, x, (int)In, w->w_ih,
-		    (int)In, 1.0f, c.gx, (int)(3 * H));
+	nn_cpu_gemm_mt(ctx, false, true, (int)(T * B), (int)(3 * H), (int)In, 1.0f, x, (int)In,
+		       w->w_ih, (int)In, 1.0f, c.gx, (int)(3 * H));
 
 	const bool transposed = T >= GRU_TRANSPOSE_MIN_STEPS;
 	if (transposed)
@@ -290,8 +290,8 @@ int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 			nn_cpu_gemm(true, false, H3, (int)H, (int)B, 1.0f, c.g, H4, h0, (int)H,
 				    1.0f, dw_hh, (int)H);
 		if (T > 1)
-			nn_cpu_gemm(true, false, H3, (int)H, (int)((T - 1) * B), 1.0f, c.g + BH * 4,
-				    H4, y, (int)H, 1.0f, dw_hh, (int)H);
+			nn_cpu_gemm_mt(ctx, true, false, H3, (int)H, (int)((T - 1) * B), 1.0f,
+				       c.g + BH * 4, H4, y, (int)H, 1.0f, dw_hh, (int)H);
 	}
 	if (db_hh)
 		nn_cpu_colsum_acc(ctx, (uint64_t)TB, 3 * H, 4 * H, c.g, db_hh);
@@ -299,11 +299,11 @@ int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 		nn_cpu_colsum_acc(ctx, (uint64_t)TB, 3 * H, 3 * H, c.gx, db_ih);
 	/* dw_ih (3H,I) += dgx^T (3H,T*B) . x (T*B,I) */
 	if (dw_ih)
-		nn_cpu_gemm(true, false, H3, (int)In, TB, 1.0f, c.gx, H3, x, (int)In, 1.0f, dw_ih,
-			    (int)In);
+		nn_cpu_gemm_mt(ctx, true, false, H3, (int)In, TB, 1.0f, c.gx, H3, x, (int)In, 1.0f,
+			       dw_ih, (int)In);
 	/* dx (T*B,I) = dgx (T*B,3H) . w_ih (3H,I) */
 	if (dx)
-		nn_cpu_gemm(false, false, TB, (int)In, H3, 1.0f, c.gx, H3, w->w_ih, (int)In, 0.0f,
-			    dx, (int)In);
+		nn_cpu_gemm_mt(ctx, false, false, TB, (int)In, H3, 1.0f, c.gx, H3, w->w_ih, (int)In,
+			       0.0f, dx, (int)In);
 	return 0;
 }

@@ -48,9 +48,13 @@ static inline int mdev_to_host(const struct fedrun_backend_ops *be, void *ctx, s
  * "deterministic" options (fedrun-models(7), BACKENDS). */
 static inline struct fedrun_backend_ctx_cfg mdev_ctx_cfg(int32_t device, bool deterministic)
 {
-	/* one thread: the engine runs one client per worker (backend.h) */
+	/* threads 0: the OpenMP threads of the calling thread, which the
+	 * engine sets to --threads divided among the workers that train or
+	 * evaluate at once (run_parallel_for), so that a round of one client
+	 * uses every thread and a round of many one each. The CPU kernels give
+	 * the same bits for any count (backend.h). */
 	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg,
-					     .threads = 1,
+					     .threads = 0,
 					     .device = device,
 					     .allow_nondeterministic = !deterministic};
 	return cfg;

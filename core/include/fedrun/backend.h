@@ -30,21 +30,27 @@
  *    Gradients of ACTIVATIONS (dx, dh0, dlogits) are WRITTEN (=).
  *  - Matrices are row-major. A shape comment (T,B,H) lists dimensions from
  *    the slowest to the fastest varying; ld* are row strides in elements.
- *  - Threads (CPU backend): the element-wise kernels of a context use
- *    cfg.threads OpenMP threads (0: the OpenMP default); the matrix products
- *    run on the CBLAS library's own threads, a process-wide setting
- *    (fedrun_backend_cpu_set_blas_threads). A caller that runs several
- *    contexts at once on its own worker threads should give each
- *    threads = 1 and set the BLAS threads to 1, or the threads oversubscribe
- *    the cores; the recurrence of a GRU has little parallel work per step
- *    anyway, so one worker per core is the fast layout.
+ *  - Threads (CPU backend): the kernels of a context use cfg.threads
+ *    OpenMP threads (0: the OpenMP default of the calling thread, that is
+ *    omp_get_max_threads()). Large matrix products (sgemm, linear, the
+ *    GRU's products over all steps) are cut into blocks of rows or columns
+ *    that depend on the shape alone, one CBLAS call a block, spread over
+ *    those threads; each CBLAS call also uses the CBLAS library's own
+ *    threads, a process-wide setting (fedrun_backend_cpu_set_blas_threads),
+ *    which fedrun keeps at 1. A caller that runs several contexts at once
+ *    on its own worker threads should give them T/workers threads between
+ *    them (the engine sets each worker's OpenMP default so, and its models
+ *    create contexts with threads = 0), or the threads oversubscribe the
+ *    cores; the recurrence of a GRU has little parallel work per step, so
+ *    one worker per core is its fast layout.
  *  - Reproducibility (CPU backend): results are the same bits for any
  *    cfg.threads, since every float is written by one thread and every sum
- *    runs in a fixed order, and the same bits on any x86-64 whatever its
- *    vector units (no fused multiply-add). Matrix products are as
- *    reproducible as the CBLAS: OpenBLAS 0.3.21 gives the same bits for a
- *    fixed BLAS thread count but not across counts, so a run that must not
- *    depend on the machine's cores must fix that count.
+ *    runs in a fixed order (a matrix product's blocks do not depend on the
+ *    thread count), and the same bits on any x86-64 whatever its vector
+ *    units (no fused multiply-add in fedrun's own kernels). Matrix products
+ *    are as reproducible as the CBLAS: OpenBLAS 0.3.21 gives the same bits
+ *    for a fixed BLAS thread count but not across counts, which is why
+ *    fedrun keeps that count at 1.
  *
  * The ops (shapes of device arrays in parentheses)
  *
