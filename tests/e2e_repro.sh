@@ -8,9 +8,12 @@ run_ok --threads 1 "$p" --set output.dir=a
 run_ok --threads 1 "$p" --set output.dir=b
 run_ok --threads 2 "$p" --set output.dir=c
 run_ok --threads 3 "$p" --set output.dir=d
+# 8 threads, 20 clients: 16 on 8 workers, then the last 4 on 2 threads each.
+run_ok --threads 8 "$p" --set output.dir=f
 cmp a/final.safetensors b/final.safetensors || die "two runs differ"
 cmp a/final.safetensors c/final.safetensors || die "--threads 1 and 2 differ"
 cmp a/final.safetensors d/final.safetensors || die "--threads 1 and 3 differ"
+cmp a/final.safetensors f/final.safetensors || die "--threads 1 and 8 differ"
 run_ok --threads 2 "$p" --set output.dir=e --set seed=8
 cmp -s a/final.safetensors e/final.safetensors && die "another seed gave the same model"
 # Metrics agree too, apart from wall time.

@@ -4,8 +4,9 @@
 #  - the server model learns the task: test BLEU above 90 (the issue asks
 #    for it within a minute on 2 cores; the time taken is printed);
 #  - a short run gives the same final.safetensors for --threads 1 and 2,
-#    and after SIGTERM + --resume; so does a one-client run of the small
-#    preset, whose model computes on both threads;
+#    and after SIGTERM + --resume; so do a one-client run of the small
+#    preset, whose model computes on both threads, and a three-client one,
+#    whose third client does;
 #  - with `fedrun translate` (ABI 1.1) the trained model copies its input,
 #    and the small model translates the same on 1 and 2 threads.
 . "$top_srcdir/tests/lib.sh"
@@ -39,6 +40,11 @@ one="$one --set model.dropout=0.1 --set eval.every=0"
 run_ok --threads 1 "$p" $one --set output.dir=one1
 run_ok --threads 2 "$p" $one --set output.dir=one2
 cmp one1/final.safetensors one2/final.safetensors || die "one client: --threads 1 and 2 differ"
+# Three clients on 2 threads: two train side by side, then the third on
+# both threads (run_parallel_for's second phase); the same model as on 1.
+run_ok --threads 1 "$p" $one --set data.synthetic.clients=3 --set output.dir=three1
+run_ok --threads 2 "$p" $one --set data.synthetic.clients=3 --set output.dir=three2
+cmp three1/final.safetensors three2/final.safetensors || die "three clients: --threads 1 and 2 differ"
 
 # SIGTERM once a checkpoint of round 2 exists, then --resume with the
 # short run's 6 rounds: the same model as the uninterrupted run.
