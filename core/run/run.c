@@ -144,23 +144,19 @@ int run_parallel_for(struct run *r, uint32_t n,
 	 * share of all the threads, where that is more: the fifth of five
 	 * clients on two threads trains on both rather than beside an idle
 	 * worker. Items give the same bits on any number of threads. */
-	uint32_t rest = n % nt, full = n - rest;
-	if (rest && threads / rest > (threads / nt ? threads / nt : 1)) {
-		pfor_phase(&pf, 0, full, nt, threads / nt ? threads / nt : 1, tids, args);
-		bool failed = false;
-		for (uint32_t i = 0; i < full && !failed; i++)
-			failed = pf.rcs[i] < 0;
-		if (!failed)
-			pfor_phase(&pf, full, n, rest, threads / rest, tids, args);
-	} else {
-		pfor_phase(&pf, 0, n, nt, threads / nt ? threads / nt : 1, tids, args);
+	uint32_t per = threads / nt ? threads / nt : 1, rest = n % nt;
+	uint32_t split = rest && threads / rest > per ? n - rest : n;
+	pfor_phase(&pf, 0, split, nt, per, tids, args);
+	uint32_t bad = 0; /* the first item that failed, or n */
+	while (bad < split && pf.rcs[bad] >= 0)
+		bad++;
+	if (bad == split && split < n) { /* none of the first phase failed */
+		pfor_phase(&pf, split, n, rest, threads / rest, tids, args);
+		while (bad < n && pf.rcs[bad] >= 0)
+			bad++;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (pf.rcs[i] < 0) {
-			rc = fedrun_error(pf.rcs[i], "%s", pf.msgs[i] ? pf.msgs[i] : "");
-			break;
-		}
-	}
+	if (bad < n)
+		rc = fedrun_error(pf.rcs[bad], "%s", pf.msgs[bad] ? pf.msgs[bad] : "");
 out:
 	if (pf.msgs)
 		for (uint32_t i = 0; i < n; i++)
