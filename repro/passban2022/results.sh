@@ -275,16 +275,18 @@ fi
 	echo "| selector | tensors | share of all | parameters | share of all | bytes | share of all |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	ta=$(done_ federated && traffic federated || true)
-	rows=$(for s in federated:all dp-greater:dp_greater dp-less:dp_less random:random; do
+	for s in federated:all dp-greater:dp_greater dp-less:dp_less random:random; do
 		done_ federated && done_ ${s%%:*} || continue
 		tr=$(traffic ${s%%:*})
 		printf '%s\t%s\t%s\n' "${s#*:}" "$tr" "$ta"
-	done)
-	[ -z "$rows" ] || printf '%s\n' "$rows" | awk -F'\t' '{ printf "| %s | %d | %.1f%% | %d | %.1f%% | %d | %.1f%% |\n", $1, $2, 100 * $2 / $5, $3, 100 * $3 / $6, $4, 100 * $4 / $7 }'
-	# The paper counts tensors (dp_less pulls half of them); say what that
-	# is in bytes here, where the tensors differ in size.
-	[ -z "$rows" ] || printf '%s\n' "$rows" | awk -F'\t' '$1 ~ /^dp_/ { s = s sprintf("%s%s pulled %.1f%% of the tensors and %.1f%% of the bytes", s == "" ? "" : "; ", $1, 100 * $2 / $5, 100 * $4 / $7) }
-		END { if (s != "") printf "\nTensors are not bytes: %s. The paper reports the share of tensors (50%% for dp_less); the tensors of a transformer differ in size, so the share of bytes can be far from it.\n", s }'
+	done | awk -F'\t' '{
+		printf "| %s | %d | %.1f%% | %d | %.1f%% | %d | %.1f%% |\n", $1, $2, 100 * $2 / $5, $3, 100 * $3 / $6, $4, 100 * $4 / $7
+		# The paper counts tensors (dp_less pulls half of them): say what
+		# that is in bytes here, where the tensors differ in size.
+		if ($1 ~ /^dp_/)
+			dp = dp sprintf("%s%s pulled %.1f%% of the tensors and %.1f%% of the bytes", dp == "" ? "" : "; ", $1, 100 * $2 / $5, 100 * $4 / $7)
+	}
+	END { if (dp != "") printf "\nTensors are not bytes: %s. The paper reports the share of tensors (50%% for dp_less); the tensors of a transformer differ in size, so the share of bytes can be far from it.\n", dp }'
 	echo
 	echo "## Optimizer state and schedule clock"
 	echo
