@@ -5,6 +5,9 @@
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "fedrun/error.h"
 #include "fedrun/optim.h"
 #include "fedrun/params.h"
@@ -144,7 +147,15 @@ int fedrun_backend_cpu_set_blas_threads(uint32_t n)
 		return fedrun_error(FEDRUN_EINVAL, "BLAS threads: %u outside [1, %d]", n,
 				    INT32_MAX);
 #ifdef OPENBLAS_VERSION
+#ifdef _OPENMP
+	/* An OpenMP build of OpenBLAS sets the caller's OpenMP default to n as
+	 * well; fedrun's own loops keep theirs. */
+	int omp_saved = omp_get_max_threads();
+#endif
 	openblas_set_num_threads((int)n);
+#ifdef _OPENMP
+	omp_set_num_threads(omp_saved);
+#endif
 	return 0;
 #else
 	return fedrun_error(FEDRUN_EUNSUPPORTED,

@@ -20,14 +20,19 @@ struct nn_cpu_ctx {
  * region costs a few microseconds, as much as a few thousand exp calls. */
 #define NN_PAR_MIN 8192
 
-/* Threads for a `num_threads()` clause (always >= 1). */
+/* Threads for a `num_threads()` clause (always >= 1). A context of
+ * threads 0 takes the calling thread's OpenMP default, except inside a
+ * parallel region (the transformer's decoding and the GRU's evaluation run
+ * a model per OpenMP thread), where the default is the outer team's size:
+ * there it runs on the calling thread alone, so that a libgomp allowing
+ * nested teams does not start threads x threads of them. */
 static inline int nn_cpu_threads(const void *ctx)
 {
 	const struct nn_cpu_ctx *c = ctx;
 	if (c && c->threads)
 		return (int)c->threads;
 #ifdef _OPENMP
-	return omp_get_max_threads();
+	return omp_in_parallel() ? 1 : omp_get_max_threads();
 #else
 	return 1;
 #endif

@@ -41,7 +41,7 @@ void nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, i
 		nn_cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		return;
 	}
-	int nb = (len + GEMM_BLOCK - 1) / GEMM_BLOCK;
+	int nb = len / GEMM_BLOCK + (len % GEMM_BLOCK != 0); /* no overflow near INT_MAX */
 	int nt = nn_cpu_threads(ctx);
 	(void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
@@ -103,8 +103,9 @@ int nn_cpu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, i
 		return rc;
 	if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0)
 		return fedrun_error(FEDRUN_EINVAL, "%s: negative batch or stride", op);
-	/* One BLAS call per problem, in order: OpenBLAS 0.3.21 has no batched
-	 * sgemm, and its own threads already split each product. */
+	/* One serial BLAS call per problem, in order: OpenBLAS 0.3.21 has no
+	 * batched sgemm. The attention's products are small (sequence by head
+	 * width); they are not spread over the context's threads yet. */
 	if (m == 0 || n == 0)
 		return 0;
 	for (int i = 0; i < batch; i++)

@@ -464,8 +464,10 @@ int fedrun_backend_find(const char *name, const struct fedrun_backend_ops **out)
 
 /* Sets the number of threads of the CBLAS library itself, which is separate
  * from the OpenMP threads of ctx_cfg.threads and, for OpenBLAS, global to
- * the process. Returns FEDRUN_EUNSUPPORTED when the CBLAS that libfedrun was
- * built with offers no such control (n is then ignored). n >= 1. */
+ * the process. The calling thread's OpenMP default is left as it was (an
+ * OpenMP build of OpenBLAS would change it). Returns FEDRUN_EUNSUPPORTED
+ * when the CBLAS that libfedrun was built with offers no such control (n is
+ * then ignored). n >= 1. */
 int fedrun_backend_cpu_set_blas_threads(uint32_t n);
 /* The CBLAS library's thread count, or 0 when unknown. */
 uint32_t fedrun_backend_cpu_blas_threads(void);
