@@ -19,7 +19,7 @@
 #                    cores than a stage keeps busy: the stages are
 #                    independent apart from the chain)
 #   --optim          also the table of optimizer-state and schedule-clock
-#                    choices (stages reset, continue, client-clock: about 40
+#                    choices (stages reset, continue, client-clock: about 45
 #                    minutes more at the default size; always with --quick)
 #   --steps T        the fine-tuning budget in steps (default 200; 50 with
 #                    --quick): data combination trains T steps, every
