@@ -6,25 +6,19 @@
 set -u
 export LC_ALL=C
 srcdir=${srcdir:-.}
+groff=groff
+command -v groff >/dev/null 2>&1 || groff=''
 fail=0 n=0
 for page in "$srcdir"/man/*.[1-9]; do
+	[ -e "$page" ] || break
 	n=$((n + 1))
-	if grep -n '[^ -~	]' "$page" >/dev/null; then
-		echo "FAIL: $page has bytes outside printable ASCII:"
-		grep -n '[^ -~	]' "$page" | head -5
-		fail=1
-	fi
+	bad=$(grep -n '[^ -~	]' "$page" | head -n 5)
+	[ -z "$bad" ] || { printf 'FAIL: %s has bytes outside printable ASCII:\n%s\n' "$page" "$bad"; fail=1; }
+	[ -n "$groff" ] || continue
+	out=$(groff -man -ww -Tutf8 -z "$page" 2>&1 | head -n 5)
+	[ -z "$out" ] || { printf 'FAIL: groff warns on %s:\n%s\n' "$page" "$out"; fail=1; }
 done
 [ $n -gt 0 ] || { echo "FAIL: no manual pages under $srcdir/man"; exit 1; }
 [ $fail -eq 0 ] || exit 1
-command -v groff >/dev/null 2>&1 || { echo "SKIP: $n pages are ASCII; groff is not installed"; exit 77; }
-for page in "$srcdir"/man/*.[1-9]; do
-	out=$(groff -man -ww -Tutf8 -z "$page" 2>&1)
-	if [ -n "$out" ]; then
-		echo "FAIL: groff warns on $page:"
-		printf '%s\n' "$out" | head -5
-		fail=1
-	fi
-done
-[ $fail -eq 0 ] || exit 1
+[ -n "$groff" ] || { echo "SKIP: $n pages are ASCII; groff is not installed"; exit 77; }
 echo "$n manual pages: ASCII, and groff formats them without a warning"
