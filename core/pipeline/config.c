@@ -46,7 +46,7 @@ static const struct fedrun_opt clients_spec[] = {
 	O("epochs", FEDRUN_OPT_INT, struct run_cfg, epochs, 0, 0, 1e6, 1, NULL, NULL),
 	O("steps", FEDRUN_OPT_INT, struct run_cfg, steps, 0, 0, 1e12, 0, NULL, NULL),
 	O("batch", FEDRUN_OPT_INT, struct run_cfg, batch, 0, 1, 1e9, 32, NULL, NULL),
-	O("optimizer_state", FEDRUN_OPT_CHOICE, struct run_cfg, optim_state, 0, 0, 0, 0, "reset", "reset|keep|continue"),
+	O("optimizer_state", FEDRUN_OPT_CHOICE, struct run_cfg, optim_state, 0, 0, 0, 0, "keep", "reset|keep|continue"),
 	O("lr_clock", FEDRUN_OPT_CHOICE, struct run_cfg, lr_clock, 0, 0, 0, 0, "global", "global|client"),
 	FEDRUN_OPT_END_,
 };
