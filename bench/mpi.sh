@@ -93,6 +93,10 @@ echo "== gru-lm small, 16 clients x $steps steps a round, $rounds rounds, $cores
 configs="np1:1:$cores npc:$cores:1"
 [ "$cores" -ge 4 ] && configs="$configs np2:2:$((cores / 2))"
 [ "$cores" -ge 8 ] && configs="$configs np4:4:$((cores / 4))"
+config() { # NAME:NP:THREADS, one word of $configs: sets name, np and th
+	name=${1%%:*} np=${1#*:}
+	th=${np#*:} np=${np%%:*}
+}
 i=1
 while [ $i -le "$repeat" ]; do
 	run local 0 "$cores"
@@ -100,8 +104,7 @@ while [ $i -le "$repeat" ]; do
 	[ "$repeat" -gt 1 ] && echo "-- repetition $i"
 	echo "in-process --threads $cores: $base s/round, $(counted "$out/local") bytes counted"
 	for c in $configs; do
-		name=${c%%:*} rest=${c#*:}
-		np=${rest%%:*} th=${rest#*:}
+		config "$c"
 		run "$name" "$np" "$th"
 		cmp -s "$out/local/final.safetensors" "$out/$name/final.safetensors" ||
 			{ echo "bench/mpi.sh: mpirun -np $np --threads $th gave another final model" >&2; exit 1; }
@@ -117,9 +120,9 @@ done
 if [ "$repeat" -gt 1 ]; then
 	echo "-- median ratio over $repeat repetitions (min, max)"
 	for c in $configs; do
-		name=${c%%:*} rest=${c#*:}
+		config "$c"
 		awk -v n="$name" '$1 == n { print $2 / $3 }' "$out/ratios" | sort -g |
-			awk -v l="mpirun -np ${rest%%:*} --threads ${rest#*:}" '{ r[NR] = $1 }
+			awk -v l="mpirun -np $np --threads $th" '{ r[NR] = $1 }
 			END { m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
 				printf "%s: %.3f (%+.1f%%), min %.3f, max %.3f\n", l, m, 100 * (m - 1), r[1], r[NR] }'
 	done
