@@ -23,7 +23,10 @@
 #                    with --quick)
 #   --backend NAME   fedrun --backend (default cpu; cuda on a GPU build)
 #   --only LIST      only these stages, comma-separated: table2, noniid,
-#                    table3, alpha (default: all)
+#                    table3, alpha (default: all four); or compare: the
+#                    runs of table2 and noniid that the goals compare
+#                    (FedAvg and FedAtt frobenius eps 1 in every
+#                    partition), to add seeds to them alone
 #   --force          rerun runs that are already complete
 # A run whose directory holds a .complete file written with the same fedrun
 # arguments is kept, so an interrupted reproduction continues where it
@@ -60,7 +63,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -80,7 +83,7 @@ for s in $seeds; do need_positive --seeds "$s"; done
 case $preset in small | medium | large) ;; *) die "--preset: small, medium or large" ;; esac
 case $backend in '' | *[!A-Za-z0-9_-]*) die "--backend: a plugin name" ;; esac
 for s in $(echo "$only" | tr ',' ' '); do
-	case $s in table2 | noniid | table3 | alpha) ;; *) die "--only: unknown stage $s" ;; esac
+	case $s in table2 | noniid | table3 | alpha | compare) ;; *) die "--only: unknown stage $s" ;; esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
 : "${data:=$top/data/brown/out}"
@@ -231,15 +234,21 @@ for seed in $seeds; do
 				run t2-fedatt-$n-e$e-s$seed $S --set "$(fedatt $n $e)"
 			done
 		done
-	elif want alpha; then
+	else
 		# the attention weights come from these two runs of Table II
-		for n in frobenius spectral; do
-			run t2-fedatt-$n-e1-s$seed $S --set "$(fedatt $n 1)"
-		done
+		if want alpha; then
+			for n in frobenius spectral; do
+				run t2-fedatt-$n-e1-s$seed $S --set "$(fedatt $n 1)"
+			done
+		fi
+		if want compare; then
+			run t2-fedavg-s$seed $S --set "$fedavg"
+			run t2-fedatt-frobenius-e1-s$seed $S --set "$(fedatt frobenius 1)"
+		fi
 	fi
 	# Non-iid: one client per genre (a fraction of them a round), and
 	# Dirichlet partitions of the genres over K clients.
-	if want noniid; then
+	if want noniid || want compare; then
 		for m in fedavg fedatt; do
 			if [ $m = fedavg ]; then a=$fedavg; else a=$(fedatt frobenius 1); fi
 			run ni-files-$m-s$seed $S --set "data.train=[$genre_files]" \
