@@ -123,6 +123,40 @@ part_label() {
 	printf '\n'
 } >"$out/table3-beta.tsv"
 
+# The sizes stage (Table IV's direction): its runs are t4-{fedavg,fedatt}-
+# PRESET; small is Table II's. The table is written when one of them is
+# complete.
+sizes=
+for p in medium large; do
+	for m in fedavg fedatt; do
+		for s in $seeds; do done_ t4-$m-$p-s$s && sizes=1; done
+	done
+done
+size_prefix() { # METHOD PRESET -> the run prefix
+	if [ "$2" = small ]; then
+		if [ "$1" = fedavg ]; then echo t2-fedavg; else echo t2-fedatt-frobenius-e1; fi
+	else
+		echo "t4-$1-$2"
+	fi
+}
+# last_round RUN: the last round in its metrics
+last_round() {
+	awk -F, 'NR > 1 && $1 + 0 > r { r = $1 + 0 } END { print r + 0 }' "$out/$1/metrics.csv"
+}
+if [ -n "$sizes" ]; then
+	{
+		printf 'preset	FedAvg	FedAtt
+'
+		for p in small medium large; do
+			printf '%s	%s	%s
+' "$p" "$(over "$(size_prefix fedavg $p)" test_ppl | mean)" \
+				"$(over "$(size_prefix fedatt $p)" test_ppl | mean)"
+		done
+	} >"$out/table4.tsv"
+else
+	rm -f "$out/table4.tsv"
+fi
+
 # ---- attention weights --------------------------------------------------------
 # Per FedAtt run of Table II (ε = 1, both norms, first seed): for every round
 # and tensor, over the m clients of the round, the entropy of α normalised
@@ -202,6 +236,14 @@ if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 	if awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$out/table3-beta.tsv"; then
 		"$PLOT" bars --title "Table III: test perplexity vs noise magnitude β (mean over seeds)" \
 			--ylabel "test perplexity" -o "$out/fig-table3-beta" "$out/table3-beta.tsv"
+	fi
+	if [ -n "$sizes" ]; then
+		set --
+		for p in small medium large; do
+			set -- "$@" "FedAvg, $p=$out/$(size_prefix fedavg $p)-$S" "FedAtt, $p=$out/$(size_prefix fedatt $p)-$S"
+		done
+		curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
+			--title "Model size (iid, $K clients, C = $frac), seed $first_seed" -o "$out/fig-sizes-ppl" "$@"
 	fi
 	set --
 	for e in $dp_eps; do set -- "$@" "DP-FedAvg, target ε $e=$out/t3-dp-eps$e-$S"; done
@@ -305,6 +347,26 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 			"$(over ni-$p-fedatt test_ppl | stat)" "$(diff_ ni-$p-fedavg ni-$p-fedatt | stat %+.1f)"
 	done
 	echo
+	if [ -n "$sizes" ]; then
+		echo "## Model size (Table IV)"
+		echo
+		echo "iid, $K clients, C = $frac; FedAtt: frobenius, ε = 1. The presets of fedrun-models(7):"
+		echo "embed = hidden = 300, 650, 1500, tied (the paper's tied rows). small is Table II's runs;"
+		echo "the larger presets may run fewer rounds (\`--size-rounds\`): the rounds column is the"
+		echo "last round of the first seed's FedAvg run. Gain: FedAvg's test perplexity minus"
+		echo "FedAtt's, per seed (positive: FedAtt lower)."
+		echo
+		echo "| preset | rounds | FedAvg | FedAtt | gain |"
+		echo "|---|---:|---:|---:|---:|"
+		for p in small medium large; do
+			a=$(size_prefix fedavg $p) b=$(size_prefix fedatt $p)
+			r="not run"
+			done_ "$a-s$first_seed" && r=$(last_round "$a-s$first_seed")
+			printf '| %s | %s | %s | %s | %s |\n' "$p" "$r" "$(over $a test_ppl | stat)" \
+				"$(over $b test_ppl | stat)" "$(diff_ $a $b | stat %+.1f)"
+		done
+		echo
+	fi
 	echo "## Table III: randomisation β⋅N(0, σ²), σ = 1"
 	echo
 	echo "FedAtt (frobenius, ε = 1): fedatt's beta, noise added once to the aggregated"
@@ -382,6 +444,11 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	for b in $betas; do
 		echo "- noise β = $b, FedAtt against FedAvg: $(verdict "$(lower t3-fedatt-b$b t3-fedavg-b$b)")."
 	done
+	if [ -n "$sizes" ]; then
+		for p in medium large; do
+			echo "- preset $p, FedAtt against FedAvg: $(verdict "$(lower t4-fedatt-$p t4-fedavg-$p)")."
+		done
+	fi
 	echo
 	if [ -n "$figs" ]; then
 		echo "## Figures"
@@ -389,7 +456,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		echo "Seed $first_seed's runs. PNG files of the same names are next to the SVGs; \`.dat\` files"
 		echo "hold the numbers plotted."
 		echo
-		for f in fig-table2-ppl fig-noniid-ppl fig-table3-beta fig-dp-epsilon fig-dp-ppl \
+		for f in fig-table2-ppl fig-noniid-ppl fig-sizes-ppl fig-table3-beta fig-dp-epsilon fig-dp-ppl \
 			fig-alpha-entropy-frobenius fig-alpha-max-frobenius fig-alpha-min-frobenius \
 			fig-alpha-entropy-spectral fig-alpha-max-spectral fig-alpha-min-spectral; do
 			[ -e "$out/$f.svg" ] && echo "![$f]($f.svg)"

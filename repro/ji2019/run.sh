@@ -23,10 +23,14 @@
 #                    with --quick)
 #   --backend NAME   fedrun --backend (default cpu; cuda on a GPU build)
 #   --only LIST      only these stages, comma-separated: table2, noniid,
-#                    table3, alpha (default: all four); or compare: the
+#                    table3, alpha (default: all four); compare: the
 #                    runs of table2 and noniid that the goals compare
 #                    (FedAvg and FedAtt frobenius eps 1 in every
-#                    partition), to add seeds to them alone
+#                    partition), to add seeds to them alone; sizes: FedAvg
+#                    and FedAtt (frobenius, eps 1, iid) with the medium and
+#                    large presets (Table IV's direction; not in the
+#                    default, see the README for its time)
+#   --size-rounds R  rounds of the sizes stage's runs (default --rounds)
 #   --force          rerun runs that are already complete
 # A run whose directory holds a .complete file written with the same fedrun
 # arguments is kept, so an interrupted reproduction continues where it
@@ -41,13 +45,13 @@ prog=run.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 
-quick=0 out='' data='' threads=2 seeds=1 preset=small rounds='' every=''
+quick=0 out='' data='' threads=2 seeds=1 preset=small rounds='' every='' size_rounds=''
 backend=cpu only='table2,noniid,table3,alpha' force=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--force) force=1 ;;
-	--out | --data | --threads | --seeds | --preset | --rounds | --eval-every | --backend | --only)
+	--out | --data | --threads | --seeds | --preset | --rounds | --eval-every | --backend | --only | --size-rounds)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
 		--out) out=$2 ;;
@@ -59,11 +63,12 @@ while [ $# -gt 0 ]; do
 		--eval-every) every=$2 ;;
 		--backend) backend=$2 ;;
 		--only) only=$2 ;;
+		--size-rounds) size_rounds=$2 ;;
 		esac
 		shift
 		;;
 	-h | --help)
-		sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -78,12 +83,14 @@ fi
 need_positive --threads "$threads"
 need_positive --rounds "$rounds"
 need_positive --eval-every "$every"
+: "${size_rounds:=$rounds}"
+need_positive --size-rounds "$size_rounds"
 for s in $seeds; do need_positive --seeds "$s"; done
 [ -n "$seeds" ] || die "--seeds needs at least one seed"
 case $preset in small | medium | large) ;; *) die "--preset: small, medium or large" ;; esac
 case $backend in '' | *[!A-Za-z0-9_-]*) die "--backend: a plugin name" ;; esac
 for s in $(echo "$only" | tr ',' ' '); do
-	case $s in table2 | noniid | table3 | alpha | compare) ;; *) die "--only: unknown stage $s" ;; esac
+	case $s in table2 | noniid | table3 | alpha | compare | sizes) ;; *) die "--only: unknown stage $s" ;; esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
 : "${data:=$top/data/brown/out}"
@@ -259,6 +266,25 @@ for seed in $seeds; do
 					--set "data.partition={\"scheme\":\"dirichlet\",\"clients\":$K,\"alpha\":$al}" \
 					--set "$a"
 			done
+		done
+	fi
+	# Table IV's direction: the medium and large presets (embed = hidden =
+	# 650 and 1500, tied), iid, FedAvg and FedAtt; small is Table II's. With
+	# --quick the presets' sizes are replaced by 48 and 64 units.
+	if want sizes; then
+		se=$every
+		[ "$se" -le "$size_rounds" ] || se=$size_rounds
+		for p in medium large; do
+			Z="--set model.preset=$p --set rounds=$size_rounds --set eval.every=$se"
+			if [ $quick = 1 ]; then
+				u=48
+				[ $p = medium ] || u=64
+				Z="$Z --set model.embed=$u --set model.hidden=$u"
+			fi
+			# shellcheck disable=SC2086
+			run t4-fedavg-$p-s$seed $S $Z --set "$fedavg"
+			# shellcheck disable=SC2086
+			run t4-fedatt-$p-s$seed $S $Z --set "$(fedatt frobenius 1)"
 		done
 	fi
 	# Table III: the randomisation of eq. 6 (beta > 0; beta 0 is Table II's
