@@ -15,6 +15,7 @@ function num(s) { return s ~ /^ [+-]?[0-9]+(\.[0-9]+)?( ± [0-9]+(\.[0-9]+)? \([
 	rows[section]++
 	first = 3
 	if (section == "Attention weights") first = 4 # norm, tensor
+	if (section == "Attention and local steps") { first = 4; if (c[3] !~ /^ [0-9]+ of [0-9]+ $/) first = 3 }
 	for (i = first; i < n; i++)
 		if (!num(c[i])) {
 			printf "%s: row \"%s\": cell %d is \"%s\", not a number\n", section, c[2], i - 1, c[i]
@@ -22,9 +23,9 @@ function num(s) { return s ~ /^ [+-]?[0-9]+(\.[0-9]+)?( ± [0-9]+(\.[0-9]+)? \([
 		}
 }
 END {
-	split("Table II: iid|Non-iid|Table III: randomisation β⋅N(0, σ²), σ = 1|Table III: DP-FedAvg|Attention weights", want, "|")
-	split("8 4 5 3 12", nrows, " ")
-	if ("Model size (Table IV)" in rows) { want[6] = "Model size (Table IV)"; nrows[6] = 3 }
+	split("Table II: iid|Non-iid|Table III: randomisation β⋅N(0, σ²), σ = 1|Table III: DP-FedAvg|Attention weights|Attention and local steps", want, "|")
+	split("8 4 5 3 12 5", nrows, " ")
+	if ("Model size (Table IV)" in rows) { want[7] = "Model size (Table IV)"; nrows[7] = 3 }
 	for (k = 1; k in want; k++)
 		if (rows[want[k]] != nrows[k]) {
 			printf "%s: %d rows, expected %d\n", want[k], rows[want[k]], nrows[k]

@@ -204,6 +204,39 @@ alpha_sum() { # RUN -> OUT/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>m
 	done
 } >"$out/alpha.tsv"
 
+# steps_alpha RUN -> "hits<TAB>pairs<TAB>chance": over every round and
+# tensor of a FedAtt run, how often the largest α went to a client with the
+# most local steps of the round (clients.updates), and the rate a uniformly
+# random pick would have (the mean share of the round's clients that tie
+# for the most steps)
+steps_alpha() {
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$(c["metric"]) == "updates" && $(c["client"]) != "" { u[$(c["round"]), $(c["client"])] = $(c["value"]) + 0 }
+	$(c["metric"]) == "fedatt.alpha" {
+		r = $(c["round"]); t = $(c["tensor"]); k = $(c["client"]); a = $(c["value"]) + 0
+		if (!((r, t) in best) || a > best[r, t]) { best[r, t] = a; who[r, t] = k }
+		if (!((r, k) in inr)) { inr[r, k] = 1; cl[r] = cl[r] " " k }
+	}
+	END {
+		for (rt in who) {
+			split(rt, p, SUBSEP); r = p[1]
+			n = split(cl[r], ks, " "); mx = -1; tie = 0
+			for (i = 1; i <= n; i++) { v = u[r, ks[i]]; if (v > mx) { mx = v; tie = 1 } else if (v == mx) tie++ }
+			pairs++; ch += tie / n
+			if (u[r, who[rt]] == mx) hits++
+		}
+		if (pairs) printf "%d\t%d\t%.3f\n", hits, pairs, ch / pairs
+	}' "$out/$1/metrics.csv"
+}
+{
+	printf 'partition\truns\thits\tpairs\tchance\n'
+	for p in iid $parts; do
+		if [ $p = iid ]; then pre=t2-fedatt-frobenius-e1; else pre=ni-$p-fedatt; fi
+		over $pre steps_alpha | awk -F'\t' -v p="$p" '{ h += $1; n += $2; c += $3 * $2; k++ }
+			END { if (n) printf "%s\t%d\t%d\t%d\t%.3f\n", p, k, h, n, c / n }'
+	done
+} >"$out/alpha-steps.tsv"
+
 # ---- figures (gnuplot through tools/fedrun-plot) --------------------------------
 figs=""
 # curve OPTIONS... LABEL=RUN...: fedrun-plot curve over the complete runs
@@ -410,6 +443,28 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "| norm | tensor | entropy/log m | m max α | m min α |"
 	echo "|---|---|---:|---:|---:|"
 	tail -n +2 "$out/alpha.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
+	echo
+	echo "## Attention and local steps"
+	echo
+	echo "FedAtt (frobenius, ε = 1): over every round and tensor of the runs (all seeds), how"
+	echo "often the largest α went to a client with the most local steps of its round"
+	echo "(\`updates\` in the metrics: a client's steps grow with its data), against how often a"
+	echo "uniformly random choice would (the share of the round's clients tied for the most)."
+	echo "The softmax of eq. 2 runs over the distances ‖w − wₖ‖ themselves, so the client that"
+	echo "moved farthest gets the most weight; a client with more data takes more steps and"
+	echo "may move farther. With equal shards every client ties, and the rate is 1 by definition."
+	echo
+	echo "| partition | largest α to most steps | rate | chance |"
+	echo "|---|---:|---:|---:|"
+	for p in iid $parts; do
+		l=$(awk -F'\t' -v p="$p" '$1 == p' "$out/alpha-steps.tsv")
+		if [ $p = iid ]; then lab="iid"; else lab=$(part_label $p); fi
+		if [ -n "$l" ]; then
+			echo "$l" | awk -F'\t' -v lab="$lab" '{ printf "| %s | %d of %d | %.3f | %.3f |\n", lab, $3, $4, $3 / $4, $5 }'
+		else
+			echo "| $lab | not run | not run | not run |"
+		fi
+	done
 	echo
 	echo "## Goals"
 	echo
