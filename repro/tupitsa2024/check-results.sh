@@ -34,6 +34,30 @@ END {
 		}
 	exit bad
 }' "$1"
+# The low-resource translation section, when the lowres stage ran: its
+# three methods with a number in every cell, MeritFed's weights per round
+# with one per language, and the verdict on the goal.
+if grep -q '^## Low-resource translation with helper languages$' "$1"; then
+	awk '
+	function num(s) { return s ~ /^ -?[0-9.]+ $/ }
+	/^## / { on = ($0 == "## Low-resource translation with helper languages") }
+	!on || !/^\| / || /^\|---/ { next }
+	/^\| method / { t = "m"; next }
+	/^\| round / { t = "w"; nw = split($0, h, "|") - 3; next }
+	{
+		n = split($0, c, "|")
+		if (t == "m") rows++; else if (t == "w") { wrows++; if (n - 3 != nw) bad = 1 }
+		for (i = 3; i < n; i++)
+			if (!num(c[i])) { printf "Low-resource translation: row \"%s\": cell %d is \"%s\"\n", c[2], i - 2, c[i]; bad = 1 }
+	}
+	END {
+		if (rows != 3) { printf "Low-resource translation: %d method rows, expected 3\n", rows; bad = 1 }
+		if (wrows < 1 || nw < 2) { print "Low-resource translation: no weights per language"; bad = 1 }
+		exit bad
+	}' "$1"
+	grep -Eq "^  and FedAvg on the target's test chrF: \*\*(met|missed)\*\*" "$1" ||
+		{ echo "$1: no verdict on the low-resource goal"; exit 1; }
+fi
 grep -Eq '^- MeritFed within 1.25x the ideal.s error on the 150-client problem: \*\*(met|missed)\*\*' "$1" ||
 	{ echo "$1: no verdict on the 1.25x goal"; exit 1; }
 echo "$1: every table has its rows, with numbers"

@@ -135,23 +135,45 @@ lowres_names() {
 		on && /"name":/ { sub(/.*"name": *"/, ""); sub(/".*/, ""); print }' "$1"
 }
 
+# pget PIPELINE KEY: the value of KEY (dotted: model.tokenizer.vocab_size)
+# in a run's pipeline.json as fedrun writes it (two spaces an indent
+# level; keys inside arrays are not reached); quotes removed.
+pget() {
+	awk -v want="$2" '{
+		match($0, /^ */); l = RLENGTH / 2
+		if ($0 ~ /^ *"[^"]*":/) {
+			k = $0; sub(/^ *"/, "", k); sub(/".*/, "", k); key[l] = k
+			p = ""; for (i = 1; i < l; i++) p = p key[i] "."
+			if (p k == want) {
+				v = $0; sub(/^ *"[^"]*": */, "", v); sub(/,$/, "", v); gsub(/^"|"$/, "", v)
+				print v; exit
+			}
+		} else if ($0 ~ /^ *[{[]/) key[l] = "[]"
+	}' "$1"
+}
+# lines FILE: its number of lines, or ? when it is not there
+lines() { if [ -e "$1" ]; then wc -l <"$1" | tr -d ' '; else echo '?'; fi; }
+
 # lowres_md: the low-resource translation section, from lowres/<method>
 # (complete runs, and runs cut short: their last evaluated round).
 lowres_md() {
-	be=$(for d in lowres/*/; do grep -o '"backend": *"[^"]*"' "$d/pipeline.json" 2>/dev/null | sed 's/.*"\([^"]*\)"$/\1/'; done | sort -u | tr '\n' ' ')
-	echo "Moskvoretskii et al. 2024 (\`examples/lowres-is-*.json\`, corpus of"
-	echo "\`data/gettext/build-multi.sh\`): English to Icelandic as the target client (3000"
-	echo "training pairs; dev and test 1045 and 1040), nine helper clients English to da, nb, sv,"
-	echo "de, nl, fr, fi, hu and eu, one transformer (preset small) with the target language's"
-	echo "tag \`<2xx>\` on the source side. Backend of these runs: ${be:-unknown}$([ -e lowres/MACHINE ] && echo "on $(cat lowres/MACHINE)")."
-	echo "*alone*: the Icelandic client alone (its own 4000-piece SentencePiece model, so its"
-	echo "losses are per piece of another vocabulary and not comparable with the others);"
-	echo "*FedAvg*: all ten clients weighted by size; *MeritFed*: target the Icelandic client,"
+	be=$(for d in lowres/*/; do pget "$d/pipeline.json" model.backend 2>/dev/null; done | sort -u | tr '\n' ' ' | sed 's/ $//')
 	q=lowres/fedavg/pipeline.json
 	[ -e "$q" ] || q=$(ls lowres/*/pipeline.json | head -n 1)
-	echo "its validation split the Icelandic dev set. $(grep -m1 -o '"rounds": *[0-9]*' "$q" | sed 's/.*: *//') rounds of"
-	echo "$(grep -m1 -o '"steps": *[0-9]*' "$q" | sed 's/.*: *//') steps (batches of 2048 tokens) a client. Icelandic dev loss per evaluated round,"
-	echo "test BLEU and chrF (sacreBLEU's, beam 4) after the last round:"
+	dd=$(pget "$q" data.dir)
+	hl=$(lowres_names "$q" | tail -n +2 | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
+	ta=lowres/alone/pipeline.json
+	echo "Moskvoretskii et al. 2024 (\`examples/lowres-is-*.json\`, corpus of"
+	echo "\`data/gettext/build-multi.sh\` in \`$dd\`): English to Icelandic as the target client"
+	echo "($(lines "$dd/is/train.src") training pairs; dev and test $(lines "$dd/is/dev.src") and $(lines "$dd/is/test.src")), helper clients English to"
+	echo "$hl, one transformer (preset $(pget "$q" model.preset)) with the target"
+	echo "language's tag \`<2xx>\` on the source side. Backend of these runs: ${be:-unknown}$([ -e lowres/MACHINE ] && echo " on $(cat lowres/MACHINE)")."
+	echo "*alone*: the Icelandic client alone (its own $([ -e "$ta" ] && pget "$ta" model.tokenizer.vocab_size || echo '?')-piece SentencePiece model, so its"
+	echo "losses are per piece of another vocabulary and not comparable with the others);"
+	echo "*FedAvg*: all clients weighted by size; *MeritFed*: target the Icelandic client,"
+	echo "its validation split the Icelandic dev set; both with a $(pget "$q" model.tokenizer.vocab_size)-piece model. $(pget "$q" rounds) rounds of"
+	echo "$(pget "$q" clients.steps) steps (batches of $(pget "$q" clients.batch) tokens) a client. Icelandic dev loss per evaluated round,"
+	echo "test BLEU and chrF (sacreBLEU's, beam $(pget "$q" model.decode.beam)) after the last round:"
 	echo
 	printf '| method | rounds run |'
 	rs=$(awk -F, '$3 == "valid" && $4 == "loss" && $1 > 0 { print $1 }' lowres/*/metrics.csv | sort -n -u | tr '\n' ' ')

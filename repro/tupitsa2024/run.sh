@@ -9,7 +9,9 @@
 #
 # Usage: repro/tupitsa2024/run.sh [OPTIONS]
 #   --quick          every stage with 2 seeds and 10 rounds (about a
-#                    minute, for CI; the numbers mean little)
+#                    minute, for CI; the numbers mean little); lowres, when
+#                    named, with a tiny transformer for 3 rounds of 2 steps
+#                    (for the fixture corpus of tests/lowres_fixture.sh)
 #   --out DIR        run directories, results.md and figures
 #                    (default runs/tupitsa2024, or runs/tupitsa2024-quick)
 #   --seeds LIST     seeds, e.g. "1 2 3" (default "1 2 3 4 5"; "1 2" with
@@ -63,7 +65,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -210,6 +212,14 @@ if want lowres; then
 	for m in alone fedavg meritfed; do
 		d=$out/lowres/$m
 		set -- --backend "$backend" --set data.dir="$lr_dir" --set eval.every=5
+		if [ $quick = 1 ]; then
+			# a tiny transformer, vocabulary and batch, greedy decoding: for
+			# the fixture corpus of tests/lowres_fixture.sh (CI)
+			set -- "$@" --set eval.every=1 --set model.preset=tiny \
+				--set model.tokenizer.vocab_size=100 --set model.decode.beam=1 \
+				--set model.warmup=4 --set clients.batch=256
+			: "${lr_rounds:=3}" "${lr_steps:=2}"
+		fi
 		[ -z "$lr_rounds" ] || set -- "$@" --set rounds="$lr_rounds"
 		[ -z "$lr_steps" ] || set -- "$@" --set clients.steps="$lr_steps"
 		args="lowres-is-$m.json $*"
