@@ -24,7 +24,7 @@ function num(s) { return s ~ /^ [+-]?[0-9]+(\.[0-9]+)?( ± [0-9]+(\.[0-9]+)? \([
 }
 END {
 	split("Table II: iid|Non-iid|Table III: randomisation β⋅N(0, σ²), σ = 1|Table III: DP-FedAvg|Attention weights|Attention and local steps", want, "|")
-	split("8 4 5 3 12 5", nrows, " ")
+	split("10 4 5 3 12 5", nrows, " ")
 	if ("Model size (Table IV)" in rows) { want[7] = "Model size (Table IV)"; nrows[7] = 3 }
 	for (k = 1; k in want; k++)
 		if (rows[want[k]] != nrows[k]) {
@@ -37,9 +37,9 @@ if grep -q '\*\*not measured\*\*' "$1"; then
 	echo "Goals: a goal is not measured"
 	exit 1
 fi
-want=20
-grep -q '^## Model size (Table IV)$' "$1" && want=22
+want=24
+grep -q '^## Model size (Table IV)$' "$1" && want=26
 n=$(grep -oE '\*\*(lower|not lower|mixed)\*\* \(test perplexity difference [+-][0-9]' "$1" | wc -l)
-[ "$n" -eq $want ] || { echo "Goals: $n measured comparisons, expected $want"; exit 1; }
+[ "$n" -eq "$want" ] || { echo "Goals: $n measured comparisons, expected $want"; exit 1; }
 grep -q '^with backend \*\*[A-Za-z0-9_-]*\*\* on ' "$1" || { echo "no backend line"; exit 1; }
 echo "$1: every table has its rows, with numbers"

@@ -82,8 +82,12 @@ t2_specs="t2-fedsgd:FedSGD t2-fedavg:FedAvg"
 for n in frobenius spectral; do
 	for e in 0.5 1 1.2; do t2_specs="$t2_specs t2-fedatt-$n-e$e:$n/$e"; done
 done
+t2_specs="$t2_specs t2-fedavg-lr0.5:lr0.5 t2-fedavg-lr1.2:lr1.2"
+# the run FedAtt with server step EPS is compared with besides FedAvg
+step_control() { case $1 in 1) echo t2-fedavg ;; *) echo "t2-fedavg-lr$1" ;; esac; }
 label_of() {
 	case $1 in
+	lr*) echo "FedAvg, server step ${1#lr}" ;;
 	*/*) fedatt_label "${1%/*}" "${1#*/}" ;;
 	*) echo "$1" ;;
 	esac
@@ -359,6 +363,9 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo
 	echo "$K clients (iid shards of the training sentences), fraction C = $frac a round, except"
 	echo "FedSGD: every client, one local step (one bptt window of 20 rows; \`clients.steps\` 1)."
+	echo "FedAvg with server step η: the server moves η times the way to the weighted mean of"
+	echo "the clients' models (fedopt avgm, momentum 0), the control for FedAtt's ε, which"
+	echo "scales the server's step the same way (eqs. 3 and 4)."
 	echo
 	echo "| method | test ppl | best valid ppl |"
 	echo "|---|---:|---:|"
@@ -490,6 +497,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	for n in frobenius spectral; do
 		for e in 0.5 1 1.2; do
 			echo "- iid, FedAtt $n ε = $e against FedAvg: $(verdict "$(lower t2-fedatt-$n-e$e t2-fedavg)");"
+			[ "$e" = 1 ] || echo "  against FedAvg with server step $e: $(verdict "$(lower t2-fedatt-$n-e$e "$(step_control $e)")");"
 			echo "  against FedSGD: $(verdict "$(lower t2-fedatt-$n-e$e t2-fedsgd)")."
 		done
 	done

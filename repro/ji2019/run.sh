@@ -194,6 +194,9 @@ run() {
 }
 
 fedavg='aggregator={"plugin":"fedavg"}'
+fedavg_step() { # ETA: w + ETA (mean of the updates - w), weights n_k
+	printf 'aggregator={"plugin":"fedopt","method":"avgm","momentum":0,"lr":%s}' "$1"
+}
 fedatt() { # NORM EPS [BETA]
 	printf 'aggregator={"plugin":"fedatt","norm":"%s","epsilon":%s,"beta":%s,"sigma":1.0}' "$1" "$2" "${3:-0}"
 }
@@ -240,6 +243,11 @@ for seed in $seeds; do
 			for e in 0.5 1 1.2; do
 				run t2-fedatt-$n-e$e-s$seed $S --set "$(fedatt $n $e)"
 			done
+		done
+		# The control for FedAtt's epsilon, a server step size: FedAvg
+		# with the server step 0.5 and 1.2 (FedAvgM without momentum).
+		for e in 0.5 1.2; do
+			run t2-fedavg-lr$e-s$seed $S --set "$(fedavg_step $e)"
 		done
 	else
 		# the attention weights come from these two runs of Table II
