@@ -50,6 +50,18 @@ over() {
 	done
 }
 test_ppl() { value "$1" ppl test; }
+# steps_all RUN: every client's local steps (clients.updates), summed over
+# the run; steps_depth RUN: the sum over rounds of the round's local steps
+# weighted by themselves (sum tau^2 / sum tau): with one epoch a client's
+# steps grow with its data n_k, so this is about the steps the n_k-weighted
+# average reflects, the sequential depth of a round
+steps_all() {
+	awk -F, 'NR > 1 && $4 == "updates" && $2 != "" { s += $6 } END { if (NR > 1) print s + 0 }' "$out/$1/metrics.csv"
+}
+steps_depth() {
+	awk -F, 'NR > 1 && $4 == "updates" && $2 != "" { s[$1] += $6; q[$1] += $6 * $6 }
+	END { for (r in s) if (s[r] > 0) d += q[r] / s[r]; print d + 0 }' "$out/$1/metrics.csv"
+}
 final_eps() { value "$1" privacy.epsilon ""; }
 # stat: "mean" (one value), "mean ± sd (n)" (several; sample sd), or
 # "not run" from one number a line
@@ -378,13 +390,19 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "The genres of the Brown corpus as categories: one client per genre ($ngenres clients,"
 	echo "fraction $files_frac a round), and Dirichlet partitions of each genre's sentences over $K"
 	echo "clients (fraction $frac). FedAtt: frobenius, ε = 1. Gain: FedAvg's test perplexity"
-	echo "minus FedAtt's, per seed (positive: FedAtt lower)."
+	echo "minus FedAtt's, per seed (positive: FedAtt lower). Steps: FedAvg's runs (FedAtt's"
+	echo "draw the same clients), all clients' local steps over the run, and their depth: the"
+	echo "sum over rounds of the step-weighted mean of the round's local steps (Σ τ²/Σ τ; with"
+	echo "one epoch τₖ grows with nₖ, so this is about the number of sequential steps the"
+	echo "nₖ-weighted average reflects). The iid setting (Table II's FedAvg):"
+	echo "$(over t2-fedavg steps_all | stat %.0f) steps, depth $(over t2-fedavg steps_depth | stat %.0f)."
 	echo
-	echo "| partition | FedAvg | FedAtt | gain |"
-	echo "|---|---:|---:|---:|"
+	echo "| partition | FedAvg | FedAtt | gain | steps | depth |"
+	echo "|---|---:|---:|---:|---:|---:|"
 	for p in $parts; do
-		printf '| %s | %s | %s | %s |\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | stat)" \
-			"$(over ni-$p-fedatt test_ppl | stat)" "$(diff_ ni-$p-fedavg ni-$p-fedatt | stat %+.1f)"
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | stat)" \
+			"$(over ni-$p-fedatt test_ppl | stat)" "$(diff_ ni-$p-fedavg ni-$p-fedatt | stat %+.1f)" \
+			"$(over ni-$p-fedavg steps_all | stat %.0f)" "$(over ni-$p-fedavg steps_depth | stat %.0f)"
 	done
 	echo
 	if [ -n "$sizes" ]; then
