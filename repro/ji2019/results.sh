@@ -224,7 +224,8 @@ alpha_sum() { # RUN -> OUT/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>m
 # tensor of a FedAtt run, how often the largest α went to a client with the
 # most local steps of the round (clients.updates), and the rate a uniformly
 # random pick would have (the mean share of the round's clients that tie
-# for the most steps)
+# for the most steps), and the depth of the embedding under α: the sum over
+# rounds of Σ αₖ τₖ (steps_depth's counterpart for FedAtt's weights)
 steps_alpha() {
 	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 	$(c["metric"]) == "updates" && $(c["client"]) != "" { u[$(c["round"]), $(c["client"])] = $(c["value"]) + 0 }
@@ -232,8 +233,10 @@ steps_alpha() {
 		r = $(c["round"]); t = $(c["tensor"]); k = $(c["client"]); a = $(c["value"]) + 0
 		if (!((r, t) in best) || a > best[r, t]) { best[r, t] = a; who[r, t] = k }
 		if (!((r, k) in inr)) { inr[r, k] = 1; cl[r] = cl[r] " " k }
+		if (t == "embedding.weight") ea[r, k] = a
 	}
 	END {
+		for (rk in ea) dep += ea[rk] * u[rk]
 		for (rt in who) {
 			split(rt, p, SUBSEP); r = p[1]
 			n = split(cl[r], ks, " "); mx = -1; tie = 0
@@ -241,15 +244,16 @@ steps_alpha() {
 			pairs++; ch += tie / n
 			if (u[r, who[rt]] == mx) hits++
 		}
-		if (pairs) printf "%d\t%d\t%.3f\n", hits, pairs, ch / pairs
+		if (pairs) printf "%d\t%d\t%.3f\t%.1f\n", hits, pairs, ch / pairs, dep
 	}' "$out/$1/metrics.csv"
 }
 {
-	printf 'partition\truns\thits\tpairs\tchance\n'
+	printf 'partition\truns\thits\tpairs\tchance\tdepth_alpha\tdepth_fedavg\n'
 	for p in iid $parts; do
-		if [ $p = iid ]; then pre=t2-fedatt-frobenius-e1; else pre=ni-$p-fedatt; fi
-		over $pre steps_alpha | awk -F'\t' -v p="$p" '{ h += $1; n += $2; c += $3 * $2; k++ }
-			END { if (n) printf "%s\t%d\t%d\t%d\t%.3f\n", p, k, h, n, c / n }'
+		if [ $p = iid ]; then pre=t2-fedatt-frobenius-e1 avg=t2-fedavg; else pre=ni-$p-fedatt avg=ni-$p-fedavg; fi
+		over $pre steps_alpha | awk -F'\t' -v p="$p" -v da="$(over $avg steps_depth | mean)" \
+			'{ h += $1; n += $2; c += $3 * $2; d += $4; k++ }
+			END { if (n) printf "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%s\n", p, k, h, n, c / n, d / k, da }'
 	done
 } >"$out/alpha-steps.tsv"
 
@@ -478,16 +482,19 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "The softmax of eq. 2 runs over the distances ‖w − wₖ‖ themselves, so the client that"
 	echo "moved farthest gets the most weight; a client with more data takes more steps and"
 	echo "may move farther. With equal shards every client ties, and the rate is 1 by definition."
+	echo "Depth (as in the non-iid table): the sum over rounds of the clients' local steps"
+	echo "weighted by FedAtt's α of the embedding (Σ αₖ τₖ), and by FedAvg's nₖ in the FedAvg run"
+	echo "of the same partition (Σ τ²/Σ τ); means over seeds."
 	echo
-	echo "| partition | largest α to most steps | rate | chance |"
-	echo "|---|---:|---:|---:|"
+	echo "| partition | largest α to most steps | rate | chance | depth under α | depth under nₖ |"
+	echo "|---|---:|---:|---:|---:|---:|"
 	for p in iid $parts; do
 		l=$(awk -F'\t' -v p="$p" '$1 == p' "$out/alpha-steps.tsv")
 		if [ $p = iid ]; then lab="iid"; else lab=$(part_label $p); fi
 		if [ -n "$l" ]; then
-			echo "$l" | awk -F'\t' -v lab="$lab" '{ printf "| %s | %d of %d | %.3f | %.3f |\n", lab, $3, $4, $3 / $4, $5 }'
+			echo "$l" | awk -F'\t' -v lab="$lab" '{ printf "| %s | %d of %d | %.3f | %.3f | %s | %s |\n", lab, $3, $4, $3 / $4, $5, $6, ($7 == "-" ? "not run" : sprintf("%.0f", $7)) }'
 		else
-			echo "| $lab | not run | not run | not run |"
+			echo "| $lab | not run | not run | not run | not run | not run |"
 		fi
 	done
 	echo
