@@ -55,13 +55,18 @@ test_ppl() { value "$1" ppl test; }
 # weighted by themselves (sum tau^2 / sum tau): with one epoch a client's
 # steps grow with its data n_k, so this is about the steps the n_k-weighted
 # average reflects, the sequential depth of a round
-steps_all() {
-	awk -F, 'NR > 1 && $4 == "updates" && $2 != "" { s += $6 } END { if (NR > 1) print s + 0 }' "$out/$1/metrics.csv"
+steps() { # all|depth RUN
+	awk -F, -v what="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$(c["metric"]) == "updates" && $(c["client"]) != "" {
+		r = $(c["round"]); v = $(c["value"]); all += v; s[r] += v; q[r] += v * v
+	}
+	END {
+		for (r in s) if (s[r] > 0) d += q[r] / s[r]
+		print (what == "all") ? all + 0 : d + 0
+	}' "$out/$2/metrics.csv"
 }
-steps_depth() {
-	awk -F, 'NR > 1 && $4 == "updates" && $2 != "" { s[$1] += $6; q[$1] += $6 * $6 }
-	END { for (r in s) if (s[r] > 0) d += q[r] / s[r]; print d + 0 }' "$out/$1/metrics.csv"
-}
+steps_all() { steps all "$1"; }
+steps_depth() { steps depth "$1"; }
 final_eps() { value "$1" privacy.epsilon ""; }
 # stat: "mean" (one value), "mean ± sd (n)" (several; sample sd), or
 # "not run" from one number a line
@@ -157,7 +162,8 @@ size_prefix() { # METHOD PRESET -> the run prefix
 }
 # last_round RUN: the last round in its metrics
 last_round() {
-	awk -F, 'NR > 1 && $1 + 0 > r { r = $1 + 0 } END { print r + 0 }' "$out/$1/metrics.csv"
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$(c["round"]) + 0 > r { r = $(c["round"]) + 0 } END { print r + 0 }' "$out/$1/metrics.csv"
 }
 if [ -n "$sizes" ]; then
 	{
@@ -481,7 +487,8 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "uniformly random choice would (the share of the round's clients tied for the most)."
 	echo "The softmax of eq. 2 runs over the distances ‖w − wₖ‖ themselves, so the client that"
 	echo "moved farthest gets the most weight; a client with more data takes more steps and"
-	echo "may move farther. With equal shards every client ties, and the rate is 1 by definition."
+	echo "may move farther. iid shards differ by at most a sentence, but their token counts, and"
+	echo "so their steps, still differ a little; chance is lower where fewer clients tie."
 	echo "Depth (as in the non-iid table): the sum over rounds of the clients' local steps"
 	echo "weighted by FedAtt's α of the embedding (Σ αₖ τₖ), and by FedAvg's nₖ in the FedAvg run"
 	echo "of the same partition (Σ τ²/Σ τ); means over seeds."
