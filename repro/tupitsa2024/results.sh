@@ -216,6 +216,13 @@ lowres_md() {
 }
 
 # ---- results.md -----------------------------------------------------------
+fig() { # "FILE..." ALT NAME: a figure's link when a run it plots exists
+	for f in $1; do
+		[ -e "$f" ] || continue
+		printf '![%s](%s.svg) ' "$2" "$3"
+		return 0
+	done
+}
 row_me() { # METHOD-DIR KEY
 	l=$(summary "$1" G,D2,D3)
 	if [ -z "$l" ]; then
@@ -334,10 +341,16 @@ row_me() { # METHOD-DIR KEY
 	echo
 	echo "## Figures"
 	echo
-	echo "![150 clients](fig-meanest.svg) ![shares](fig-shares.svg) ![validation](fig-valid.svg)"
-	for a in $attacks; do printf '![%s](fig-byzantine-%s.svg) ' $a $a; done
+	# only the figures whose runs exist (a stage run alone makes its own)
+	fig curves/meanest-meritfed.csv "150 clients" fig-meanest
+	fig curves/meanest-meritfed.csv shares fig-shares
+	fig "curves/meanest-meritfed.csv curves/valid-meritfed-v3000.csv" validation fig-valid
+	for a in $attacks; do
+		fig "curves/byzantine-$a-meritfed.csv" "$a" "fig-byzantine-$a"
+		fig "curves/byzantine-$a-meritfed.csv" "$a: shares" "fig-shares-$a"
+	done
+	fig lowres/meritfed/metrics.csv "lowres weights" fig-lowres-weights
 	echo
-	[ ! -d lowres ] || echo "![lowres weights](fig-lowres-weights.svg)"
 	echo
 	echo "Each curve is the mean over the seeds; \`curves/\` holds the numbers plotted (as"
 	echo "metrics.csv files), PNG files of the same names are next to the SVGs."

@@ -131,7 +131,8 @@ run() {
 	done
 }
 
-# stage NAME: times the runs that follow until the next stage call.
+# stage NAME [WHAT]: times the runs that follow until the next stage call;
+# WHAT (default: the seeds and rounds) says what the stage runs.
 stage_name='' stage_t0=0
 stage() {
 	now=$(date +%s)
@@ -140,7 +141,7 @@ stage() {
 		echo "run.sh: $stage_name: $((now - stage_t0)) s"
 	fi
 	stage_name=$1 stage_t0=$now
-	[ -z "$1" ] || echo "run.sh: $1 (seeds $seeds, $rounds rounds)"
+	[ -z "$1" ] || echo "run.sh: $1 (${2:-seeds $seeds, $rounds rounds})"
 }
 
 # The aggregators every setting compares; the robust ones take the most
@@ -208,7 +209,8 @@ fi
 if want lowres; then
 	[ -e "$lr_data/is/train.src" ] || die "$lr_data: no corpus; build it with data/gettext/build-multi.sh (data/gettext/README.md, \"Several languages\") or give --lowres-data"
 	lr_dir=$(cd "$lr_data" && pwd)
-	stage lowres
+	[ $quick = 0 ] || : "${lr_rounds:=3}" "${lr_steps:=2}"
+	stage lowres "seed 1, ${lr_rounds:-15} rounds of ${lr_steps:-10} local steps"
 	for m in alone fedavg meritfed; do
 		d=$out/lowres/$m
 		set -- --backend "$backend" --set data.dir="$lr_dir" --set eval.every=5
@@ -218,7 +220,6 @@ if want lowres; then
 			set -- "$@" --set eval.every=1 --set model.preset=tiny \
 				--set model.tokenizer.vocab_size=100 --set model.decode.beam=1 \
 				--set model.warmup=4 --set clients.batch=256
-			: "${lr_rounds:=3}" "${lr_steps:=2}"
 		fi
 		[ -z "$lr_rounds" ] || set -- "$@" --set rounds="$lr_rounds"
 		[ -z "$lr_steps" ] || set -- "$@" --set clients.steps="$lr_steps"
