@@ -150,10 +150,17 @@ machine="$(uname -m), $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/c
 if [ "$backend" != cpu ] && command -v nvidia-smi >/dev/null 2>&1; then
 	machine="$machine; GPU $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
 fi
-# What results.sh needs to label the tables.
+# What results.sh needs to label the tables. The seeds are those of every
+# call into OUT with the same rounds, preset and backend (a call that adds
+# seeds to some runs, or runs one stage with one seed, keeps the others').
+all_seeds=$seeds
+if [ -e "$out/settings" ] && [ "$(grep -E '^(quick|rounds|preset|backend)=' "$out/settings")" = "$(printf 'quick=%s\nrounds=%s\npreset=%s\nbackend=%s' "$quick" "$rounds" "$preset" "$backend")" ]; then
+	all_seeds=$(sed -n 's/^seeds="\(.*\)"$/\1/p' "$out/settings")
+	all_seeds=$(printf '%s\n' $all_seeds $seeds | sort -n -u | tr '\n' ' ' | sed 's/ $//')
+fi
 {
 	printf 'quick=%s\nrounds=%s\nevery=%s\npreset=%s\nbackend=%s\n' "$quick" "$rounds" "$every" "$preset" "$backend"
-	printf 'seeds="%s"\nK=%s\nfrac=%s\nfiles_frac=%s\nngenres=%s\n' "$seeds" "$K" "$frac" "$files_frac" "$ngenres"
+	printf 'seeds="%s"\nK=%s\nfrac=%s\nfiles_frac=%s\nngenres=%s\n' "$all_seeds" "$K" "$frac" "$files_frac" "$ngenres"
 	printf 'betas="%s"\ndp_eps="%s"\ndp_delta=%s\ndp_clip=%s\n' "$betas" "$dp_eps" "$dp_delta" "$dp_clip"
 	printf 'machine="%s"\n' "$(echo "$machine" | tr -d '"$`\\')"
 } >"$out/settings"
