@@ -131,6 +131,26 @@ part_label() {
 		printf '%s\t%s\t%s\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | mean)" "$(over ni-$p-fedatt test_ppl | mean)"
 	done
 } >"$out/noniid.tsv"
+# gain.tsv: FedAvg's test perplexity minus FedAtt's (frobenius, eps 1) per
+# seed and partition, the spread the goals' verdicts rest on (one row a seed;
+# "-" where either run is missing)
+gain_of() { # FEDAVG-RUN FEDATT-RUN
+	if done_ "$1" && done_ "$2"; then
+		awk -v a="$(test_ppl "$1")" -v b="$(test_ppl "$2")" 'BEGIN { printf "%.2f\n", a - b }'
+	else
+		echo -
+	fi
+}
+{
+	printf 'seed\tiid'
+	for p in $parts; do printf '\t%s' "$(part_label $p)"; done
+	printf '\n'
+	for s in $seeds; do
+		printf 'seed %s\t%s' "$s" "$(gain_of t2-fedavg-s$s t2-fedatt-frobenius-e1-s$s)"
+		for p in $parts; do printf '\t%s' "$(gain_of ni-$p-fedavg-s$s ni-$p-fedatt-s$s)"; done
+		printf '\n'
+	done
+} >"$out/gain.tsv"
 {
 	printf 'method'
 	printf '\tβ = 0'
@@ -292,6 +312,10 @@ if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 	done
 	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
 		--title "Non-iid partitions of the genres, seed $first_seed" -o "$out/fig-noniid-ppl" "$@"
+	if awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$out/gain.tsv"; then
+		"$PLOT" bars --title "FedAvg's minus FedAtt's test perplexity per seed (above 0: FedAtt lower)" \
+			--ylabel "perplexity difference" -o "$out/fig-gain-seeds" "$out/gain.tsv"
+	fi
 	if awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$out/table3-beta.tsv"; then
 		"$PLOT" bars --title "Table III: test perplexity vs noise magnitude β (mean over seeds)" \
 			--ylabel "test perplexity" -o "$out/fig-table3-beta" "$out/table3-beta.tsv"
@@ -548,10 +572,11 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	if [ -n "$figs" ]; then
 		echo "## Figures"
 		echo
-		echo "Seed $first_seed's runs. PNG files of the same names are next to the SVGs; \`.dat\` files"
-		echo "hold the numbers plotted."
+		echo "fig-gain-seeds: every seed (\`gain.tsv\`); fig-table3-beta: the mean over seeds; the"
+		echo "curves: seed $first_seed's runs. PNG files of the same names are next to the SVGs;"
+		echo "\`.dat\` files hold the numbers plotted."
 		echo
-		for f in fig-table2-ppl fig-noniid-ppl fig-sizes-ppl fig-table3-beta fig-dp-epsilon fig-dp-ppl \
+		for f in fig-gain-seeds fig-table2-ppl fig-noniid-ppl fig-sizes-ppl fig-table3-beta fig-dp-epsilon fig-dp-ppl \
 			fig-alpha-entropy-frobenius fig-alpha-max-frobenius fig-alpha-min-frobenius \
 			fig-alpha-entropy-spectral fig-alpha-max-spectral fig-alpha-min-spectral; do
 			[ -e "$out/$f.svg" ] && echo "![$f]($f.svg)"
