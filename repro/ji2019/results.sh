@@ -83,13 +83,17 @@ stat() {
 }
 # mean: the mean of one number a line, or "-"
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.6g\n", s / n; else print "-" }'; }
+# gain_of A_RUN B_RUN: test ppl of A minus B, or "-" unless both are complete
+gain_of() {
+	if done_ "$1" && done_ "$2"; then
+		awk -v a="$(test_ppl "$1")" -v b="$(test_ppl "$2")" 'BEGIN { print a - b }'
+	else
+		echo -
+	fi
+}
 # diff A_PREFIX B_PREFIX: per seed, test ppl of A minus B (seeds with both)
 diff_() {
-	for s in $seeds; do
-		done_ "$1-s$s" && done_ "$2-s$s" || continue
-		a=$(test_ppl "$1-s$s") b=$(test_ppl "$2-s$s")
-		awk -v a="$a" -v b="$b" 'BEGIN { print a - b }'
-	done
+	for s in $seeds; do gain_of "$1-s$s" "$2-s$s"; done | grep -v '^-$' || :
 }
 
 fedatt_label() { # NORM EPS
@@ -134,13 +138,6 @@ part_label() {
 # gain.tsv: FedAvg's test perplexity minus FedAtt's (frobenius, eps 1) per
 # seed and partition, the spread the goals' verdicts rest on (one row a seed;
 # "-" where either run is missing)
-gain_of() { # FEDAVG-RUN FEDATT-RUN
-	if done_ "$1" && done_ "$2"; then
-		awk -v a="$(test_ppl "$1")" -v b="$(test_ppl "$2")" 'BEGIN { printf "%.2f\n", a - b }'
-	else
-		echo -
-	fi
-}
 {
 	printf 'seed\tiid'
 	for p in $parts; do printf '\t%s' "$(part_label $p)"; done
@@ -179,6 +176,10 @@ size_prefix() { # METHOD PRESET -> the run prefix
 	else
 		echo "t4-$1-$2"
 	fi
+}
+# has_values TSV: a cell below the header and right of the labels is not "-"
+has_values() {
+	awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$1"
 }
 # last_round RUN: the last round in its metrics
 last_round() {
@@ -312,11 +313,11 @@ if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 	done
 	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
 		--title "Non-iid partitions of the genres, seed $first_seed" -o "$out/fig-noniid-ppl" "$@"
-	if awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$out/gain.tsv"; then
+	if has_values "$out/gain.tsv"; then
 		"$PLOT" bars --title "FedAvg's minus FedAtt's test perplexity per seed (above 0: FedAtt lower)" \
 			--ylabel "perplexity difference" -o "$out/fig-gain-seeds" "$out/gain.tsv"
 	fi
-	if awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$out/table3-beta.tsv"; then
+	if has_values "$out/table3-beta.tsv"; then
 		"$PLOT" bars --title "Table III: test perplexity vs noise magnitude β (mean over seeds)" \
 			--ylabel "test perplexity" -o "$out/fig-table3-beta" "$out/table3-beta.tsv"
 	fi

@@ -210,7 +210,7 @@ if want lowres; then
 	[ -e "$lr_data/is/train.src" ] || die "$lr_data: no corpus; build it with data/gettext/build-multi.sh (data/gettext/README.md, \"Several languages\") or give --lowres-data"
 	lr_dir=$(cd "$lr_data" && pwd)
 	[ $quick = 0 ] || : "${lr_rounds:=3}" "${lr_steps:=2}"
-	stage lowres "seed 1, ${lr_rounds:-15} rounds of ${lr_steps:-10} local steps"
+	stage lowres "seed 1, rounds ${lr_rounds:-of examples/lowres-is-*.json}, local steps ${lr_steps:-of the same}"
 	for m in alone fedavg meritfed; do
 		d=$out/lowres/$m
 		set -- --backend "$backend" --set data.dir="$lr_dir" --set eval.every=5
