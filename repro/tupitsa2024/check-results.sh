@@ -35,23 +35,29 @@ END {
 	exit bad
 }' "$1"
 # The low-resource translation section, when the lowres stage ran: its
-# three methods with a number in every cell, MeritFed's weights per round
-# with one per language, and the verdict on the goal.
+# three methods with a number in every cell (one row per method and seed),
+# with several seeds their mean (sd) over seeds, MeritFed's weights per
+# round with one per language, and the verdict on the goal.
 if grep -q '^## Low-resource translation with helper languages$' "$1"; then
 	awk '
 	function num(s) { return s ~ /^ -?[0-9.]+ $/ }
+	function numsd(s) { return s ~ /^ -?[0-9.]+ \(([0-9.]+|-)\) $/ }
 	/^## / { on = ($0 == "## Low-resource translation with helper languages") }
 	!on || !/^\| / || /^\|---/ { next }
 	/^\| method / { t = "m"; next }
+	/^\| mean over seeds / { t = "s"; next }
 	/^\| round / { t = "w"; nw = split($0, h, "|") - 3; next }
 	{
 		n = split($0, c, "|")
-		if (t == "m") rows++; else if (t == "w") { wrows++; if (n - 3 != nw) bad = 1 }
+		if (t == "m") { rows++; seeds[c[3]] = 1 } else if (t == "s") srows++
+		else if (t == "w") { wrows++; if (n - 3 != nw) bad = 1 }
 		for (i = 3; i < n; i++)
-			if (!num(c[i])) { printf "Low-resource translation: row \"%s\": cell %d is \"%s\"\n", c[2], i - 2, c[i]; bad = 1 }
+			if (t == "s" && i > 3 ? !numsd(c[i]) : !num(c[i])) { printf "Low-resource translation: row \"%s\": cell %d is \"%s\"\n", c[2], i - 2, c[i]; bad = 1 }
 	}
 	END {
-		if (rows != 3) { printf "Low-resource translation: %d method rows, expected 3\n", rows; bad = 1 }
+		for (s in seeds) ns++
+		if (rows != 3 * ns) { printf "Low-resource translation: %d method rows, expected 3 for each of %d seed(s)\n", rows, ns; bad = 1 }
+		if (ns > 1 && srows != 3) { printf "Low-resource translation: %d rows of means over seeds, expected 3\n", srows; bad = 1 }
 		if (wrows < 1 || nw < 2) { print "Low-resource translation: no weights per language"; bad = 1 }
 		exit bad
 	}' "$1"

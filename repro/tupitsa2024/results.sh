@@ -154,56 +154,116 @@ pget() {
 # lines FILE: its number of lines, or ? when it is not there
 lines() { if [ -e "$1" ]; then wc -l <"$1" | tr -d ' '; else echo '?'; fi; }
 
-# lowres_md: the low-resource translation section, from lowres/<method>
-# (complete runs, and runs cut short: their last evaluated round).
+# The lowres stage's runs: lowres/<method>/s<seed>; lr_seeds are the seeds
+# with a run of any method, lr_first a run directory whose pipeline names
+# the clients and settings (FedAvg's of the first seed, or any).
+lr_seeds='' lr_first=''
+if [ -d lowres ]; then
+	lr_seeds=$(ls -d lowres/*/s*/ 2>/dev/null | sed 's|.*/s\([0-9]*\)/$|\1|' | sort -n -u | tr '\n' ' ' | sed 's/ $//')
+	for d in lowres/fedavg/s*/ lowres/*/s*/; do
+		[ -e "${d}pipeline.json" ] && lr_first=$d && break
+	done
+fi
+lr_n=$(echo $lr_seeds | wc -w)
+# lowres_test METHOD: "SEED BLEU CHRF" per run of METHOD that reached its
+# final test (the run's end), seed by seed
+lowres_test() {
+	for s in $lr_seeds; do
+		d=lowres/$1/s$s
+		[ -e "$d/metrics.csv" ] || continue
+		awk -F, -v s="$s" '$3 == "test" && $4 == "bleu" { b = $6 } $3 == "test" && $4 == "chrf" { c = $6 }
+			END { if (b != "" && c != "") print s, b, c }' "$d/metrics.csv"
+	done
+}
+# lowres_weights: MeritFed's weight per round and client, the mean over the
+# seeds whose run has it: lines "ROUND CLIENT WEIGHT"
+lowres_weights() {
+	ls lowres/meritfed/s*/metrics.csv >/dev/null 2>&1 || return 0
+	awk -F, '$4 == "meritfed.weight" { w[$1, $2] += $6; n[$1, $2]++ }
+		END { for (k in w) { split(k, rc, SUBSEP); print rc[1], rc[2], w[k] / n[k] } }' \
+		lowres/meritfed/s*/metrics.csv | sort -k1,1n -k2,2n
+}
+# meansd: "mean (sd)" of the numbers on stdin (sd: the sample standard
+# deviation; "-" when there is none, "(-)" with one)
+meansd() {
+	awk -v f="$1" '{ x[++n] = $1; s += $1 }
+		END {
+			if (!n) { print "-"; exit }
+			m = s / n; for (i = 1; i <= n; i++) q += (x[i] - m) ^ 2
+			printf f " (%s)\n", m, (n > 1 ? sprintf(f, sqrt(q / (n - 1))) : "-")
+		}'
+}
+
+# lowres_md: the low-resource translation section, from lowres/<method>/s<seed>
+# (complete runs, and runs cut short, without a final test: their last
+# evaluated round).
 lowres_md() {
-	be=$(for d in lowres/*/; do pget "$d/pipeline.json" model.backend 2>/dev/null; done | sort -u | tr '\n' ' ' | sed 's/ $//')
-	q=lowres/fedavg/pipeline.json
-	[ -e "$q" ] || q=$(ls lowres/*/pipeline.json | head -n 1)
+	be=$(for d in lowres/*/s*/; do pget "$d/pipeline.json" model.backend 2>/dev/null; done | sort -u | tr '\n' ' ' | sed 's/ $//')
+	q=${lr_first}pipeline.json
 	dd=$(pget "$q" data.dir)
 	hl=$(lowres_names "$q" | tail -n +2 | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
-	ta=lowres/alone/pipeline.json
+	ta=$(ls lowres/alone/s*/pipeline.json 2>/dev/null | head -n 1)
 	echo "Moskvoretskii et al. 2024 (\`examples/lowres-is-*.json\`, corpus of"
 	echo "\`data/gettext/build-multi.sh\` in \`$dd\`): English to Icelandic as the target client"
 	echo "($(lines "$dd/is/train.src") training pairs; dev and test $(lines "$dd/is/dev.src") and $(lines "$dd/is/test.src")), helper clients English to"
 	echo "$hl, one transformer (preset $(pget "$q" model.preset)) with the target"
 	echo "language's tag \`<2xx>\` on the source side. Backend of these runs: ${be:-unknown}$([ -e lowres/MACHINE ] && echo " on $(cat lowres/MACHINE)")."
-	echo "*alone*: the Icelandic client alone (its own $([ -e "$ta" ] && pget "$ta" model.tokenizer.vocab_size || echo '?')-piece SentencePiece model, so its"
+	echo "*alone*: the Icelandic client alone (its own $([ -n "$ta" ] && pget "$ta" model.tokenizer.vocab_size || echo '?')-piece SentencePiece model, so its"
 	echo "losses are per piece of another vocabulary and not comparable with the others);"
 	echo "*FedAvg*: all clients weighted by size; *MeritFed*: target the Icelandic client,"
 	echo "its validation split the Icelandic dev set; both with a $(pget "$q" model.tokenizer.vocab_size)-piece model. $(pget "$q" rounds) rounds of"
-	echo "$(pget "$q" clients.steps) steps (batches of $(pget "$q" clients.batch) tokens) a client. Icelandic dev loss per evaluated round,"
-	echo "test BLEU and chrF (sacreBLEU's, beam $(pget "$q" model.decode.beam)) after the last round:"
+	echo "$(pget "$q" clients.steps) steps (batches of $(pget "$q" clients.batch) tokens) a client; seeds $lr_seeds. Icelandic dev loss per evaluated round,"
+	echo "test BLEU and chrF (sacreBLEU's, beam $(pget "$q" model.decode.beam)) after the last round, per run:"
 	echo
-	printf '| method | rounds run |'
-	rs=$(awk -F, '$3 == "valid" && $4 == "loss" && $1 > 0 { print $1 }' lowres/*/metrics.csv | sort -n -u | tr '\n' ' ')
+	printf '| method | seed | rounds run |'
+	rs=$(awk -F, '$3 == "valid" && $4 == "loss" && $1 > 0 { print $1 }' lowres/*/s*/metrics.csv | sort -n -u | tr '\n' ' ')
 	for r in $rs; do printf ' loss r%s |' "$r"; done
-	printf ' test BLEU | test chrF |\n|---|---:|'
+	printf ' test BLEU | test chrF |\n|---|---:|---:|'
 	for r in $rs; do printf -- '---:|'; done
 	printf -- '---:|---:|\n'
 	for m in alone fedavg meritfed; do
-		c=lowres/$m/metrics.csv
-		case $m in alone) l="Icelandic alone" ;; fedavg) l="FedAvg, all" ;; meritfed) l="MeritFed" ;; esac
-		if [ ! -e "$c" ]; then printf '| %s | not run |\n' "$l"; continue; fi
-		awk -F, -v l="$l" -v rs="$rs" -v done="$([ -e lowres/$m/.complete ] && echo 1 || echo 0)" '
-			$3 == "valid" && $4 == "loss" { loss[$1] = $6; if ($1 > last) last = $1 }
-			$3 == "test" && $4 == "bleu" { bleu = sprintf("%.1f", $6) }
-			$3 == "test" && $4 == "chrf" { chrf = sprintf("%.1f", $6) }
-			END {
-				printf "| %s | %s |", l, last (done ? "" : " (cut short)")
-				n = split(rs, r, " ")
-				for (i = 1; i <= n; i++) printf " %s |", (r[i] in loss) ? sprintf("%.2f", loss[r[i]]) : "-"
-				printf " %s | %s |\n", bleu == "" ? "-" : bleu, chrf == "" ? "-" : chrf
-			}' "$c"
+		l=$(lowres_label $m)
+		for s in $lr_seeds; do
+			c=lowres/$m/s$s/metrics.csv
+			if [ ! -e "$c" ]; then printf '| %s | %s | not run |\n' "$l" "$s"; continue; fi
+			awk -F, -v l="$l" -v s="$s" -v rs="$rs" '
+				$3 == "valid" && $4 == "loss" { loss[$1] = $6; if ($1 > last) last = $1 }
+				$3 == "test" { done = 1 }
+				$3 == "test" && $4 == "bleu" { bleu = sprintf("%.1f", $6) }
+				$3 == "test" && $4 == "chrf" { chrf = sprintf("%.1f", $6) }
+				END {
+					printf "| %s | %s | %s |", l, s, last (done ? "" : " (cut short)")
+					n = split(rs, r, " ")
+					for (i = 1; i <= n; i++) printf " %s |", (r[i] in loss) ? sprintf("%.2f", loss[r[i]]) : "-"
+					printf " %s | %s |\n", bleu == "" ? "-" : bleu, chrf == "" ? "-" : chrf
+				}' "$c"
+		done
 	done
-	c=lowres/meritfed/metrics.csv
-	[ -e "$c" ] || return 0
-	names=$(lowres_names lowres/meritfed/pipeline.json | tr '\n' ' ')
+	if [ "$lr_n" -gt 1 ]; then
+		echo
+		echo "Test BLEU and chrF, mean (sample standard deviation) over the runs that ended:"
+		echo
+		echo "| mean over seeds | runs | test BLEU | test chrF |"
+		echo "|---|---:|---:|---:|"
+		for m in alone fedavg meritfed; do
+			t=$(lowres_test $m)
+			printf '| %s | %s | %s | %s |\n' "$(lowres_label $m)" "$(printf '%s' "$t" | grep -c .)" \
+				"$(printf '%s\n' "$t" | awk 'NF { print $2 }' | meansd %.2f)" \
+				"$(printf '%s\n' "$t" | awk 'NF { print $3 }' | meansd %.2f)"
+		done
+	fi
+	w=$(lowres_weights)
+	[ -n "$w" ] || return 0
+	names=$(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)" | tr '\n' ' ')
 	echo
-	echo "MeritFed's weight per client (language) by round:"
+	if [ "$lr_n" -gt 1 ]; then
+		echo "MeritFed's weight per client (language) by round, the mean over seeds:"
+	else
+		echo "MeritFed's weight per client (language) by round:"
+	fi
 	echo
-	awk -F, -v names="$names" '
-		$4 == "meritfed.weight" { w[$1, $2] = $6; if ($1 > last) last = $1; if ($2 + 1 > n) n = $2 + 1 }
+	echo "$w" | awk -v names="$names" '
+		{ w[$1, $2] = $3; if ($1 > last) last = $1; if ($2 + 1 > n) n = $2 + 1 }
 		END {
 			split(names, nm, " ")
 			printf "| round |"; for (c = 0; c < n; c++) printf " %s |", nm[c + 1]; printf "\n|---|"
@@ -212,7 +272,10 @@ lowres_md() {
 				if (r != 1 && r % 5 && r != last) continue
 				printf "| %d |", r; for (c = 0; c < n; c++) printf " %.3f |", w[r, c]; printf "\n"
 			}
-		}' "$c"
+		}'
+}
+lowres_label() {
+	case $1 in alone) echo "Icelandic alone" ;; fedavg) echo "FedAvg, all" ;; meritfed) echo "MeritFed" ;; esac
 }
 
 # ---- results.md -----------------------------------------------------------
@@ -317,15 +380,24 @@ row_me() { # METHOD-DIR KEY
 		echo "- MeritFed within 1.25x the ideal's error: not measured (stage meanest not run)."
 	fi
 	if [ -d lowres ]; then
-		awk -F, 'FILENAME ~ /alone/ && $3 == "test" && $4 == "chrf" { a = $6 }
-			FILENAME ~ /fedavg/ && $3 == "test" && $4 == "chrf" { f = $6 }
-			FILENAME ~ /meritfed/ && $3 == "test" && $4 == "chrf" { m = $6 }
+		# the goal on the means over seeds (the seeds with all three runs
+		# ended), and each seed's numbers
+		{
+			for m in alone fedavg meritfed; do lowres_test $m | sed "s/^/$m /"; done
+		} | awk '{ c[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[++ns] = $2 } }
 			END {
 				printf "- Low-resource translation, MeritFed at least as good as the best of the target alone\n"
 				printf "  and FedAvg on the target'"'"'s test chrF: "
-				if (a == "" || f == "" || m == "") print "**not measured** (a run is missing or was cut short)."
-				else printf "%s (MeritFed %.2f, alone %.2f, FedAvg %.2f).\n", (m >= a && m >= f) ? "**met**" : "**missed**", m, a, f
-			}' lowres/alone/metrics.csv lowres/fedavg/metrics.csv lowres/meritfed/metrics.csv 2>/dev/null || true
+				for (i = 1; i <= ns; i++) if (((s = order[i]) != "") && (("alone", s) in c) && (("fedavg", s) in c) && (("meritfed", s) in c)) {
+					n++; a += c["alone", s]; f += c["fedavg", s]; m += c["meritfed", s]
+					if (c["meritfed", s] >= c["alone", s] && c["meritfed", s] >= c["fedavg", s]) k++
+					list = list sprintf("%s seed %s: MeritFed %.2f, alone %.2f, FedAvg %.2f", list == "" ? "" : ";", s, c["meritfed", s], c["alone", s], c["fedavg", s])
+				}
+				if (!n) { print "**not measured** (no seed has all three runs ended)."; exit }
+				a /= n; f /= n; m /= n
+				if (n == 1) printf "%s (MeritFed %.2f, alone %.2f, FedAvg %.2f).\n", (m >= a && m >= f) ? "**met**" : "**missed**", m, a, f
+				else printf "%s on the mean over %d seeds (MeritFed %.2f, alone %.2f, FedAvg %.2f; met in %d of %d seeds:%s).\n", (m >= a && m >= f) ? "**met**" : "**missed**", n, m, a, f, k, n, list
+			}'
 	fi
 	echo "- Byzantine clients: MeritFed's error against the ideal's, per attack (ratio row"
 	echo "  above), and the best robust aggregator's:"
@@ -349,7 +421,7 @@ row_me() { # METHOD-DIR KEY
 		fig "curves/byzantine-$a-meritfed.csv" "$a" "fig-byzantine-$a"
 		fig "curves/byzantine-$a-meritfed.csv" "$a: shares" "fig-shares-$a"
 	done
-	fig lowres/meritfed/metrics.csv "lowres weights" fig-lowres-weights
+	fig "$(ls lowres/meritfed/s*/metrics.csv 2>/dev/null | head -n 1)" "lowres weights" fig-lowres-weights
 	echo
 	echo
 	echo "Each curve is the mean over the seeds; \`curves/\` holds the numbers plotted (as"
@@ -419,20 +491,20 @@ for a in $attacks; do
 		"trimmed mean"=curves/byzantine-$a-trimmed_mean.csv Krum=curves/byzantine-$a-krum.csv
 done
 
-# MeritFed's weight per language and round (lowres).
-if [ -e lowres/meritfed/metrics.csv ]; then
+# MeritFed's weight per language and round (lowres; the mean over seeds).
+w=$(lowres_weights)
+if [ -n "$w" ]; then
 	set --
-	for l in $(lowres_names lowres/meritfed/pipeline.json); do
+	for l in $(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)"); do
 		set -- "$@" "$l"
 	done
 	i=0
 	for l in "$@"; do
-		awk -F, -v c=$i 'NR == 1 { print "round,client,split,metric,value,wall"; next }
-			$4 == "meritfed.weight" && $2 == c { print $1 ",,,weight," $6 ",0" }' \
-			lowres/meritfed/metrics.csv >"curves/lowres-weight-$l.csv"
+		echo "$w" | awk -v c=$i 'BEGIN { print "round,client,split,metric,value,wall" }
+			$2 == c { print $1 ",,,weight," $3 ",0" }' >"curves/lowres-weight-$l.csv"
 		i=$((i + 1))
 	done
 	set -- $(for l in "$@"; do echo "$l=curves/lowres-weight-$l.csv"; done)
-	"$plot" curve -o fig-lowres-weights --title "MeritFed's weights per language (target: is)" \
+	"$plot" curve -o fig-lowres-weights --title "MeritFed's weights per language (target: is$([ "$lr_n" -gt 1 ] && echo ", mean over $lr_n seeds"))" \
 		--metric weight --split none --ylabel "MeritFed's weight" --yrange 0:1 "$@" >/dev/null
 fi

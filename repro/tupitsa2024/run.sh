@@ -28,6 +28,9 @@
 #   --lowres-rounds R, --lowres-steps S  rounds of the lowres runs and
 #                    steps a client makes a round (default: the examples',
 #                    15 and 10)
+#   --lowres-seeds LIST  seeds of the lowres runs, each a run of the three
+#                    methods (default "1", the examples' seed; "1 2" with
+#                    --quick); results.md gives mean and spread over them
 #   --force          rerun runs that are already complete
 # A run whose directory holds a .complete file written with the same fedrun
 # arguments is kept, so an interrupted reproduction continues where it
@@ -43,19 +46,20 @@ prog=run.sh
 . "$top/repro/common.sh"
 
 quick=0 out='' seeds='' rounds='' only='meanest,valid,byzantine' threads=1 force=0
-backend=cpu lr_data='' lr_rounds='' lr_steps=''
+backend=cpu lr_data='' lr_rounds='' lr_steps='' lr_seeds=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--force) force=1 ;;
 	--out | --seeds | --rounds | --only | --threads | --backend | --lowres-data | \
-		--lowres-rounds | --lowres-steps)
+		--lowres-rounds | --lowres-steps | --lowres-seeds)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
 		--backend) backend=$2 ;;
 		--lowres-data) lr_data=$2 ;;
 		--lowres-rounds) lr_rounds=$2 ;;
 		--lowres-steps) lr_steps=$2 ;;
+		--lowres-seeds) lr_seeds=$2 ;;
 		--out) out=$2 ;;
 		--seeds) seeds=$2 ;;
 		--rounds) rounds=$2 ;;
@@ -65,7 +69,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -73,15 +77,19 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ $quick = 1 ]; then
-	: "${out:=runs/tupitsa2024-quick}" "${seeds:=1 2}" "${rounds:=10}"
+	: "${out:=runs/tupitsa2024-quick}" "${seeds:=1 2}" "${rounds:=10}" "${lr_seeds:=1 2}"
 else
-	: "${out:=runs/tupitsa2024}" "${seeds:=1 2 3 4 5}" "${rounds:=50}"
+	: "${out:=runs/tupitsa2024}" "${seeds:=1 2 3 4 5}" "${rounds:=50}" "${lr_seeds:=1}"
 fi
 need_positive --threads "$threads"
 need_positive --rounds "$rounds"
 [ -n "$seeds" ] || die "--seeds needs at least one seed"
+[ -n "$lr_seeds" ] || die "--lowres-seeds needs at least one seed"
 for s in $seeds; do
 	case $s in *[!0-9]* | 0) die "--seeds: '$s' is not a positive number" ;; esac
+done
+for s in $lr_seeds; do
+	case $s in *[!0-9]* | 0) die "--lowres-seeds: '$s' is not a positive number" ;; esac
 done
 for st in $(echo "$only" | tr ',' ' '); do
 	case $st in meanest | valid | byzantine | lowres) ;; *) die "--only: no stage '$st' (meanest, valid, byzantine, lowres)" ;; esac
@@ -204,37 +212,40 @@ fi
 # ---- low-resource translation with helper languages ---------------------
 # Moskvoretskii et al. 2024: English -> Icelandic (3000 training pairs) as
 # the target client, nine helper languages (examples/lowres-is-*.json):
-# the target alone, FedAvg over all, MeritFed for the target. One run each
-# (seed 1); BLEU and chrF on the target's test set after the last round.
+# the target alone, FedAvg over all, MeritFed for the target, into
+# lowres/<method>/s<seed>, seed by seed; BLEU and chrF on the target's test
+# set after the last round.
 if want lowres; then
 	[ -e "$lr_data/is/train.src" ] || die "$lr_data: no corpus; build it with data/gettext/build-multi.sh (data/gettext/README.md, \"Several languages\") or give --lowres-data"
 	lr_dir=$(cd "$lr_data" && pwd)
 	[ $quick = 0 ] || : "${lr_rounds:=3}" "${lr_steps:=2}"
-	stage lowres "seed 1, rounds ${lr_rounds:-of examples/lowres-is-*.json}, local steps ${lr_steps:-of the same}"
-	for m in alone fedavg meritfed; do
-		d=$out/lowres/$m
-		set -- --backend "$backend" --set data.dir="$lr_dir" --set eval.every=5
-		if [ $quick = 1 ]; then
-			# a tiny transformer, vocabulary and batch, greedy decoding: for
-			# the fixture corpus of tests/lowres_fixture.sh (CI)
-			set -- "$@" --set eval.every=1 --set model.preset=tiny \
-				--set model.tokenizer.vocab_size=100 --set model.decode.beam=1 \
-				--set model.warmup=4 --set clients.batch=256
-		fi
-		[ -z "$lr_rounds" ] || set -- "$@" --set rounds="$lr_rounds"
-		[ -z "$lr_steps" ] || set -- "$@" --set clients.steps="$lr_steps"
-		args="lowres-is-$m.json $*"
-		if [ $force = 0 ] && [ -e "$d/.complete" ] && [ "$(cat "$d/.complete")" = "$args" ]; then
-			continue
-		fi
-		rm -rf "$d"
-		mkdir -p "$out/lowres"
-		if ! "$FEDRUN" -q --threads "$threads" "$ex/lowres-is-$m.json" --set output.dir="$d" "$@" \
-			>"$out/lowres/$m.log" 2>&1; then
-			tail -n 5 "$out/lowres/$m.log" >&2
-			die "lowres $m failed: see $out/lowres/$m.log"
-		fi
-		printf '%s\n' "$args" >"$d/.complete"
+	stage lowres "seeds $lr_seeds, rounds ${lr_rounds:-of examples/lowres-is-*.json}, local steps ${lr_steps:-of the same}"
+	for s in $lr_seeds; do
+		for m in alone fedavg meritfed; do
+			d=$out/lowres/$m/s$s
+			set -- --backend "$backend" --set data.dir="$lr_dir" --set eval.every=5 --set seed="$s"
+			if [ $quick = 1 ]; then
+				# a tiny transformer, vocabulary and batch, greedy decoding:
+				# for the fixture corpus of tests/lowres_fixture.sh (CI)
+				set -- "$@" --set eval.every=1 --set model.preset=tiny \
+					--set model.tokenizer.vocab_size=100 --set model.decode.beam=1 \
+					--set model.warmup=4 --set clients.batch=256
+			fi
+			[ -z "$lr_rounds" ] || set -- "$@" --set rounds="$lr_rounds"
+			[ -z "$lr_steps" ] || set -- "$@" --set clients.steps="$lr_steps"
+			args="lowres-is-$m.json $*"
+			if [ $force = 0 ] && [ -e "$d/.complete" ] && [ "$(cat "$d/.complete")" = "$args" ]; then
+				continue
+			fi
+			rm -rf "$d"
+			mkdir -p "$out/lowres/$m"
+			if ! "$FEDRUN" -q --threads "$threads" "$ex/lowres-is-$m.json" --set output.dir="$d" "$@" \
+				>"$out/lowres/$m/s$s.log" 2>&1; then
+				tail -n 5 "$out/lowres/$m/s$s.log" >&2
+				die "lowres $m, seed $s failed: see $out/lowres/$m/s$s.log"
+			fi
+			printf '%s\n' "$args" >"$d/.complete"
+		done
 	done
 fi
 stage ''
