@@ -1,8 +1,8 @@
 #!/bin/sh
 # results.sh OUT: results.md, tables (TSV) and figures of a
 # repro/tupitsa2024/run.sh output directory, from its run directories' metrics
-# (a stage that was not run says so). Figures are drawn by fedrun-plot
-# (gnuplot).
+# (the sections, tables and goals of the stages that ran; results.md names
+# those that did not). Figures are drawn by fedrun-plot (gnuplot).
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
@@ -88,8 +88,13 @@ label() {
 	esac
 }
 
+# ran STAGE: whether OUT holds STAGE's runs (its directory: a stage that
+# was not run has no section, table or goal)
+ran() { [ -d "$1" ]; }
+not_run=$(for st in meanest valid byzantine lowres; do ran $st || printf '%s ' $st; done)
+
 me_ideal=$(summary meanest/ideal G)
-{
+ran meanest && {
 	printf 'method\terror\tsd\tratio\tbest\tshare G/D2/D3\n'
 	for m in $methods; do
 		l=$(summary meanest/$m G,D2,D3)
@@ -100,7 +105,7 @@ me_ideal=$(summary meanest/ideal G)
 	done
 } >table-meanest.tsv
 
-{
+{ ran meanest || ran valid; } && {
 	printf 'validation samples\terror\tsd\tratio\tbest\tshare G/D2/D3\n'
 	for v in 1000 3000 10000; do
 		if [ $v = 1000 ]; then d=meanest/meritfed; else d=valid/meritfed-v$v; fi
@@ -114,7 +119,7 @@ me_ideal=$(summary meanest/ideal G)
 
 attacks="bitflip noise alie ipm"
 bz_ideal=$(summary byzantine/ideal honest)
-{
+ran byzantine && {
 	printf 'method'
 	for a in $attacks; do printf '\t%s' $a; done
 	printf '\n'
@@ -211,7 +216,7 @@ lowres_md() {
 	echo "*alone*: the Icelandic client alone (its own $([ -n "$ta" ] && pget "$ta" model.tokenizer.vocab_size || echo '?')-piece SentencePiece model, so its"
 	echo "losses are per piece of another vocabulary and not comparable with the others);"
 	echo "*FedAvg*: all clients weighted by size; *MeritFed*: target the Icelandic client,"
-	echo "its validation split the Icelandic dev set; both with a $(pget "$q" model.tokenizer.vocab_size)-piece model. $(pget "$q" rounds) rounds of"
+	echo "its validation split the Icelandic dev set; both with one SentencePiece model of $(pget "$q" model.tokenizer.vocab_size) pieces. $(pget "$q" rounds) rounds of"
 	echo "$(pget "$q" clients.steps) steps (batches of $(pget "$q" clients.batch) tokens) a client; seeds $lr_seeds. Icelandic dev loss per evaluated round,"
 	echo "test BLEU and chrF (sacreBLEU's, beam $(pget "$q" model.decode.beam)) after the last round, per run:"
 	echo
@@ -297,69 +302,78 @@ row_me() { # METHOD-DIR KEY
 }
 
 {
-	echo "# Tupitsa et al. 2024 (MeritFed): mean estimation, results"
+	echo "# Tupitsa et al. 2024 (MeritFed): results"
 	echo
 	echo "Made by \`repro/tupitsa2024/run.sh\` ($(date -u +%Y-%m-%d), $version)$([ "$quick" = 1 ] && echo ', **--quick**: 2 seeds, 10 rounds; the numbers mean little')."
-	echo "Seeds: $seeds (seed s with data.seed s + 4); $rounds rounds; every client in every round,"
-	echo "one full-batch local step of SGD at lr 0.5, which lands each client on its sample mean."
-	echo "*error*: $(printf '\302\240')||x - mu_target||^2 after the last round (meanest's \`err_group0\`),"
-	echo "mean over the $nseeds seeds with the sample standard deviation in brackets; *ratio*: to the"
-	echo "ideal's mean; *best*: the lowest error of any round (an oracle that knew when to stop),"
-	echo "mean over seeds; *share*: MeritFed's weights summed per group in the last round."
+	[ -z "$not_run" ] || echo "Stages not run (no section here): $(echo $not_run | sed 's/ /, /g')."
+	if ran meanest || ran valid || ran byzantine; then
+		echo "Seeds: $seeds (seed s with data.seed s + 4); $rounds rounds; every client in every round,"
+		echo "one full-batch local step of SGD at lr 0.5, which lands each client on its sample mean."
+		echo "*error*: $(printf '\302\240')||x - mu_target||^2 after the last round (meanest's \`err_group0\`),"
+		echo "mean over the $nseeds seeds with the sample standard deviation in brackets; *ratio*: to the"
+		echo "ideal's mean; *best*: the lowest error of any round (an oracle that knew when to stop),"
+		echo "mean over seeds; *share*: MeritFed's weights summed per group in the last round."
+	fi
 	echo
-	echo "## The 150-client problem"
-	echo
-	echo "As on the slides (\"Mean Estimation\"; \`examples/meanest-meritfed.json\`): d = 10;"
-	echo "the target (client 0) and 4 more clients draw from D1 = N(0, I) (group G), 95 from"
-	echo "D2 = N(0.1·1, I), 50 from D3 = N(e1, I); 1000 samples each, and the target 1000"
-	echo "more for validation. Krum with f = 73 (the largest n > 2f + 2 allows)."
-	echo
-	echo "| method | error | ratio | best | share G/D2/D3 |"
-	echo "|---|---:|---:|---:|---|"
-	for m in $methods; do row_me meanest/$m $m; done
-	echo
-	echo "## The target's validation sample"
-	echo
-	echo "MeritFed fits its weights to the target's validation loss; with more validation"
-	echo "samples (the rest unchanged) its error falls (see \`mean-estimation-analysis.md\`):"
-	echo
-	echo "| method | error | ratio | best | share G/D2/D3 |"
-	echo "|---|---:|---:|---:|---|"
-	row_me meanest/meritfed v1000
-	row_me valid/meritfed-v3000 v3000
-	row_me valid/meritfed-v10000 v10000
-	echo
-	echo "## Byzantine clients"
-	echo
-	echo "As on the slides (\"Byzantine-Robustness for Free\"; \`examples/byzantine-meritfed.json\`):"
-	echo "55 clients of N(1·1, I), the target is client 0; clients 5 to 54 (50 of 55) know the"
-	echo "distribution and attack with the attacks of fedrun-pipeline(5) at their defaults:"
-	echo "bit flipping (-Δ), random noise (Δ + N(0, 1)), ALIE (mean - z·sd, z from n and f) and"
-	echo "IPM (-0.1 × the honest mean). Krum with f = 26 (the largest that 55 clients allow,"
-	echo "fewer than the 50 attackers: no Byzantine-robust aggregator is built for a"
-	echo "majority of attackers). The ideal, FedAvg over the 5 honest clients without"
-	echo "attackers: $(fmt "$bz_ideal"). Error, mean (sd) over seeds:"
-	echo
-	printf '| method |'
-	for a in $attacks; do printf ' %s |' $a; done
-	printf '\n|---|'
-	for a in $attacks; do printf -- '---:|'; done
-	printf '\n'
-	for m in meritfed fedavg median trimmed_mean krum; do
-		printf '| %s |' "$(label $m)"
-		for a in $attacks; do printf ' %s |' "$(fmt "$(summary byzantine/$a/$m honest,attackers)")"; done
+	if ran meanest; then
+		echo "## The 150-client problem"
+		echo
+		echo "As on the slides (\"Mean Estimation\"; \`examples/meanest-meritfed.json\`): d = 10;"
+		echo "the target (client 0) and 4 more clients draw from D1 = N(0, I) (group G), 95 from"
+		echo "D2 = N(0.1·1, I), 50 from D3 = N(e1, I); 1000 samples each, and the target 1000"
+		echo "more for validation. Krum with f = 73 (the largest n > 2f + 2 allows)."
+		echo
+		echo "| method | error | ratio | best | share G/D2/D3 |"
+		echo "|---|---:|---:|---:|---|"
+		for m in $methods; do row_me meanest/$m $m; done
+		echo
+	fi
+	if ran meanest || ran valid; then
+		echo "## The target's validation sample"
+		echo
+		echo "MeritFed fits its weights to the target's validation loss; with more validation"
+		echo "samples (the rest unchanged) its error falls (see \`mean-estimation-analysis.md\`):"
+		echo
+		echo "| method | error | ratio | best | share G/D2/D3 |"
+		echo "|---|---:|---:|---:|---|"
+		row_me meanest/meritfed v1000
+		row_me valid/meritfed-v3000 v3000
+		row_me valid/meritfed-v10000 v10000
+		echo
+	fi
+	if ran byzantine; then
+		echo "## Byzantine clients"
+		echo
+		echo "As on the slides (\"Byzantine-Robustness for Free\"; \`examples/byzantine-meritfed.json\`):"
+		echo "55 clients of N(1·1, I), the target is client 0; clients 5 to 54 (50 of 55) know the"
+		echo "distribution and attack with the attacks of fedrun-pipeline(5) at their defaults:"
+		echo "bit flipping (-Δ), random noise (Δ + N(0, 1)), ALIE (mean - z·sd, z from n and f) and"
+		echo "IPM (-0.1 × the honest mean). Krum with f = 26 (the largest that 55 clients allow,"
+		echo "fewer than the 50 attackers: no Byzantine-robust aggregator is built for a"
+		echo "majority of attackers). The ideal, FedAvg over the 5 honest clients without"
+		echo "attackers: $(fmt "$bz_ideal"). Error, mean (sd) over seeds:"
+		echo
+		printf '| method |'
+		for a in $attacks; do printf ' %s |' $a; done
+		printf '\n|---|'
+		for a in $attacks; do printf -- '---:|'; done
 		printf '\n'
-	done
-	printf '| MeritFed, ratio to the ideal |'
-	for a in $attacks; do printf ' %s |' "$(ratio "$(summary byzantine/$a/meritfed honest,attackers)" "$bz_ideal")"; done
-	printf '\n| MeritFed, share honest/attackers |'
-	for a in $attacks; do
-		l=$(summary byzantine/$a/meritfed honest,attackers)
-		printf ' %s |' "$([ -n "$l" ] && field "$l" share || echo -)"
-	done
-	printf '\n'
-	echo
-	if [ -d lowres ]; then
+		for m in meritfed fedavg median trimmed_mean krum; do
+			printf '| %s |' "$(label $m)"
+			for a in $attacks; do printf ' %s |' "$(fmt "$(summary byzantine/$a/$m honest,attackers)")"; done
+			printf '\n'
+		done
+		printf '| MeritFed, ratio to the ideal |'
+		for a in $attacks; do printf ' %s |' "$(ratio "$(summary byzantine/$a/meritfed honest,attackers)" "$bz_ideal")"; done
+		printf '\n| MeritFed, share honest/attackers |'
+		for a in $attacks; do
+			l=$(summary byzantine/$a/meritfed honest,attackers)
+			printf ' %s |' "$([ -n "$l" ] && field "$l" share || echo -)"
+		done
+		printf '\n'
+		echo
+	fi
+	if ran lowres; then
 		echo "## Low-resource translation with helper languages"
 		echo
 		lowres_md
@@ -376,10 +390,10 @@ row_me() { # METHOD-DIR KEY
 		echo "  weights fit the noise of the target's validation sample, and the error falls with"
 		echo "  its size (mean-estimation-analysis.md computes the exact minimiser: about 2x at"
 		echo "  1000 samples is what the method gives on this problem)."
-	else
-		echo "- MeritFed within 1.25x the ideal's error: not measured (stage meanest not run)."
+	elif ran meanest; then
+		echo "- MeritFed within 1.25x the ideal's error: not measured (no complete MeritFed and ideal runs)."
 	fi
-	if [ -d lowres ]; then
+	if ran lowres; then
 		# the goal on the means over seeds (the seeds with all three runs
 		# ended), and each seed's numbers
 		{
@@ -399,17 +413,19 @@ row_me() { # METHOD-DIR KEY
 				else printf "%s on the mean over %d seeds (MeritFed %.2f, alone %.2f, FedAvg %.2f; met in %d of %d seeds:%s).\n", (m >= a && m >= f) ? "**met**" : "**missed**", n, m, a, f, k, n, list
 			}'
 	fi
-	echo "- Byzantine clients: MeritFed's error against the ideal's, per attack (ratio row"
-	echo "  above), and the best robust aggregator's:"
-	for a in $attacks; do
-		l=$(summary byzantine/$a/meritfed honest,attackers)
-		[ -n "$l" ] || { echo "  - $a: not run"; continue; }
-		bestr=$(for m in median trimmed_mean krum; do
-			x=$(summary byzantine/$a/$m honest,attackers)
-			[ -z "$x" ] || echo "$(field "$x" err) $m"
-		done | sort -g | head -n 1)
-		echo "  - $a: MeritFed $(field "$l" err | awk '{ printf "%.3g", $1 }'), best robust aggregator ${bestr#* } $(echo "$bestr" | awk '{ printf "%.3g", $1 }')"
-	done
+	if ran byzantine; then
+		echo "- Byzantine clients: MeritFed's error against the ideal's, per attack (ratio row"
+		echo "  above), and the best robust aggregator's:"
+		for a in $attacks; do
+			l=$(summary byzantine/$a/meritfed honest,attackers)
+			[ -n "$l" ] || { echo "  - $a: not run"; continue; }
+			bestr=$(for m in median trimmed_mean krum; do
+				x=$(summary byzantine/$a/$m honest,attackers)
+				[ -z "$x" ] || echo "$(field "$x" err) $m"
+			done | sort -g | head -n 1)
+			echo "  - $a: MeritFed $(field "$l" err | awk '{ printf "%.3g", $1 }'), best robust aggregator ${bestr#* } $(echo "$bestr" | awk '{ printf "%.3g", $1 }')"
+		done
+	fi
 	echo
 	echo "## Figures"
 	echo
@@ -426,12 +442,14 @@ row_me() { # METHOD-DIR KEY
 	echo
 	echo "Each curve is the mean over the seeds; \`curves/\` holds the numbers plotted (as"
 	echo "metrics.csv files), PNG files of the same names are next to the SVGs."
-	echo
-	echo "## Time"
-	echo
-	echo '```'
-	cat times.tsv
-	echo '```'
+	if [ -e times.tsv ]; then
+		echo
+		echo "## Time"
+		echo
+		echo '```'
+		cat times.tsv
+		echo '```'
+	fi
 } >results.md
 
 # ---- figures --------------------------------------------------------------
