@@ -27,7 +27,7 @@
 #                    is (default data/gettext/out-multi-is)
 #   --lowres-rounds R, --lowres-steps S  rounds of the lowres runs and
 #                    steps a client makes a round (default: the examples',
-#                    15 and 10)
+#                    30 and 20)
 #   --lowres-seeds LIST  seeds of the lowres runs, each a run of the three
 #                    methods (default "1", the examples' seed; "1 2" with
 #                    --quick); results.md gives mean and spread over them
