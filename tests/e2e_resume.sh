@@ -138,4 +138,16 @@ run_ok "$p" --set output.dir=init2 --set init="$work/good.safetensors" --set rou
 # Resuming where nothing was run is refused.
 "$FEDRUN" -q --resume "$p" --set output.dir=nothing 2>err && die "resumed a missing run"
 grep -q "holds no run" err || die "unclear message for a missing run"
-echo "resume: SIGTERM and SIGKILL runs resumed to identical models; damaged checkpoints refused"
+# A resumed run's "wall" goes on from the last round it keeps, so that the
+# column counts the time the run ran and never goes back: with round 3's
+# wall set to 1000 s, the resumed rounds are recorded at 1000 s or later.
+run_ok "$p" --set output.dir=wall --set rounds=3
+perl -pi -e 's/"wall":[0-9.]+/"wall":1000.000/ if /^\{"round":3,/' wall/metrics.jsonl
+grep -q '^{"round":3,.*"wall":1000.000}$' wall/metrics.jsonl || die "the wall edit did not apply"
+run_ok --resume "$p" --set output.dir=wall --set rounds=6
+sed -n 's/^{"round":[4-6],.*"wall":\([0-9.]*\)}$/\1/p' wall/metrics.jsonl >walls
+[ -s walls ] || die "the resumed run recorded no wall time"
+awk '$1 < 1000 { bad = 1 } END { exit bad }' walls || die "a resumed round's wall in metrics.jsonl is before the checkpoint's"
+awk -F, 'NR > 1 && $1 > 3 { n++; if ($9 < 1000) bad = 1 } END { exit bad || !n }' wall/metrics.csv ||
+	die "a resumed round's wall in metrics.csv is before the checkpoint's"
+echo "resume: SIGTERM and SIGKILL runs resumed to identical models; damaged checkpoints refused; wall time goes on"

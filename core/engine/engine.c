@@ -765,7 +765,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		goto out;
 	if (ckpt) {
 		rc = checkpoint_load(&r, ckpt);
-		if (rc < 0 || (rc = metrics_truncate(r.cfg.dir, r.round)) < 0)
+		if (rc < 0 || (rc = metrics_truncate(r.cfg.dir, r.round, &r.wall_base)) < 0)
 			goto out;
 	} else if (!r.cfg.init) {
 		rc = r.model_ops->init_params(r.model.state, (uint64_t)r.cfg.seed, r.theta);

@@ -229,7 +229,7 @@ static void json_num(FILE *fp, double v)
 
 int metrics_flush_round(struct run *r, uint32_t round)
 {
-	double wall = run_now() - r->t0;
+	double wall = r->wall_base + (run_now() - r->t0);
 	if (r->nevents > 1) /* (qsort of a NULL array is undefined even for 0) */
 		qsort(r->events, r->nevents, sizeof *r->events, cmp_event);
 	for (uint32_t i = 0; i < r->nevents; i++) {
@@ -275,9 +275,24 @@ int metrics_flush_round(struct run *r, uint32_t round)
 	return 0;
 }
 
+/* The "wall" value of the metrics.jsonl line [line, end), or -1. */
+static double line_wall(const char *line, const char *end)
+{
+	static const char key[] = "\"wall\":";
+	for (const char *p = end - (sizeof key - 1); p >= line; p--)
+		if (memcmp(p, key, sizeof key - 1) == 0) {
+			char *e;
+			double w = strtod(p + sizeof key - 1, &e);
+			return e != p + sizeof key - 1 && e <= end && isfinite(w) && w >= 0 ? w : -1;
+		}
+	return -1;
+}
+
 /* Keeps the lines of rounds <= round (a resumed run rewrites what came after
- * its checkpoint). `is_csv` skips the header line. */
-static int truncate_file(const char *dir, const char *name, uint32_t round, int is_csv)
+ * its checkpoint). `is_csv` skips the header line. With `last_wall`, stores
+ * there the wall time of the last line kept (0 when none has one). */
+static int truncate_file(const char *dir, const char *name, uint32_t round, int is_csv,
+			 double *last_wall)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -303,6 +318,11 @@ static int truncate_file(const char *dir, const char *name, uint32_t round, int 
 				break;
 		}
 		keep = (size_t)(nl + 1 - data);
+		if (last_wall && !is_header) {
+			double w = line_wall(line, nl);
+			if (w >= 0)
+				*last_wall = w;
+		}
 		line = nl + 1;
 	}
 	rc = fedrun_write_file_atomic(path, data, keep);
@@ -310,10 +330,11 @@ static int truncate_file(const char *dir, const char *name, uint32_t round, int 
 	return rc;
 }
 
-int metrics_truncate(const char *dir, uint32_t round)
+int metrics_truncate(const char *dir, uint32_t round, double *wall)
 {
-	int rc = truncate_file(dir, "metrics.jsonl", round, 0);
+	*wall = 0;
+	int rc = truncate_file(dir, "metrics.jsonl", round, 0, wall);
 	if (rc == 0)
-		rc = truncate_file(dir, "metrics.csv", round, 1);
+		rc = truncate_file(dir, "metrics.csv", round, 1, NULL);
 	return rc;
 }

@@ -122,6 +122,7 @@ struct run {
 	char *pending_log;   /* lines logged before log.txt is open (plugin create) */
 	size_t pending_len;
 	double t0;
+	double wall_base; /* a resumed run's wall time before this process (metrics) */
 	uint64_t bytes_push, bytes_pull; /* of the current round */
 	double first_loss, last_loss, test_loss; /* server evaluations, for the summary */
 };
@@ -184,7 +185,9 @@ int init_load(struct run *r, const char *path);
 int metrics_open(struct run *r);
 void metrics_close(struct run *r);
 int metrics_flush_round(struct run *r, uint32_t round);
-int metrics_truncate(const char *dir, uint32_t round);
+/* Drops the metrics of rounds after `round` and stores in *wall the wall
+ * time recorded last, so that a resumed run's "wall" goes on from it. */
+int metrics_truncate(const char *dir, uint32_t round, double *wall);
 /* Frees the interned event strings (at the run's end). */
 void run_strings_free(struct run *r);
 /* The interned string `id` of an event. */
