@@ -290,7 +290,7 @@ static double line_wall(const char *line, const char *end)
 
 /* Keeps the lines of rounds <= round (a resumed run rewrites what came after
  * its checkpoint). `is_csv` skips the header line. With `last_wall`, stores
- * there the wall time of the last line kept (0 when none has one). */
+ * there the wall time of the last line kept (left as it is when none has one). */
 static int truncate_file(const char *dir, const char *name, uint32_t round, int is_csv,
 			 double *last_wall)
 {
@@ -304,6 +304,7 @@ static int truncate_file(const char *dir, const char *name, uint32_t round, int 
 	if (rc < 0)
 		return rc;
 	size_t keep = 0;
+	const char *last = NULL; /* the last line kept, not the header */
 	for (char *line = data; line < data + n;) {
 		char *nl = memchr(line, '\n', (size_t)(data + n - line));
 		if (!nl)
@@ -318,12 +319,14 @@ static int truncate_file(const char *dir, const char *name, uint32_t round, int 
 				break;
 		}
 		keep = (size_t)(nl + 1 - data);
-		if (last_wall && !is_header) {
-			double w = line_wall(line, nl);
-			if (w >= 0)
-				*last_wall = w;
-		}
+		if (!is_header)
+			last = line;
 		line = nl + 1;
+	}
+	if (last_wall && last) {
+		double w = line_wall(last, data + keep - 1);
+		if (w >= 0)
+			*last_wall = w;
 	}
 	rc = fedrun_write_file_atomic(path, data, keep);
 	free(data);

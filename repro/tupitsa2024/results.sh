@@ -210,8 +210,8 @@ lowres_md() {
 	ta=$(ls lowres/alone/s*/pipeline.json 2>/dev/null | head -n 1)
 	echo "Moskvoretskii et al. 2024 (\`examples/lowres-is-*.json\`, corpus of"
 	echo "\`data/gettext/build-multi.sh\` in \`$dd\`): English to Icelandic as the target client"
-	# (only the alone run there: its pipeline has no helpers to name)
 	echo "($(lines "$dd/is/train.src") training pairs; dev and test $(lines "$dd/is/dev.src") and $(lines "$dd/is/test.src")), helper clients English to"
+	# (only the alone run there: its pipeline has no helpers to name)
 	echo "${hl:-other languages (none in these runs: only the target alone ran)}, one transformer (preset $(pget "$q" model.preset)) with the target"
 	echo "language's tag \`<2xx>\` on the source side. Backend of these runs: ${be:-unknown}$([ -e lowres/MACHINE ] && echo " on $(cat lowres/MACHINE)")."
 	echo "*alone*: the Icelandic client alone (its own $([ -n "$ta" ] && pget "$ta" model.tokenizer.vocab_size || echo '?')-piece SentencePiece model, so its"
