@@ -41,30 +41,42 @@ END {
 	exit bad
 }' "$1"
 # The low-resource translation section, when the lowres stage ran: its
-# three methods with a number in every cell (one row per method and seed),
-# with several seeds their mean (sd) over seeds, MeritFed's weights per
-# round with one per language, and the verdict on the goal.
+# three methods with a number in every cell (one row per method and seed;
+# the vocabulary control's rows, when there, complete too), with several
+# seeds their mean (sd) over seeds, the bits per character per method (a
+# number or "-" for a round a method did not evaluate, at least one
+# number; unless results.sh said the dev set was not there), MeritFed's weights per round with one per language, and the
+# verdict on the goal.
 if grep -q '^## Low-resource translation with helper languages$' "$1"; then
 	awk '
 	function num(s) { return s ~ /^ -?[0-9.]+ $/ }
 	function numsd(s) { return s ~ /^ -?[0-9.]+ \(([0-9.]+|-)\) $/ }
 	/^## / { on = ($0 == "## Low-resource translation with helper languages") }
+	on && /^\(No bits per character: / { nobpc = 1 }
 	!on || !/^\| / || /^\|---/ { next }
 	/^\| method / { t = "m"; next }
 	/^\| mean over seeds / { t = "s"; next }
 	/^\| round / { t = "w"; nw = split($0, h, "|") - 3; next }
+	/^\| bits per character / { t = "b"; next }
 	{
 		n = split($0, c, "|")
-		if (t == "m") { rows++; seeds[c[3]] = 1 } else if (t == "s") srows++
+		ctl = c[2] ~ /\(control\) $/
+		if (t == "m") { if (!ctl) rows++; seeds[c[3]] = 1 } else if (t == "s") srows += !ctl
 		else if (t == "w") { wrows++; if (n - 3 != nw) bad = 1 }
-		for (i = 3; i < n; i++)
+		else if (t == "b") { brows++; nb = 0 }
+		for (i = 3; i < n; i++) {
+			if (t == "b" && i > 3 && c[i] == " - ") continue
+			if (t == "b" && i > 3) nb++
 			if (t == "s" && i > 3 ? !numsd(c[i]) : !num(c[i])) { printf "Low-resource translation: row \"%s\": cell %d is \"%s\"\n", c[2], i - 2, c[i]; bad = 1 }
+		}
+		if (t == "b" && !nb) { printf "Low-resource translation: row \"%s\" of bits per character: no number\n", c[2]; bad = 1 }
 	}
 	END {
 		for (s in seeds) ns++
 		if (rows != 3 * ns) { printf "Low-resource translation: %d method rows, expected 3 for each of %d seed(s)\n", rows, ns; bad = 1 }
 		if (ns > 1 && srows != 3) { printf "Low-resource translation: %d rows of means over seeds, expected 3\n", srows; bad = 1 }
 		if (wrows < 1 || nw < 2) { print "Low-resource translation: no weights per language"; bad = 1 }
+		if (brows < 3 && !nobpc) { printf "Low-resource translation: %d rows of bits per character, expected 3 or more\n", brows; bad = 1 }
 		exit bad
 	}' "$1"
 	grep -Eq "^  and FedAvg on the target's test chrF: \*\*(met|missed)\*\*" "$1" ||

@@ -170,6 +170,9 @@ if [ -d lowres ]; then
 	done
 fi
 lr_n=$(echo $lr_seeds | wc -w)
+# the methods: the three of the goal, and the vocabulary control when it ran
+lr_methods='alone fedavg meritfed'
+[ ! -d lowres/alone-shared ] || lr_methods="$lr_methods alone-shared"
 # lowres_test METHOD: "SEED BLEU CHRF" per run of METHOD that reached its
 # final test (the run's end), seed by seed
 lowres_test() {
@@ -187,6 +190,11 @@ lowres_weights() {
 	awk -F, '$4 == "meritfed.weight" { w[$1, $2] += $6; n[$1, $2]++ }
 		END { for (k in w) { split(k, rc, SUBSEP); print rc[1], rc[2], w[k] / n[k] } }' \
 		lowres/meritfed/s*/metrics.csv | sort -k1,1n -k2,2n
+}
+# lowres_valid PIPELINE: the first client's (the target's) "valid" file stem
+lowres_valid() {
+	awk '/"clients": *\[/ { on = 1; next } on && /^ *\]/ { exit }
+		on && /"valid":/ { sub(/.*"valid": *"/, ""); sub(/".*/, ""); print; exit }' "$1"
 }
 # meansd: "mean (sd)" of the numbers on stdin (sd: the sample standard
 # deviation; "-" when there is none, "(-)" with one)
@@ -217,7 +225,13 @@ lowres_md() {
 	echo "*alone*: the Icelandic client alone (its own $([ -n "$ta" ] && pget "$ta" model.tokenizer.vocab_size || echo '?')-piece SentencePiece model, so its"
 	echo "losses are per piece of another vocabulary and not comparable with the others);"
 	echo "*FedAvg*: all clients weighted by size; *MeritFed*: target the Icelandic client,"
-	echo "its validation split the Icelandic dev set; both with one SentencePiece model of $(pget "$q" model.tokenizer.vocab_size) pieces. $(pget "$q" rounds) rounds of"
+	if [ -d lowres/alone-shared ]; then
+		echo "its validation split the Icelandic dev set; both with one SentencePiece model of $(pget "$q" model.tokenizer.vocab_size) pieces;"
+		echo "*alone, shared vocabulary (control)*: the Icelandic client alone with that same model (FedAvg's"
+		echo "spm.model), so that it differs from MeritFed only in the aggregation. $(pget "$q" rounds) rounds of"
+	else
+		echo "its validation split the Icelandic dev set; both with one SentencePiece model of $(pget "$q" model.tokenizer.vocab_size) pieces. $(pget "$q" rounds) rounds of"
+	fi
 	echo "$(pget "$q" clients.steps) steps (batches of $(pget "$q" clients.batch) tokens) a client; seeds $lr_seeds. Icelandic dev loss per evaluated round,"
 	echo "test BLEU and chrF (sacreBLEU's, beam $(pget "$q" model.decode.beam)) after the last round, per run:"
 	echo
@@ -227,11 +241,15 @@ lowres_md() {
 	printf ' test BLEU | test chrF |\n|---|---:|---:|'
 	for r in $rs; do printf -- '---:|'; done
 	printf -- '---:|---:|\n'
-	for m in alone fedavg meritfed; do
+	for m in $lr_methods; do
 		l=$(lowres_label $m)
 		for s in $lr_seeds; do
 			c=lowres/$m/s$s/metrics.csv
-			if [ ! -e "$c" ]; then printf '| %s | %s | not run |\n' "$l" "$s"; continue; fi
+			if [ ! -e "$c" ]; then
+				# (the control's seeds that did not run are left out)
+				[ $m = alone-shared ] || printf '| %s | %s | not run |\n' "$l" "$s"
+				continue
+			fi
 			awk -F, -v l="$l" -v s="$s" -v rs="$rs" '
 				$3 == "valid" && $4 == "loss" { loss[$1] = $6; if ($1 > last) last = $1 }
 				$3 == "test" { done = 1 }
@@ -251,13 +269,16 @@ lowres_md() {
 		echo
 		echo "| mean over seeds | runs | test BLEU | test chrF |"
 		echo "|---|---:|---:|---:|"
-		for m in alone fedavg meritfed; do
+		for m in $lr_methods; do
 			t=$(lowres_test $m)
+			# (the control without an ended run is left out)
+			[ $m != alone-shared ] || [ -n "$t" ] || continue
 			printf '| %s | %s | %s | %s |\n' "$(lowres_label $m)" "$(printf '%s' "$t" | grep -c .)" \
 				"$(printf '%s\n' "$t" | awk 'NF { print $2 }' | meansd %.2f)" \
 				"$(printf '%s\n' "$t" | awk 'NF { print $3 }' | meansd %.2f)"
 		done
 	fi
+	lowres_bpc "$dd/$(lowres_valid "$q").$(pget "$q" data.tgt)" "$rs"
 	w=$(lowres_weights)
 	[ -n "$w" ] || return 0
 	names=$(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)" | tr '\n' ' ')
@@ -281,7 +302,52 @@ lowres_md() {
 		}'
 }
 lowres_label() {
-	case $1 in alone) echo "Icelandic alone" ;; fedavg) echo "FedAvg, all" ;; meritfed) echo "MeritFed" ;; esac
+	case $1 in
+	alone) echo "Icelandic alone" ;;
+	fedavg) echo "FedAvg, all" ;;
+	meritfed) echo "MeritFed" ;;
+	alone-shared) echo "Icelandic alone, shared vocabulary (control)" ;;
+	esac
+}
+# lowres_bpc DEV_TARGETS ROUNDS: the table of the Icelandic dev set's
+# negative log-likelihood in bits per character, nll x tokens / ln 2 /
+# characters (the dev references' characters, newlines not counted; the
+# tokens' <eos> counted in the nll), the mean over seeds per method and
+# evaluated round. Unlike the loss per piece it does not depend on the
+# vocabulary, so it compares the target alone with the others.
+lowres_bpc() {
+	bf=$1 brs=$2
+	[ -e "$bf" ] || {
+		echo
+		echo "(No bits per character: the dev references $bf are not there.)"
+		return 0
+	}
+	ch=$(($(LC_ALL=C.UTF-8 wc -m <"$bf") - $(wc -l <"$bf")))
+	echo
+	echo "The Icelandic dev set's negative log-likelihood in bits per character (nll x tokens"
+	echo "/ ln 2 / its $ch characters), which does not depend on the vocabulary, so that it"
+	echo "compares all methods; the mean over the seeds that evaluated the round:"
+	echo
+	printf '| bits per character | runs |'
+	for r in $brs; do printf ' r%s |' "$r"; done
+	printf '\n|---|---:|'
+	for r in $brs; do printf -- '---:|'; done
+	printf '\n'
+	for m in $lr_methods; do
+		set --
+		for s in $lr_seeds; do [ ! -e lowres/$m/s$s/metrics.csv ] || set -- "$@" lowres/$m/s$s/metrics.csv; done
+		[ $# -gt 0 ] || continue
+		awk -F, -v l="$(lowres_label $m)" -v rs="$brs" -v ch="$ch" -v runs=$# '
+			$2 == "" && $3 == "valid" && $4 == "nll" { nll[FILENAME, $1] = $6 }
+			$2 == "" && $3 == "valid" && $4 == "tokens" { tok[FILENAME, $1] = $6 }
+			END {
+				for (k in nll) if (k in tok) { split(k, fr, SUBSEP); b[fr[2]] += nll[k] * tok[k] / log(2) / ch; n[fr[2]]++ }
+				printf "| %s | %d |", l, runs
+				k = split(rs, r, " ")
+				for (i = 1; i <= k; i++) printf " %s |", (r[i] in n) ? sprintf("%.3f", b[r[i]] / n[r[i]]) : "-"
+				printf "\n"
+			}' "$@"
+	done
 }
 
 # ---- results.md -----------------------------------------------------------

@@ -29,8 +29,10 @@
 #                    steps a client makes a round (default: the examples',
 #                    30 and 20)
 #   --lowres-seeds LIST  seeds of the lowres runs, each a run of the three
-#                    methods (default "1", the examples' seed; "1 2" with
-#                    --quick); results.md gives mean and spread over them
+#                    methods and of the vocabulary control (the target alone
+#                    with the federated runs' vocabulary) (default "1", the
+#                    examples' seed; "1 2" with --quick); results.md gives
+#                    mean and spread over them
 #   --force          rerun runs that are already complete
 # A run whose directory holds a .complete file written with the same fedrun
 # arguments is kept, so an interrupted reproduction continues where it
@@ -212,7 +214,9 @@ fi
 # ---- low-resource translation with helper languages ---------------------
 # Moskvoretskii et al. 2024: English -> Icelandic (3000 training pairs) as
 # the target client, nine helper languages (examples/lowres-is-*.json):
-# the target alone, FedAvg over all, MeritFed for the target, into
+# the target alone, FedAvg over all, MeritFed for the target, and the
+# control alone-shared (the target alone with FedAvg's vocabulary, so that
+# it differs from MeritFed only in the aggregation), into
 # lowres/<method>/s<seed>, seed by seed; BLEU and chrF on the target's test
 # set after the last round.
 if want lowres; then
@@ -221,7 +225,7 @@ if want lowres; then
 	[ $quick = 0 ] || : "${lr_rounds:=3}" "${lr_steps:=2}"
 	stage lowres "seeds $lr_seeds, rounds ${lr_rounds:-of examples/lowres-is-*.json}, local steps ${lr_steps:-of the same}"
 	for s in $lr_seeds; do
-		for m in alone fedavg meritfed; do
+		for m in alone fedavg meritfed alone-shared; do
 			d=$out/lowres/$m/s$s
 			set -- --backend "$backend" --set data.dir="$lr_dir" --set eval.every=5 --set seed="$s"
 			if [ $quick = 1 ]; then
@@ -233,13 +237,23 @@ if want lowres; then
 			fi
 			[ -z "$lr_rounds" ] || set -- "$@" --set rounds="$lr_rounds"
 			[ -z "$lr_steps" ] || set -- "$@" --set clients.steps="$lr_steps"
+			ex_m=$m
+			if [ $m = alone-shared ]; then
+				# the control: the target alone with the federated runs'
+				# vocabulary (FedAvg's spm.model, trained on every
+				# language) instead of its own
+				ex_m=alone
+				v=$out/lowres/fedavg/s$s
+				set -- "$@" --set model.tokenizer.model="$v/spm.model" \
+					--set model.tokenizer.vocab_size="$(sed -n 's/^ *"vocab_size": \([0-9]*\),\{0,1\}$/\1/p' "$v/pipeline.json" | head -n 1)"
+			fi
 			args="lowres-is-$m.json $*"
 			if [ $force = 0 ] && [ -e "$d/.complete" ] && [ "$(cat "$d/.complete")" = "$args" ]; then
 				continue
 			fi
 			rm -rf "$d"
 			mkdir -p "$out/lowres/$m"
-			if ! "$FEDRUN" -q --threads "$threads" "$ex/lowres-is-$m.json" --set output.dir="$d" "$@" \
+			if ! "$FEDRUN" -q --threads "$threads" "$ex/lowres-is-$ex_m.json" --set output.dir="$d" "$@" \
 				>"$out/lowres/$m/s$s.log" 2>&1; then
 				tail -n 5 "$out/lowres/$m/s$s.log" >&2
 				die "lowres $m, seed $s failed: see $out/lowres/$m/s$s.log"
