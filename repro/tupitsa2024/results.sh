@@ -251,6 +251,7 @@ lowres_md() {
 				continue
 			fi
 			awk -F, -v l="$l" -v s="$s" -v rs="$rs" '
+				BEGIN { last = 0 }
 				$3 == "valid" && $4 == "loss" { loss[$1] = $6; if ($1 > last) last = $1 }
 				$3 == "test" { done = 1 }
 				$3 == "test" && $4 == "bleu" { bleu = sprintf("%.1f", $6) }
