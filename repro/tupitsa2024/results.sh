@@ -327,7 +327,8 @@ lowres_bpc() {
 	echo
 	echo "The Icelandic dev set's negative log-likelihood in bits per character (nll x tokens"
 	echo "/ ln 2 / its $ch characters), which does not depend on the vocabulary, so that it"
-	echo "compares all methods; the mean over the seeds that evaluated the round:"
+	echo "compares all methods; the mean over the seeds that evaluated the round (runs: those"
+	echo "that evaluated the last):"
 	echo
 	printf '| bits per character | runs |'
 	for r in $brs; do printf ' r%s |' "$r"; done
@@ -338,13 +339,14 @@ lowres_bpc() {
 		set --
 		for s in $lr_seeds; do [ ! -e lowres/$m/s$s/metrics.csv ] || set -- "$@" lowres/$m/s$s/metrics.csv; done
 		[ $# -gt 0 ] || continue
-		awk -F, -v l="$(lowres_label $m)" -v rs="$brs" -v ch="$ch" -v runs=$# '
+		awk -F, -v l="$(lowres_label $m)" -v rs="$brs" -v ch="$ch" '
 			$2 == "" && $3 == "valid" && $4 == "nll" { nll[FILENAME, $1] = $6 }
 			$2 == "" && $3 == "valid" && $4 == "tokens" { tok[FILENAME, $1] = $6 }
 			END {
 				for (k in nll) if (k in tok) { split(k, fr, SUBSEP); b[fr[2]] += nll[k] * tok[k] / log(2) / ch; n[fr[2]]++ }
-				printf "| %s | %d |", l, runs
+				# runs: those that evaluated the last round
 				k = split(rs, r, " ")
+				printf "| %s | %d |", l, n[r[k]]
 				for (i = 1; i <= k; i++) printf " %s |", (r[i] in n) ? sprintf("%.3f", b[r[i]] / n[r[i]]) : "-"
 				printf "\n"
 			}' "$@"
