@@ -323,7 +323,14 @@ lowres_bpc() {
 		echo "(No bits per character: the dev references $bf are not there.)"
 		return 0
 	}
-	ch=$(($(LC_ALL=C.UTF-8 wc -m <"$bf") - $(wc -l <"$bf")))
+	# code points: the bytes that do not continue a UTF-8 sequence (no
+	# locale needed)
+	ch=$(LC_ALL=C tr -d '\n\200-\277' <"$bf" | wc -c | tr -d ' ')
+	[ "$ch" -gt 0 ] || {
+		echo
+		echo "(No bits per character: the dev references $bf are empty.)"
+		return 0
+	}
 	echo
 	echo "The Icelandic dev set's negative log-likelihood in bits per character (nll x tokens"
 	echo "/ ln 2 / its $ch characters), which does not depend on the vocabulary, so that it"
