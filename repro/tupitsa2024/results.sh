@@ -133,12 +133,14 @@ ran byzantine && {
 	done
 } >table-byzantine.tsv
 
-# lowres_names PIPELINE: the names of data.clients (the only "clients"
-# array of a translation pipeline), in order.
-lowres_names() {
-	awk '/"clients": *\[/ { on = 1; next } on && /^ *\]/ { exit }
-		on && /"name":/ { sub(/.*"name": *"/, ""); sub(/".*/, ""); print }' "$1"
+# lowres_clients PIPELINE KEY: the string KEY of each entry of data.clients
+# (the only "clients" array of a translation pipeline) that has it, in order.
+lowres_clients() {
+	awk -v k="$2" '/"clients": *\[/ { on = 1; next } on && /^ *\]/ { exit }
+		on && $0 ~ "\"" k "\":" { sub(".*\"" k "\": *\"", ""); sub(/".*/, ""); print }' "$1"
 }
+# lowres_names PIPELINE: the clients' names.
+lowres_names() { lowres_clients "$1" name; }
 
 # pget PIPELINE KEY: the value of KEY (dotted: model.tokenizer.vocab_size)
 # in a run's pipeline.json as fedrun writes it (two spaces an indent
@@ -191,11 +193,6 @@ lowres_weights() {
 		END { for (k in w) { split(k, rc, SUBSEP); print rc[1], rc[2], w[k] / n[k] } }' \
 		lowres/meritfed/s*/metrics.csv | sort -k1,1n -k2,2n
 }
-# lowres_valid PIPELINE: the first client's (the target's) "valid" file stem
-lowres_valid() {
-	awk '/"clients": *\[/ { on = 1; next } on && /^ *\]/ { exit }
-		on && /"valid":/ { sub(/.*"valid": *"/, ""); sub(/".*/, ""); print; exit }' "$1"
-}
 # meansd: "mean (sd)" of the numbers on stdin (sd: the sample standard
 # deviation; "-" when there is none, "(-)" with one)
 meansd() {
@@ -225,14 +222,12 @@ lowres_md() {
 	echo "*alone*: the Icelandic client alone (its own $([ -n "$ta" ] && pget "$ta" model.tokenizer.vocab_size || echo '?')-piece SentencePiece model, so its"
 	echo "losses are per piece of another vocabulary and not comparable with the others);"
 	echo "*FedAvg*: all clients weighted by size; *MeritFed*: target the Icelandic client,"
-	if [ -d lowres/alone-shared ]; then
-		echo "its validation split the Icelandic dev set; both with one SentencePiece model of $(pget "$q" model.tokenizer.vocab_size) pieces;"
+	echo "its validation split the Icelandic dev set; both with one SentencePiece model of $(pget "$q" model.tokenizer.vocab_size) pieces$([ -d lowres/alone-shared ] && echo ';' || echo '.')"
+	[ ! -d lowres/alone-shared ] || {
 		echo "*alone, shared vocabulary (control)*: the Icelandic client alone with that same model (FedAvg's"
-		echo "spm.model), so that it differs from MeritFed only in the aggregation. $(pget "$q" rounds) rounds of"
-	else
-		echo "its validation split the Icelandic dev set; both with one SentencePiece model of $(pget "$q" model.tokenizer.vocab_size) pieces. $(pget "$q" rounds) rounds of"
-	fi
-	echo "$(pget "$q" clients.steps) steps (batches of $(pget "$q" clients.batch) tokens) a client; seeds $lr_seeds. Icelandic dev loss per evaluated round,"
+		echo "spm.model), so that it differs from MeritFed only in the aggregation."
+	}
+	echo "$(pget "$q" rounds) rounds of $(pget "$q" clients.steps) steps (batches of $(pget "$q" clients.batch) tokens) a client; seeds $lr_seeds. Icelandic dev loss per evaluated round,"
 	echo "test BLEU and chrF (sacreBLEU's, beam $(pget "$q" model.decode.beam)) after the last round, per run:"
 	echo
 	printf '| method | seed | rounds run |'
@@ -279,7 +274,8 @@ lowres_md() {
 				"$(printf '%s\n' "$t" | awk 'NF { print $3 }' | meansd %.2f)"
 		done
 	fi
-	lowres_bpc "$dd/$(lowres_valid "$q").$(pget "$q" data.tgt)" "$rs"
+	# (the target's dev set: the only client with a valid split)
+	lowres_bpc "$dd/$(lowres_clients "$q" valid | head -n 1).$(pget "$q" data.tgt)" "$rs"
 	w=$(lowres_weights)
 	[ -n "$w" ] || return 0
 	names=$(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)" | tr '\n' ' ')
