@@ -91,6 +91,21 @@ gain_of() {
 		echo -
 	fi
 }
+# ran PREFIX: a complete run PREFIX*-sSEED for a seed of the settings. The
+# stages: table2 (t2-), noniid (ni-), table3 (t3-) and sizes (t4-); a
+# stage with no complete run has no section, table row or goal in
+# results.md, and the header names it (a directory of the sizes stage alone
+# reads as one)
+ran() {
+	for s in $seeds; do
+		for f in "$out/$1"*-s"$s"/.complete; do [ -e "$f" ] && return 0; done
+	done
+	return 1
+}
+ran t2- && has_t2=1 || has_t2=
+ran ni- && has_ni=1 || has_ni=
+ran t3- && has_t3=1 || has_t3=
+not_run=$([ -n "$has_t2" ] || echo table2 alpha; [ -n "$has_ni" ] || echo noniid; [ -n "$has_t3" ] || echo table3)
 # diff A_PREFIX B_PREFIX: per seed, test ppl of A minus B (seeds with both)
 diff_() {
 	for s in $seeds; do gain_of "$1-s$s" "$2-s$s"; done | grep -v '^-$' || :
@@ -115,6 +130,9 @@ label_of() {
 }
 
 # ---- tables as TSV (for the figures and for reading) ------------------------
+# keep FILE COND: FILE (written just before) stays only when COND is
+# non-empty: a stage that did not run leaves no table
+keep() { [ -n "$2" ] || rm -f "$out/$1"; }
 {
 	printf 'method\ttest ppl\n'
 	for sp in $t2_specs; do
@@ -122,6 +140,7 @@ label_of() {
 		printf '%s\t%s\n' "$(label_of "${sp#*:}")" "$m"
 	done
 } >"$out/table2.tsv"
+keep table2.tsv "$has_t2"
 parts="files dir0.1 dir1 dir10"
 part_label() {
 	case $1 in
@@ -135,6 +154,7 @@ part_label() {
 		printf '%s\t%s\t%s\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | mean)" "$(over ni-$p-fedatt test_ppl | mean)"
 	done
 } >"$out/noniid.tsv"
+keep noniid.tsv "$has_ni"
 # gain.tsv: FedAvg's test perplexity minus FedAtt's (frobenius, eps 1) per
 # seed and partition, the spread the goals' verdicts rest on (one row a seed;
 # "-" where either run is missing)
@@ -148,6 +168,7 @@ part_label() {
 		printf '\n'
 	done
 } >"$out/gain.tsv"
+keep gain.tsv "$has_t2$has_ni"
 {
 	printf 'method'
 	printf '\tβ = 0'
@@ -160,16 +181,16 @@ part_label() {
 	for b in $betas; do printf '\t%s' "$(over t3-fedatt-b$b test_ppl | mean)"; done
 	printf '\n'
 } >"$out/table3-beta.tsv"
+keep table3-beta.tsv "$has_t3"
 
 # The sizes stage (Table IV's direction): its runs are t4-{fedavg,fedatt}-
-# PRESET; small is Table II's. The table is written when one of them is
-# complete.
+# PRESET; small is Table II's (its row only when Table II ran). The table is
+# written when one of them is complete.
 sizes=
-for p in medium large; do
-	for m in fedavg fedatt; do
-		for s in $seeds; do done_ t4-$m-$p-s$s && sizes=1; done
-	done
-done
+ran t4- && sizes=1
+[ -n "$sizes" ] || not_run="$not_run sizes"
+size_presets="medium large"
+[ -z "$has_t2" ] || size_presets="small $size_presets"
 size_prefix() { # METHOD PRESET -> the run prefix
 	if [ "$2" = small ]; then
 		if [ "$1" = fedavg ]; then echo t2-fedavg; else echo t2-fedatt-frobenius-e1; fi
@@ -177,8 +198,10 @@ size_prefix() { # METHOD PRESET -> the run prefix
 		echo "t4-$1-$2"
 	fi
 }
-# has_values TSV: a cell below the header and right of the labels is not "-"
+# has_values TSV: TSV exists and a cell below the header and right of the
+# labels is not "-"
 has_values() {
+	[ -e "$1" ] || return 1
 	awk -F'\t' 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-") ok = 1 } END { exit !ok }' "$1"
 }
 # last_round RUN: the last round in its metrics
@@ -190,7 +213,7 @@ if [ -n "$sizes" ]; then
 	{
 		printf 'preset	FedAvg	FedAtt
 '
-		for p in small medium large; do
+		for p in $size_presets; do
 			printf '%s	%s	%s
 ' "$p" "$(over "$(size_prefix fedavg $p)" test_ppl | mean)" \
 				"$(over "$(size_prefix fedatt $p)" test_ppl | mean)"
@@ -246,6 +269,7 @@ alpha_sum() { # RUN -> OUT/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>m
 		alpha_sum $r | sed "s/^/$n\t/"
 	done
 } >"$out/alpha.tsv"
+keep alpha.tsv "$has_t2"
 
 # steps_alpha RUN -> "hits<TAB>pairs<TAB>chance": over every round and
 # tensor of a FedAtt run, how often the largest α went to a client with the
@@ -283,6 +307,7 @@ steps_alpha() {
 			END { if (n) printf "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%s\n", p, k, h, n, c / n, d / k, da }'
 	done
 } >"$out/alpha-steps.tsv"
+keep alpha-steps.tsv "$has_t2$has_ni"
 
 # ---- figures (gnuplot through tools/fedrun-plot) --------------------------------
 figs=""
@@ -323,7 +348,7 @@ if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 	fi
 	if [ -n "$sizes" ]; then
 		set --
-		for p in small medium large; do
+		for p in $size_presets; do
 			set -- "$@" "FedAvg, $p=$out/$(size_prefix fedavg $p)-$S" "FedAtt, $p=$out/$(size_prefix fedatt $p)-$S"
 		done
 		curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
@@ -405,7 +430,9 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	fi
 	echo "The paper tests the round with the best validation perplexity; the best validation"
 	echo "perplexity is given too."
+	[ -z "$not_run" ] || echo "Stages not run (no section here): $(echo $not_run | sed 's/ /, /g')."
 	echo
+	if [ -n "$has_t2" ]; then
 	echo "## Table II: iid"
 	echo
 	echo "$K clients (iid shards of the training sentences), fraction C = $frac a round, except"
@@ -420,6 +447,8 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		printf '| %s | %s | %s |\n' "$(label_of "${sp#*:}")" "$(over "${sp%%:*}" test_ppl | stat)" "$(over "${sp%%:*}" bestvalid | stat)"
 	done
 	echo
+	fi
+	if [ -n "$has_ni" ]; then
 	echo "## Non-iid"
 	echo
 	echo "The genres of the Brown corpus as categories: one client per genre ($ngenres clients,"
@@ -440,18 +469,19 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 			"$(over ni-$p-fedavg steps_all | stat %.0f)" "$(over ni-$p-fedavg steps_depth | stat %.0f)"
 	done
 	echo
+	fi
 	if [ -n "$sizes" ]; then
 		echo "## Model size (Table IV)"
 		echo
 		echo "iid, $K clients, C = $frac; FedAtt: frobenius, ε = 1. The presets of fedrun-models(7):"
-		echo "embed = hidden = 300, 650, 1500, tied (the paper's tied rows). small is Table II's runs;"
+		echo "embed = hidden = 300, 650, 1500, tied (the paper's tied rows). small is Table II's runs$([ -n "$has_t2" ] || echo ' (not run here)');"
 		echo "the larger presets may run fewer rounds (\`--size-rounds\`): the rounds column is the"
 		echo "last round of the first seed's FedAvg run. Gain: FedAvg's test perplexity minus"
 		echo "FedAtt's, per seed (positive: FedAtt lower)."
 		echo
 		echo "| preset | rounds | FedAvg | FedAtt | gain |"
 		echo "|---|---:|---:|---:|---:|"
-		for p in small medium large; do
+		for p in $size_presets; do
 			a=$(size_prefix fedavg $p) b=$(size_prefix fedatt $p)
 			r="not run"
 			done_ "$a-s$first_seed" && r=$(last_round "$a-s$first_seed")
@@ -460,6 +490,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		done
 		echo
 	fi
+	if [ -n "$has_t3" ]; then
 	echo "## Table III: randomisation β⋅N(0, σ²), σ = 1"
 	echo
 	echo "FedAtt (frobenius, ε = 1): fedatt's beta, noise added once to the aggregated"
@@ -470,7 +501,8 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo
 	echo "| β | FedAvg | FedAtt |"
 	echo "|---|---:|---:|"
-	printf '| 0 | %s | %s |\n' "$(over t2-fedavg test_ppl | stat)" "$(over t2-fedatt-frobenius-e1 test_ppl | stat)"
+	# β = 0 is Table II's FedAvg and FedAtt
+	[ -z "$has_t2" ] || printf '| 0 | %s | %s |\n' "$(over t2-fedavg test_ppl | stat)" "$(over t2-fedatt-frobenius-e1 test_ppl | stat)"
 	for b in $betas; do
 		printf '| %s | %s | %s |\n' "$b" "$(over t3-fedavg-b$b test_ppl | stat)" "$(over t3-fedatt-b$b test_ppl | stat)"
 	done
@@ -494,6 +526,8 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		printf '| %s | %s | %s | %s |\n' "$e" "${z:-not run}" "$(over t3-dp-eps$e final_eps | stat %.3f)" "$(over t3-dp-eps$e test_ppl | stat)"
 	done
 	echo
+	fi
+	if [ -n "$has_t2" ]; then
 	echo "## Attention weights"
 	echo
 	echo "fedatt.alpha of the Table II runs with ε = 1 (seed $first_seed), per tensor, averaged over"
@@ -504,6 +538,8 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "|---|---|---:|---:|---:|"
 	tail -n +2 "$out/alpha.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
 	echo
+	fi
+	if [ -n "$has_t2$has_ni" ]; then
 	echo "## Attention and local steps"
 	echo
 	echo "FedAtt (frobenius, ε = 1): over every round and tensor of the runs (all seeds), how"
@@ -520,7 +556,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo
 	echo "| partition | largest α to most steps | rate | chance | depth under α | depth under nₖ |"
 	echo "|---|---:|---:|---:|---:|---:|"
-	for p in iid $parts; do
+	for p in $([ -z "$has_t2" ] || echo iid) $([ -z "$has_ni" ] || echo $parts); do
 		l=$(awk -F'\t' -v p="$p" '$1 == p' "$out/alpha-steps.tsv")
 		if [ $p = iid ]; then lab="iid"; else lab=$(part_label $p); fi
 		if [ -n "$l" ]; then
@@ -530,38 +566,53 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		fi
 	done
 	echo
+	fi
 	echo "## Goals"
 	echo
 	echo "Does FedAtt lower the test perplexity? Measured differences (FedAtt − baseline;"
 	echo "negative is lower), the mean over seeds; **lower** when FedAtt is lower in every"
 	echo "seed, **not lower** when in none, **mixed** otherwise."
 	echo
-	# the settings where FedAtt (frobenius or spectral, ε = 1) is lower than FedAvg
-	sum=$(
-		for ab in t2-fedatt-frobenius-e1:t2-fedavg t2-fedatt-spectral-e1:t2-fedavg \
-			ni-files-fedatt:ni-files-fedavg ni-dir0.1-fedatt:ni-dir0.1-fedavg \
-			ni-dir1-fedatt:ni-dir1-fedavg ni-dir10-fedatt:ni-dir10-fedavg \
-			$(for b in $betas; do printf 't3-fedatt-b%s:t3-fedavg-b%s ' $b $b; done); do
-			verdict "$(lower ${ab%%:*} ${ab#*:})" | sed 's/^\*\*\([^*]*\)\*\*.*/\1/'
-		done | awk '{ c[$0]++ }
-		END { printf "**lower** in %d, **mixed** in %d, **not lower** in %d, not measured in %d",
-			c["lower"], c["mixed"], c["not lower"], c["not measured"] }'
-	)
-	echo "Summary over the $((6 + $(echo $betas | wc -w))) comparisons of FedAtt at ε = 1 with FedAvg in the same"
-	echo "setting (iid with both norms, the four non-iid partitions, the noise levels β > 0):"
-	echo "$sum."
-	echo
-	for n in frobenius spectral; do
+	# the settings where FedAtt (frobenius or spectral, ε = 1) is lower than
+	# FedAvg, of the stages that ran
+	pairs='' what=''
+	if [ -n "$has_t2" ]; then
+		pairs="t2-fedatt-frobenius-e1:t2-fedavg t2-fedatt-spectral-e1:t2-fedavg"
+		what="iid with both norms"
+	fi
+	if [ -n "$has_ni" ]; then
+		pairs="$pairs ni-files-fedatt:ni-files-fedavg ni-dir0.1-fedatt:ni-dir0.1-fedavg"
+		pairs="$pairs ni-dir1-fedatt:ni-dir1-fedavg ni-dir10-fedatt:ni-dir10-fedavg"
+		what="$what${what:+, }the four non-iid partitions"
+	fi
+	if [ -n "$has_t3" ]; then
+		pairs="$pairs $(for b in $betas; do printf 't3-fedatt-b%s:t3-fedavg-b%s ' $b $b; done)"
+		what="$what${what:+, }the noise levels β > 0"
+	fi
+	if [ -n "$pairs" ]; then
+		sum=$(
+			for ab in $pairs; do
+				verdict "$(lower ${ab%%:*} ${ab#*:})" | sed 's/^\*\*\([^*]*\)\*\*.*/\1/'
+			done | awk '{ c[$0]++ }
+			END { printf "**lower** in %d, **mixed** in %d, **not lower** in %d, not measured in %d",
+				c["lower"], c["mixed"], c["not lower"], c["not measured"] }'
+		)
+		echo "Summary over the $(echo $pairs | wc -w) comparisons of FedAtt at ε = 1 with FedAvg in the same"
+		echo "setting ($what):"
+		echo "$sum."
+		echo
+	fi
+	[ -z "$has_t2" ] || for n in frobenius spectral; do
 		for e in 0.5 1 1.2; do
 			echo "- iid, FedAtt $n ε = $e against FedAvg: $(verdict "$(lower t2-fedatt-$n-e$e t2-fedavg)");"
 			[ "$e" = 1 ] || echo "  against FedAvg with server step $e: $(verdict "$(lower t2-fedatt-$n-e$e "$(step_control $e)")");"
 			echo "  against FedSGD: $(verdict "$(lower t2-fedatt-$n-e$e t2-fedsgd)")."
 		done
 	done
-	for p in $parts; do
+	[ -z "$has_ni" ] || for p in $parts; do
 		echo "- $(part_label $p), FedAtt against FedAvg: $(verdict "$(lower ni-$p-fedatt ni-$p-fedavg)")."
 	done
-	for b in $betas; do
+	[ -z "$has_t3" ] || for b in $betas; do
 		echo "- noise β = $b, FedAtt against FedAvg: $(verdict "$(lower t3-fedatt-b$b t3-fedavg-b$b)")."
 	done
 	if [ -n "$sizes" ]; then
@@ -573,7 +624,10 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	if [ -n "$figs" ]; then
 		echo "## Figures"
 		echo
-		echo "fig-gain-seeds: every seed (\`gain.tsv\`); fig-table3-beta: the mean over seeds; the"
+		the=The
+		[ ! -e "$out/fig-gain-seeds.svg" ] || { printf 'fig-gain-seeds: every seed (`gain.tsv`); '; the=the; }
+		[ ! -e "$out/fig-table3-beta.svg" ] || { printf 'fig-table3-beta: the mean over seeds; '; the=the; }
+		echo "$the"
 		echo "curves: seed $first_seed's runs. PNG files of the same names are next to the SVGs;"
 		echo "\`.dat\` files hold the numbers plotted."
 		echo
