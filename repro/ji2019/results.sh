@@ -91,21 +91,33 @@ gain_of() {
 		echo -
 	fi
 }
-# ran PREFIX: a complete run PREFIX*-sSEED for a seed of the settings. The
-# stages: table2 (t2-), noniid (ni-), table3 (t3-) and sizes (t4-); a
+# ran PREFIX: a complete run PREFIX*-sSEED for a seed of the settings. A
 # stage with no complete run has no section, table row or goal in
 # results.md, and the header names it (a directory of the sizes stage alone
-# reads as one)
+# reads as one). A stage is known by the runs only it makes: table2 by
+# FedSGD and the server-step controls (table3, alpha and compare make some
+# of its FedAtt and FedAvg runs too), alpha by FedAtt spectral at ε = 1
+# (table2 makes it as well), noniid by ni-, table3 by t3-, sizes by t4-.
 ran() {
 	for s in $seeds; do
 		for f in "$out/$1"*-s"$s"/.complete; do [ -e "$f" ] && return 0; done
 	done
 	return 1
 }
-ran t2- && has_t2=1 || has_t2=
-ran ni- && has_ni=1 || has_ni=
-ran t3- && has_t3=1 || has_t3=
-not_run=$([ -n "$has_t2" ] || echo table2 alpha; [ -n "$has_ni" ] || echo noniid; [ -n "$has_t3" ] || echo table3)
+# any PREFIX: the run PREFIX-sSEED is complete for a seed of the settings
+any() {
+	for s in $seeds; do done_ "$1-s$s" && return 0; done
+	return 1
+}
+{ ran t2-fedsgd || ran t2-fedavg-lr; } && has_t2=1 || has_t2=''
+any t2-fedatt-spectral-e1 && has_alpha=1 || has_alpha=''
+ran ni- && has_ni=1 || has_ni=''
+ran t3- && has_t3=1 || has_t3=''
+# the iid runs of FedAvg and FedAtt (frobenius, ε = 1), whichever stage made them
+any t2-fedavg && has_iid_avg=1 || has_iid_avg=''
+any t2-fedatt-frobenius-e1 && has_iid_att=1 || has_iid_att=''
+not_run=$([ -n "$has_t2" ] || echo table2; [ -n "$has_alpha" ] || echo alpha
+	[ -n "$has_ni" ] || echo noniid; [ -n "$has_t3" ] || echo table3)
 # diff A_PREFIX B_PREFIX: per seed, test ppl of A minus B (seeds with both)
 diff_() {
 	for s in $seeds; do gain_of "$1-s$s" "$2-s$s"; done | grep -v '^-$' || :
@@ -269,7 +281,8 @@ alpha_sum() { # RUN -> OUT/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>m
 		alpha_sum $r | sed "s/^/$n\t/"
 	done
 } >"$out/alpha.tsv"
-keep alpha.tsv "$has_t2"
+keep alpha.tsv "$has_alpha"
+[ -n "$has_alpha" ] || rm -rf "$out/alpha"
 
 # steps_alpha RUN -> "hits<TAB>pairs<TAB>chance": over every round and
 # tensor of a FedAtt run, how often the largest α went to a client with the
@@ -307,7 +320,7 @@ steps_alpha() {
 			END { if (n) printf "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%s\n", p, k, h, n, c / n, d / k, da }'
 	done
 } >"$out/alpha-steps.tsv"
-keep alpha-steps.tsv "$has_t2$has_ni"
+keep alpha-steps.tsv "$has_iid_att$has_ni"
 
 # ---- figures (gnuplot through tools/fedrun-plot) --------------------------------
 figs=""
@@ -327,6 +340,9 @@ curve() {
 	"$PLOT" curve "$@"
 }
 if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
+	# every figure is drawn again below from the runs there are, so none is
+	# left from a stage whose runs are gone
+	rm -f "$out"/fig-*.svg "$out"/fig-*.png "$out"/fig-*.dat
 	S=s$first_seed
 	set --
 	for sp in $t2_specs; do set -- "$@" "$(label_of "${sp#*:}")=$out/${sp%%:*}-$S"; done
@@ -458,8 +474,12 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "draw the same clients), all clients' local steps over the run, and their depth: the"
 	echo "sum over rounds of the step-weighted mean of the round's local steps (Σ τ²/Σ τ; with"
 	echo "one epoch τₖ grows with nₖ, so this is about the number of sequential steps the"
-	echo "nₖ-weighted average reflects). The iid setting (Table II's FedAvg):"
-	echo "$(over t2-fedavg steps_all | stat %.0f) steps, depth $(over t2-fedavg steps_depth | stat %.0f)."
+	if [ -n "$has_iid_avg" ]; then
+		echo "nₖ-weighted average reflects). The iid setting (Table II's FedAvg):"
+		echo "$(over t2-fedavg steps_all | stat %.0f) steps, depth $(over t2-fedavg steps_depth | stat %.0f)."
+	else
+		echo "nₖ-weighted average reflects)."
+	fi
 	echo
 	echo "| partition | FedAvg | FedAtt | gain | steps | depth |"
 	echo "|---|---:|---:|---:|---:|---:|"
@@ -501,8 +521,8 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo
 	echo "| β | FedAvg | FedAtt |"
 	echo "|---|---:|---:|"
-	# β = 0 is Table II's FedAvg and FedAtt
-	[ -z "$has_t2" ] || printf '| 0 | %s | %s |\n' "$(over t2-fedavg test_ppl | stat)" "$(over t2-fedatt-frobenius-e1 test_ppl | stat)"
+	# β = 0 is Table II's FedAvg and FedAtt (the table3 stage makes them)
+	printf '| 0 | %s | %s |\n' "$(over t2-fedavg test_ppl | stat)" "$(over t2-fedatt-frobenius-e1 test_ppl | stat)"
 	for b in $betas; do
 		printf '| %s | %s | %s |\n' "$b" "$(over t3-fedavg-b$b test_ppl | stat)" "$(over t3-fedatt-b$b test_ppl | stat)"
 	done
@@ -527,7 +547,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	done
 	echo
 	fi
-	if [ -n "$has_t2" ]; then
+	if [ -n "$has_alpha" ]; then
 	echo "## Attention weights"
 	echo
 	echo "fedatt.alpha of the Table II runs with ε = 1 (seed $first_seed), per tensor, averaged over"
@@ -539,7 +559,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	tail -n +2 "$out/alpha.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
 	echo
 	fi
-	if [ -n "$has_t2$has_ni" ]; then
+	if [ -n "$has_iid_att$has_ni" ]; then
 	echo "## Attention and local steps"
 	echo
 	echo "FedAtt (frobenius, ε = 1): over every round and tensor of the runs (all seeds), how"
@@ -556,7 +576,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo
 	echo "| partition | largest α to most steps | rate | chance | depth under α | depth under nₖ |"
 	echo "|---|---:|---:|---:|---:|---:|"
-	for p in $([ -z "$has_t2" ] || echo iid) $([ -z "$has_ni" ] || echo $parts); do
+	for p in $([ -z "$has_iid_att" ] || echo iid) $([ -z "$has_ni" ] || echo $parts); do
 		l=$(awk -F'\t' -v p="$p" '$1 == p' "$out/alpha-steps.tsv")
 		if [ $p = iid ]; then lab="iid"; else lab=$(part_label $p); fi
 		if [ -n "$l" ]; then
