@@ -91,7 +91,8 @@ gain_of() {
 		echo -
 	fi
 }
-# ran PREFIX: a complete run PREFIX*-sSEED for a seed of the settings. A
+# ran NAME: a complete run NAME-sSEED for a seed of the settings (NAME may
+# be a glob: 'ni-*' for any run of the stage). A
 # stage with no complete run has no section, table row or goal in
 # results.md, and the header names it (a directory of the sizes stage alone
 # reads as one). A stage is known by the runs only it makes: table2 by
@@ -100,22 +101,18 @@ gain_of() {
 # (table2 makes it as well), noniid by ni-, table3 by t3-, sizes by t4-.
 ran() {
 	for s in $seeds; do
-		for f in "$out/$1"*-s"$s"/.complete; do [ -e "$f" ] && return 0; done
+		# shellcheck disable=SC2231 # $1 is a glob on purpose
+		for f in "$out"/$1-s"$s"/.complete; do [ -e "$f" ] && return 0; done
 	done
 	return 1
 }
-# any PREFIX: the run PREFIX-sSEED is complete for a seed of the settings
-any() {
-	for s in $seeds; do done_ "$1-s$s" && return 0; done
-	return 1
-}
-{ ran t2-fedsgd || ran t2-fedavg-lr; } && has_t2=1 || has_t2=''
-any t2-fedatt-spectral-e1 && has_alpha=1 || has_alpha=''
-ran ni- && has_ni=1 || has_ni=''
-ran t3- && has_t3=1 || has_t3=''
+{ ran t2-fedsgd || ran 't2-fedavg-lr*'; } && has_t2=1 || has_t2=''
+ran t2-fedatt-spectral-e1 && has_alpha=1 || has_alpha=''
+ran 'ni-*' && has_ni=1 || has_ni=''
+ran 't3-*' && has_t3=1 || has_t3=''
 # the iid runs of FedAvg and FedAtt (frobenius, ε = 1), whichever stage made them
-any t2-fedavg && has_iid_avg=1 || has_iid_avg=''
-any t2-fedatt-frobenius-e1 && has_iid_att=1 || has_iid_att=''
+ran t2-fedavg && has_iid_avg=1 || has_iid_avg=''
+ran t2-fedatt-frobenius-e1 && has_iid_att=1 || has_iid_att=''
 not_run=$([ -n "$has_t2" ] || echo table2; [ -n "$has_alpha" ] || echo alpha
 	[ -n "$has_ni" ] || echo noniid; [ -n "$has_t3" ] || echo table3)
 # diff A_PREFIX B_PREFIX: per seed, test ppl of A minus B (seeds with both)
@@ -198,8 +195,7 @@ keep table3-beta.tsv "$has_t3"
 # The sizes stage (Table IV's direction): its runs are t4-{fedavg,fedatt}-
 # PRESET; small is Table II's (its row only when Table II ran). The table is
 # written when one of them is complete.
-sizes=
-ran t4- && sizes=1
+ran 't4-*' && sizes=1 || sizes=''
 [ -n "$sizes" ] || not_run="$not_run sizes"
 size_presets="medium large"
 [ -z "$has_t2" ] || size_presets="small $size_presets"
