@@ -63,7 +63,7 @@ st=0
 (ulimit -f 2 && exec "$FEDRUN" -q "$top_srcdir/examples/toy-fedavg.json" --set output.dir=fsz) >/dev/null 2>err || st=$?
 [ "$st" -eq 1 ] || { cat err; die "a run past the file size limit: exit $st, expected 1"; }
 grep -q "fsz/.*File too large" err || { cat err; die "the file size limit: unclear message"; }
-"$FEDRUN" --version | grep -q "plugin ABI 1.6" || die "--version"
+"$FEDRUN" --version | grep -q "plugin ABI 1.7" || die "--version"
 "$FEDRUN" --help | grep -q "Exit status" || die "--help"
 # Output paths: a directory that holds a run's outputs without its
 # pipeline.json is not overwritten unasked (nor changed); an output.dir

@@ -78,6 +78,19 @@ if "$FEDRUN" --help 2>&1 | grep -q "translate"; then
 	"$FEDRUN" translate --threads 1 one2 <in.txt >one-t1.txt 2>tr.err || { cat tr.err; die "translate -t 1 failed"; }
 	"$FEDRUN" translate --threads 2 one2 <in.txt >one-t2.txt 2>tr.err || { cat tr.err; die "translate -t 2 failed"; }
 	cmp one-t1.txt one-t2.txt || die "fedrun translate: --threads 1 and 2 translate differently"
+	# A source past the model's max_len (256) is cut to it with a warning
+	# naming the line (memory grew with the square of the line), or, with
+	# --long refuse, stops translate naming the line.
+	awk 'BEGIN { for (i = 0; i < 300; i++) printf "w%d ", i % 9 + 1; print ""; print "w1 w2" }' >long.txt
+	"$FEDRUN" translate copy <long.txt >long.out 2>tr.err || { cat tr.err; die "translate of a long line failed"; }
+	[ "$(wc -l <long.out)" -eq 2 ] || die "a long line: $(wc -l <long.out) output lines, expected 2"
+	grep -q "line 1: 300 source tokens, cut to the model's 256" tr.err || { cat tr.err; die "no warning for the cut line"; }
+	[ "$(sed -n 2p long.out)" = "w1 w2" ] || die "the line after a cut one: '$(sed -n 2p long.out)'"
+	st=0
+	"$FEDRUN" translate --long refuse copy <long.txt >long.out 2>tr.err || st=$?
+	[ "$st" -eq 2 ] || { cat tr.err; die "--long refuse: exit $st, expected 2"; }
+	grep -q "line 1: transformer: a source of 300 tokens, more than the model's max_len (256)" tr.err ||
+		{ cat tr.err; die "--long refuse: no message naming the line"; }
 	translated=", fedrun translate copies"
 fi
 echo "transformer: copy task test BLEU $bleu chrF $chrf in $((t1 - t0)) s (wall, --threads 2);" \

@@ -57,6 +57,32 @@ expect 2 "usage" --bogus run
 expect 2 "--batch: expected" --batch x run
 run_ok --allow-plugin-paths p.json --set model.dim=5 --set output.dir=run5
 expect 2 "tensor 'w': the model has F32 3, the file F32 5" -c run5/final.safetensors run
+# Input is read line by line and checked as it comes: a NUL byte stops
+# translate at once (from /dev/zero it used to grow to gigabytes), invalid
+# UTF-8 and a line over --max-line-bytes are refused with the line number,
+# and nothing is translated after the bad line's batch.
+# expect_in STATUS TEXT ARGS... < INPUT: like expect, on the given input
+expect_in() {
+	want=$1 text=$2
+	shift 2
+	timeout 60 "$FEDRUN" translate --allow-plugin-paths "$@" >out 2>err
+	got=$?
+	[ "$got" -eq "$want" ] || { cat err; die "translate $*: exit $got, expected $want"; }
+	[ -z "$text" ] || grep -qF -- "$text" err || { cat err; die "translate $*: message lacks '$text'"; }
+}
+expect_in 2 "standard input, line 1: a NUL byte at byte 1" run </dev/zero
+printf 'a b\nc\0d\n' >bad.txt
+expect_in 2 "standard input, line 2: a NUL byte at byte 2" --batch 1 run <bad.txt
+[ "$(cat out)" = "b a" ] || die "the line before the NUL byte was not translated: '$(cat out)'"
+printf 'a b\n\n\303\251 ok\nx \377 y\n' >bad.txt
+expect_in 2 "standard input, line 4: invalid UTF-8 at byte 3" run <bad.txt
+printf 'a b c\nabcdefghijk\n' >bad.txt
+expect_in 2 "--max-line-bytes: standard input, line 2: longer than 10 bytes" --max-line-bytes 10 run <bad.txt
+printf 'a b c\r\nabcdefghij\n' >ok.txt
+expect_in 0 "" --max-line-bytes 10 run <ok.txt
+[ "$(cat out)" = "$(printf 'c b a\nabcdefghij')" ] || die "CRLF or a line of exactly --max-line-bytes: '$(cat out)'"
+expect 2 "--max-line-bytes: expected" --max-line-bytes 0 run
+expect 2 "--long: expected cut or refuse" --long maybe run
 # An ABI 1.0 plugin (shorter ops table, garbage after it) runs, but cannot translate.
 sed "s#wordrev.so#wordrev10.so#; s#\"wordrev\"#\"wordrev10\"#" p.json >p10.json
 run_ok --allow-plugin-paths p10.json --set output.dir=r10

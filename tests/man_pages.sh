@@ -19,6 +19,12 @@ for page in "$srcdir"/man/*.[1-9]; do
 	[ -z "$out" ] || { printf 'FAIL: groff warns on %s:\n%s\n' "$page" "$out"; fail=1; }
 done
 [ $n -gt 0 ] || { echo "FAIL: no manual pages under $srcdir/man"; exit 1; }
+# The plugin guide states the ABI version of the header (it said 1.1 for
+# five minors).
+h="$srcdir/core/include/fedrun/plugin.h"
+abi=$(awk '/^#define FEDRUN_ABI_MAJOR/ { M = $3 } /^#define FEDRUN_ABI_MINOR/ { m = $3 } END { print M "." m }' "$h")
+grep -q "^now $abi\. " "$srcdir/man/fedrun-plugin.7" ||
+	{ echo "FAIL: fedrun-plugin.7 does not say 'now $abi.' (the ABI of $h)"; fail=1; }
 [ $fail -eq 0 ] || exit 1
 [ -n "$groff" ] || { echo "SKIP: $n pages are ASCII; groff is not installed"; exit 77; }
 echo "$n manual pages: ASCII, and groff formats them without a warning"

@@ -129,6 +129,10 @@ expect_err "unknown metric" 2 "unknown metric 'ter'" -m ter "$tmp/ref1" "$tmp/hy
 expect_err "option without value" 2 "needs a value" "$tmp/ref1" "$tmp/hyp" -t
 expect_err "bad width" 2 "--width" -w x "$tmp/ref1" "$tmp/hyp"
 expect_err "stdin twice" 2 "only once" - -
+# text on stdin stops at its first NUL byte (it read 4 GiB of /dev/zero)
+expect_err "NUL byte on stdin" 1 "'standard input', line 1: a NUL byte" "$tmp/ref1" - </dev/zero
+printf 'a\nb\0\n' >"$tmp/nul"
+expect_err "NUL byte on stdin, line 2" 1 "line 2: a NUL byte" "$tmp/ref1" - <"$tmp/nul"
 
 # like sacreBLEU, warn (but score) when 100 hypotheses look tokenized
 i=0

@@ -73,7 +73,7 @@ static int file_read(struct text_file *f, const char *path)
 	memset(f, 0, sizeof *f);
 	f->path = strcmp(path, "-") ? path : "<stdin>";
 	int rc =
-	    strcmp(path, "-") ? fedrun_read_file(path, &f->buf, &len) : fedrun_read_stream(stdin, "standard input", &f->buf, &len);
+	    strcmp(path, "-") ? fedrun_read_file(path, &f->buf, &len) : fedrun_read_text_stream(stdin, "standard input", &f->buf, &len);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < len;) {

@@ -37,6 +37,12 @@ static void usage(FILE *fp)
 	      "      --max-len-a A       maximum length = A * source length + B\n"
 	      "      --max-len-b B\n"
 	      "      --batch N           sentences decoded at once\n"
+	      "      --long cut|refuse   a line of more source tokens than the model\n"
+	      "                          decodes (the transformer's max_len): translate\n"
+	      "                          its first tokens with a warning (cut, default)\n"
+	      "                          or stop with an error (refuse)\n"
+	      "      --max-line-bytes N  refuse a line longer than N bytes (default\n"
+	      "                          1048576); memory stays bounded on any input\n"
 	      "  -t, --threads N         threads the model may use (default 1)\n"
 	      "      --backend NAME      where the model computes (cpu, cuda); default:\n"
 	      "                          the backend the run's pipeline names\n"
@@ -132,6 +138,8 @@ static void decode_defaults(json_t *model, struct fedrun_decode_opts *d)
 struct cli {
 	const char *target, *checkpoint, *backend, *expert;
 	double beam, len_penalty, max_len_a, max_len_b, batch, threads; /* NAN: not given */
+	double max_line_bytes;
+	uint32_t long_src; /* enum fedrun_long_src */
 	bool allow_plugin_paths;
 };
 
@@ -144,9 +152,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"threads", required_argument, NULL, 't'},    {"help", no_argument, NULL, 'h'},
 		{"allow-plugin-paths", no_argument, NULL, 'P'}, {"backend", required_argument, NULL, 'E'},
 		{"expert", required_argument, NULL, 'e'},
+		{"long", required_argument, NULL, 'G'}, {"max-line-bytes", required_argument, NULL, 'M'},
 		{NULL, 0, NULL, 0}};
 	*c = (struct cli){.beam = NAN, .len_penalty = NAN, .max_len_a = NAN, .max_len_b = NAN,
-			  .batch = NAN, .threads = 1};
+			  .batch = NAN, .threads = 1, .max_line_bytes = 1 << 20,
+			  .long_src = FEDRUN_LONG_CUT};
 	int o;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "c:b:t:e:h", longopts, NULL)) != -1) {
@@ -162,13 +172,22 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 't': bad = parse_num("--threads", optarg, 1, 1024, &c->threads); break;
 		case 'P': c->allow_plugin_paths = true; break;
 		case 'E': c->backend = optarg; break;
+		case 'M': bad = parse_num("--max-line-bytes", optarg, 1, 1 << 30, &c->max_line_bytes); break;
+		case 'G':
+			if (!strcmp(optarg, "cut") || !strcmp(optarg, "refuse")) {
+				c->long_src = optarg[0] == 'c' ? FEDRUN_LONG_CUT : FEDRUN_LONG_REFUSE;
+				break;
+			}
+			fprintf(stderr, "fedrun translate: --long: expected cut or refuse, got '%s'\n",
+				optarg);
+			return -1;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}
 		if (bad)
 			return -1;
-		if ((o == 'b' || o == 'n' || o == 't') && floor(o == 'b' ? c->beam : o == 'n' ? c->batch : c->threads) !=
-								 (o == 'b' ? c->beam : o == 'n' ? c->batch : c->threads)) {
+		const double iv = o == 'b' ? c->beam : o == 'n' ? c->batch : o == 't' ? c->threads : c->max_line_bytes;
+		if ((o == 'b' || o == 'n' || o == 't' || o == 'M') && floor(iv) != iv) {
 			fprintf(stderr, "fedrun translate: -%c: expected an integer, got '%s'\n", o, optarg);
 			return -1;
 		}
@@ -186,17 +205,24 @@ struct expert {
 	float *params, *gate; /* NULL: no expert */
 };
 
-/* Translates `n` lines; empty lines stay empty without reaching the model.
- * Newlines in a translation become spaces: one output line per input line. */
+/* Translates `n` lines (lineno[i] the input line number of lines[i]);
+ * empty lines stay empty without reaching the model. Newlines in a
+ * translation become spaces: one output line per input line. A line the
+ * model cut gets a warning, one it refused names its line. */
 static int translate_batch(const struct fedrun_model_ops *ops, void *model, void *worker,
 			   const float *params, const struct expert *ex,
-			   const struct fedrun_decode_opts *d, char **lines, uint32_t n)
+			   const struct fedrun_decode_opts *dopts, char **lines,
+			   const uint64_t *lineno, uint32_t n)
 {
 	const char **src = calloc(n ? n : 1, sizeof *src);
 	char **out = calloc(n ? n : 1, sizeof *out);
 	uint32_t *pos = calloc(n ? n : 1, sizeof *pos);
+	uint32_t *ntok = calloc(n ? n : 1, sizeof *ntok), max_src = 0;
+	struct fedrun_decode_opts dd = *dopts, *d = &dd;
+	dd.src_tokens = ntok;
+	dd.max_src = &max_src;
 	int rc = 0;
-	if (!src || !out || !pos) {
+	if (!src || !out || !pos || !ntok) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -210,8 +236,24 @@ static int translate_batch(const struct fedrun_model_ops *ops, void *model, void
 		rc = ex->params ? ops->gate_translate(model, worker, params, ex->params, ex->gate, d,
 						      src, m, out)
 				: ops->translate(model, worker, params, d, src, m, out);
-		if (rc < 0)
+		for (uint32_t j = 0; j < m && max_src > 0; j++) {
+			if (ntok[j] <= max_src)
+				continue;
+			if (rc < 0) {
+				fedrun_error_wrap(rc, "standard input, line %" PRIu64 ": ",
+						  lineno[pos[j]]);
+				goto done;
+			}
+			fprintf(stderr,
+				"fedrun translate: warning: standard input, line %" PRIu64
+				": %u source tokens, cut to the model's %u (--long refuse to stop)\n",
+				lineno[pos[j]], ntok[j], max_src);
+		}
+		if (rc < 0) {
+			fedrun_error_wrap(rc, "standard input, lines %" PRIu64 "-%" PRIu64 ": ",
+					  lineno[0], lineno[n - 1]);
 			goto done;
+		}
 	}
 	for (uint32_t i = 0, j = 0; i < n; i++) {
 		if (j < m && pos[j] == i) {
@@ -232,6 +274,7 @@ done:
 	free(out);
 	free(src);
 	free(pos);
+	free(ntok);
 	return rc;
 }
 
@@ -289,8 +332,9 @@ static int run(const struct cli *c)
 	struct expert ex = {NULL, NULL};
 	struct fedrun_st_file f;
 	char **lines = NULL;
+	uint64_t *linenos = NULL;
 	char *line = NULL;
-	size_t cap = 0;
+	size_t cap = 0, len = 0;
 	struct tctx tc = {.threads = (uint32_t)c->threads};
 	struct fedrun_host host = {.size = sizeof host, .abi_minor = FEDRUN_ABI_MINOR, .ctx = &tc,
 				   .log = t_log, .error = t_error, .metric = t_metric,
@@ -428,53 +472,60 @@ static int run(const struct cli *c)
 		d.max_len_b = c->max_len_b;
 	if (!isnan(c->batch))
 		d.batch = (uint32_t)c->batch;
+	d.long_src = c->long_src;
 
-	if (!(lines = calloc(d.batch, sizeof *lines))) {
+	if (!(lines = calloc(d.batch, sizeof *lines)) ||
+	    !(linenos = calloc(d.batch, sizeof *linenos))) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* Line by line, each line bounded (--max-line-bytes) and checked as it
+	 * is read: memory stays that of one batch whatever comes in. */
 	uint32_t n = 0;
 	uint64_t lineno = 0;
-	ssize_t len;
-	while ((len = getline(&line, &cap, stdin)) >= 0) {
+	int got;
+	while ((got = fedrun_read_line(stdin, "standard input", lineno + 1, (size_t)c->max_line_bytes,
+				       &line, &cap, &len)) == 1) {
 		lineno++;
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = 0;
 		if (len > 0 && line[len - 1] == '\r')
 			line[--len] = 0;
-		if (strlen(line) != (size_t)len) {
-			rc = fedrun_error(FEDRUN_EINVAL, "standard input, line %" PRIu64 ": a NUL byte", lineno);
+		size_t bad;
+		if (!fedrun_utf8_valid(line, len, &bad)) {
+			rc = fedrun_error(FEDRUN_EINVAL,
+					  "standard input, line %" PRIu64 ": invalid UTF-8 at byte %zu",
+					  lineno, bad + 1);
 			goto out;
 		}
 		if (!(lines[n] = strdup(line))) {
 			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 			goto out;
 		}
+		linenos[n] = lineno;
 		if (++n == d.batch) {
-			rc = translate_batch(ops, model, worker, params, &ex, &d, lines, n);
+			rc = translate_batch(ops, model, worker, params, &ex, &d, lines, linenos, n);
 			for (uint32_t i = 0; i < n; i++) {
 				free(lines[i]);
 				lines[i] = NULL;
 			}
 			n = 0;
-			if (rc < 0) {
-				fedrun_error_wrap(rc, "model '%s': translating input line %" PRIu64 ": ",
-						  desc->name, lineno);
+			if (rc < 0)
 				goto out;
-			}
 		}
 	}
-	if (ferror(stdin)) {
-		rc = fedrun_error(FEDRUN_EIO, "standard input: %s", strerror(errno));
+	if (got < 0) {
+		rc = got;
+		if (len > (size_t)c->max_line_bytes)
+			fedrun_error_wrap(rc, "--max-line-bytes: ");
 		goto out;
 	}
-	if (n > 0 && (rc = translate_batch(ops, model, worker, params, &ex, &d, lines, n)) < 0)
-		fedrun_error_wrap(rc, "model '%s': translating input line %" PRIu64 ": ", desc->name, lineno);
+	if (n > 0)
+		rc = translate_batch(ops, model, worker, params, &ex, &d, lines, linenos, n);
 out:
 	if (lines)
 		for (uint32_t i = 0; i < d.batch; i++)
 			free(lines[i]);
 	free(lines);
+	free(linenos);
 	free(line);
 	fedrun_st_fini(&f);
 	if (worker && ops->worker_destroy)

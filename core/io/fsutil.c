@@ -2,7 +2,9 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,19 +123,35 @@ int fedrun_write_file_atomic(const char *path, const void *data, size_t n)
 	return fedrun_atomic_commit(&af);
 }
 
-int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n)
+/* Reads fp whole; with `text`, fails at the first NUL byte read. */
+static int read_stream(FILE *fp, const char *name, bool text, char **data, size_t *n)
 {
 	*data = NULL;
 	*n = 0;
-	size_t cap = 1 << 16, len = 0;
+	size_t cap = 1 << 16, len = 0, lines = 1;
 	char *buf = malloc(cap + 1);
 	while (buf) {
-		len += fread(buf + len, 1, cap - len, fp);
+		size_t got = fread(buf + len, 1, cap - len, fp);
+		if (text && got > 0) {
+			const char *nul = memchr(buf + len, '\0', got);
+			const char *end = nul ? nul : buf + len + got;
+			for (const char *p = buf + len; (p = memchr(p, '\n', (size_t)(end - p)));
+			     p++)
+				lines++;
+			if (nul) {
+				free(buf);
+				return fedrun_error(FEDRUN_EINVAL,
+						    "'%s', line %zu: a NUL byte (not text)", name,
+						    lines);
+			}
+		}
+		len += got;
 		if (len < cap)
 			break;
 		if (cap >= FEDRUN_READ_MAX) { /* a stream: stdin from /dev/zero */
 			free(buf);
-			return fedrun_error(FEDRUN_EINVAL, "'%s': more than the %llu GiB fedrun reads", name,
+			return fedrun_error(FEDRUN_EINVAL,
+					    "'%s': more than the %llu GiB fedrun reads", name,
 					    (unsigned long long)(FEDRUN_READ_MAX >> 30));
 		}
 		char *bigger = realloc(buf, 2 * cap + 1);
@@ -155,6 +173,64 @@ int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n)
 	*data = buf;
 	*n = len;
 	return 0;
+}
+
+int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n)
+{
+	return read_stream(fp, name, false, data, n);
+}
+
+int fedrun_read_text_stream(FILE *fp, const char *name, char **data, size_t *n)
+{
+	return read_stream(fp, name, true, data, n);
+}
+
+int fedrun_read_line(FILE *fp, const char *name, uint64_t lineno, size_t max, char **buf,
+		     size_t *cap, size_t *len)
+{
+	size_t n = 0;
+	int c;
+	*len = 0;
+	while ((c = getc(fp)) != EOF && c != '\n') {
+		*len = n;
+		if (c == 0)
+			return fedrun_error(FEDRUN_EINVAL,
+					    "%s, line %" PRIu64
+					    ": a NUL byte at byte %zu (not text)",
+					    name, lineno, n + 1);
+		if (n >= max) {
+			*len = n + 1;
+			return fedrun_error(FEDRUN_EINVAL,
+					    "%s, line %" PRIu64 ": longer than %zu bytes", name,
+					    lineno, max);
+		}
+		if (n + 1 >= *cap) {
+			size_t nc = *cap ? 2 * *cap : 256;
+			char *p = realloc(*buf, nc);
+			if (!p)
+				return fedrun_error(FEDRUN_ENOMEM,
+						    "%s, line %" PRIu64 ": out of memory", name,
+						    lineno);
+			*buf = p;
+			*cap = nc;
+		}
+		(*buf)[n++] = (char)c;
+	}
+	if (ferror(fp))
+		return fedrun_error(FEDRUN_EIO, "cannot read %s: %s", name, strerror(errno));
+	if (c == EOF && n == 0)
+		return 0;
+	if (!*buf || n + 1 > *cap) { /* an empty line before any byte was stored */
+		char *p = realloc(*buf, 256);
+		if (!p)
+			return fedrun_error(FEDRUN_ENOMEM, "%s, line %" PRIu64 ": out of memory",
+					    name, lineno);
+		*buf = p;
+		*cap = 256;
+	}
+	(*buf)[n] = '\0';
+	*len = n;
+	return 1;
 }
 
 int fedrun_file_check(const char *path, int fd)

@@ -38,6 +38,18 @@ int fedrun_read_file(const char *path, char **data, size_t *n);
 /* The same from an open stream; `name` is for messages. At most
  * FEDRUN_READ_MAX bytes. */
 int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n);
+/* The same for text: a NUL byte is refused (FEDRUN_EINVAL, naming the line)
+ * as soon as it is read, so `cmd < /dev/zero` stops at its first byte. */
+int fedrun_read_text_stream(FILE *fp, const char *name, char **data, size_t *n);
+/* Reads the next line of text from `fp` into *buf (grown as needed; *cap is
+ * its size; free with free()), without its "\n" and NUL-terminated; *len is
+ * its length. Returns 1 for a line, 0 at the end of the stream, or
+ * FEDRUN_EINVAL for a NUL byte (refused as soon as it is read) or a line of
+ * more than `max` bytes (stopped there, *len then max + 1: memory stays
+ * bounded), FEDRUN_EIO or FEDRUN_ENOMEM; messages name `name` and the line
+ * number `lineno`. */
+int fedrun_read_line(FILE *fp, const char *name, uint64_t lineno, size_t max, char **buf,
+		     size_t *cap, size_t *len);
 /* Whether the open file `fd` (named `path`) is one fedrun reads: a regular
  * file of at most FEDRUN_READ_MAX bytes. 0, FEDRUN_EINVAL (with a message)
  * or FEDRUN_EIO. */

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 6
+#define FEDRUN_ABI_MINOR 7
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -292,7 +292,20 @@ struct fedrun_decode_opts {
 	double max_len_a;   /* max target length = a * source length + b */
 	double max_len_b;
 	uint32_t batch;     /* sentences decoded at once */
+	/* ---- ABI 1.7: the op reads these only when `size` covers them. */
+	/* What to do with a source longer than the model decodes (the
+	 * transformer's max_len tokens): FEDRUN_LONG_CUT keeps its first
+	 * tokens, FEDRUN_LONG_REFUSE fails the call with FEDRUN_EINVAL. */
+	uint32_t long_src;
+	/* Outputs, each NULL or set by the op: src_tokens[i] the tokens of
+	 * source i as the model reads it (before any cut; n entries, set for
+	 * every source when the call fails on one); *max_src the most source
+	 * tokens the model decodes. With these the host names the line it
+	 * cut or refused. */
+	uint32_t *src_tokens;
+	uint32_t *max_src;
 };
+enum fedrun_long_src { FEDRUN_LONG_CUT = 0, FEDRUN_LONG_REFUSE = 1 };
 
 /* ABI 1.6: how a domain expert's gate is fitted (gate_fit). */
 struct fedrun_gate_opts {

@@ -297,6 +297,30 @@ static int translate(struct tfm_model *m, void *worker, const float *params, con
 		out[i] = NULL;
 	for (uint32_t i = 0; i < n && rc == 0; i++)
 		rc = tfm_tok_encode(m->tok, src[i], strlen(src[i]), &ids[i], &len[i]);
+	/* Sources past max_len (the longest the model was trained on) are cut
+	 * or refused: attention's cost grows with the square of the length,
+	 * and the model has never seen such positions. */
+	const bool v17 = opts && opts->size >= offsetof(struct fedrun_decode_opts, max_src) +
+						   sizeof opts->max_src;
+	if (rc == 0 && v17 && opts->max_src)
+		*opts->max_src = m->max_len;
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		if (v17 && opts->src_tokens)
+			opts->src_tokens[i] = len[i];
+		if (len[i] <= m->max_len)
+			continue;
+		if (v17 && opts->long_src == FEDRUN_LONG_REFUSE) {
+			for (uint32_t j = i + 1; opts->src_tokens && j < n; j++)
+				opts->src_tokens[j] = len[j];
+			rc = fedrun_error(
+			    FEDRUN_EINVAL,
+			    "transformer: a source of %u tokens, more than the model's "
+			    "max_len (%u)",
+			    len[i], m->max_len);
+		} else {
+			len[i] = m->max_len;
+		}
+	}
 	if (rc == 0 && !w)
 		rc = tfm_worker_create(m, (void **)&w);
 	struct mdev_xfer x0 = {0, 0};
@@ -352,7 +376,8 @@ static int tfm_gate_translate(void *model, void *worker, const float *global, co
 			      const char *const *src, uint32_t n, char **out)
 {
 	if (!priv || !gate)
-		return fedrun_error(FEDRUN_EINVAL, "transformer: gate_translate: NULL model or gate");
+		return fedrun_error(FEDRUN_EINVAL,
+				    "transformer: gate_translate: NULL model or gate");
 	return translate(model, worker, global, priv, gate, opts, src, n, out);
 }
 #endif
