@@ -319,6 +319,74 @@ static int expert_load(const char *arg, const char *rundir, const struct fedrun_
 	return rc;
 }
 
+/* What translate_batch needs besides the lines. */
+struct batch_ctx {
+	const struct fedrun_model_ops *ops;
+	void *model, *worker;
+	const float *params;
+	const struct expert *ex;
+	const struct fedrun_decode_opts *d;
+};
+
+static int translate_cb(void *ctx, char **lines, const uint64_t *lineno, uint32_t n)
+{
+	const struct batch_ctx *b = ctx;
+	return translate_batch(b->ops, b->model, b->worker, b->params, b->ex, b->d, lines, lineno,
+			       n);
+}
+
+int fedrun_translate_read(FILE *in, size_t max_bytes, uint32_t batch,
+			  int (*emit)(void *ctx, char **lines, const uint64_t *lineno, uint32_t n),
+			  void *ctx)
+{
+	char **lines = calloc(batch ? batch : 1, sizeof *lines), *line = NULL;
+	uint64_t *linenos = calloc(batch ? batch : 1, sizeof *linenos), lineno = 0;
+	size_t cap = 0, len = 0;
+	uint32_t n = 0;
+	int rc = lines && linenos ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory"), got = 0;
+	/* Line by line, each line bounded and checked as it is read: memory
+	 * stays that of one batch whatever comes in. */
+	while (rc == 0 &&
+	       (got = fedrun_read_line(in, "standard input", lineno + 1, max_bytes, &line, &cap, &len)) == 1) {
+		lineno++;
+		if (len > 0 && line[len - 1] == '\r')
+			line[--len] = 0;
+		size_t bad;
+		if (!fedrun_utf8_valid(line, len, &bad)) {
+			rc = fedrun_error(FEDRUN_EINVAL,
+					  "standard input, line %" PRIu64 ": invalid UTF-8 at byte %zu",
+					  lineno, bad + 1);
+			break;
+		}
+		if (!(lines[n] = strdup(line))) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			break;
+		}
+		linenos[n] = lineno;
+		if (++n == batch) {
+			rc = emit(ctx, lines, linenos, n);
+			for (uint32_t i = 0; i < n; i++) {
+				free(lines[i]);
+				lines[i] = NULL;
+			}
+			n = 0;
+		}
+	}
+	if (rc == 0 && got < 0) {
+		rc = got;
+		if (len > max_bytes)
+			fedrun_error_wrap(rc, "--max-line-bytes: ");
+	}
+	if (rc == 0 && n > 0)
+		rc = emit(ctx, lines, linenos, n);
+	for (uint32_t i = 0; lines && i < n; i++)
+		free(lines[i]);
+	free(lines);
+	free(linenos);
+	free(line);
+	return rc;
+}
+
 static int run(const struct cli *c)
 {
 	struct stat st;
@@ -331,10 +399,6 @@ static int run(const struct cli *c)
 	float *params = NULL;
 	struct expert ex = {NULL, NULL};
 	struct fedrun_st_file f;
-	char **lines = NULL;
-	uint64_t *linenos = NULL;
-	char *line = NULL;
-	size_t cap = 0, len = 0;
 	struct tctx tc = {.threads = (uint32_t)c->threads};
 	struct fedrun_host host = {.size = sizeof host, .abi_minor = FEDRUN_ABI_MINOR, .ctx = &tc,
 				   .log = t_log, .error = t_error, .metric = t_metric,
@@ -474,59 +538,9 @@ static int run(const struct cli *c)
 		d.batch = (uint32_t)c->batch;
 	d.long_src = c->long_src;
 
-	if (!(lines = calloc(d.batch, sizeof *lines)) ||
-	    !(linenos = calloc(d.batch, sizeof *linenos))) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto out;
-	}
-	/* Line by line, each line bounded (--max-line-bytes) and checked as it
-	 * is read: memory stays that of one batch whatever comes in. */
-	uint32_t n = 0;
-	uint64_t lineno = 0;
-	int got;
-	while ((got = fedrun_read_line(stdin, "standard input", lineno + 1, (size_t)c->max_line_bytes,
-				       &line, &cap, &len)) == 1) {
-		lineno++;
-		if (len > 0 && line[len - 1] == '\r')
-			line[--len] = 0;
-		size_t bad;
-		if (!fedrun_utf8_valid(line, len, &bad)) {
-			rc = fedrun_error(FEDRUN_EINVAL,
-					  "standard input, line %" PRIu64 ": invalid UTF-8 at byte %zu",
-					  lineno, bad + 1);
-			goto out;
-		}
-		if (!(lines[n] = strdup(line))) {
-			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-			goto out;
-		}
-		linenos[n] = lineno;
-		if (++n == d.batch) {
-			rc = translate_batch(ops, model, worker, params, &ex, &d, lines, linenos, n);
-			for (uint32_t i = 0; i < n; i++) {
-				free(lines[i]);
-				lines[i] = NULL;
-			}
-			n = 0;
-			if (rc < 0)
-				goto out;
-		}
-	}
-	if (got < 0) {
-		rc = got;
-		if (len > (size_t)c->max_line_bytes)
-			fedrun_error_wrap(rc, "--max-line-bytes: ");
-		goto out;
-	}
-	if (n > 0)
-		rc = translate_batch(ops, model, worker, params, &ex, &d, lines, linenos, n);
+	struct batch_ctx bc = {ops, model, worker, params, &ex, &d};
+	rc = fedrun_translate_read(stdin, (size_t)c->max_line_bytes, d.batch, translate_cb, &bc);
 out:
-	if (lines)
-		for (uint32_t i = 0; i < d.batch; i++)
-			free(lines[i]);
-	free(lines);
-	free(linenos);
-	free(line);
 	fedrun_st_fini(&f);
 	if (worker && ops->worker_destroy)
 		ops->worker_destroy(model, worker);

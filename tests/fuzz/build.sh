@@ -17,12 +17,12 @@ flags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize
 inc="-I$build -I$src -I$src/core -I$src/core/include $(pkg-config --cflags jansson)"
 libs="$(pkg-config --libs jansson) $extra_libs -lopenblas -lm -lpthread"
 # The library's C sources (core/*/*.c but the command line's), instrumented
-# for coverage; and the `fedrun bleu` reader.
+# for coverage; and the `fedrun bleu` and `fedrun translate` readers.
 objs=
 for f in "$src"/core/*/*.c "$src/tests/fuzz/common.c"; do
 	case $f in
 	*/nn/ref_*) continue ;; # the tests' references
-	*/core/cli/cmd_bleu.c) ;;
+	*/core/cli/cmd_bleu.c | */core/cli/cmd_translate.c) ;;
 	*/core/cli/*) continue ;;
 	esac
 	rel=${f#"$src"/}
@@ -31,7 +31,7 @@ for f in "$src"/core/*/*.c "$src/tests/fuzz/common.c"; do
 	"$cc" $flags -fsanitize=fuzzer-no-link $inc -c "$f" -o "$o"
 	objs="$objs $o"
 done
-for t in safetensors pipeline text bleu; do
+for t in safetensors pipeline text bleu translate; do
 	# shellcheck disable=SC2086
 	"$cc" $flags -fsanitize=fuzzer $inc "$src/tests/fuzz/fuzz_$t.c" $objs $libs -o "$out/fuzz_$t"
 	echo "built $out/fuzz_$t"

@@ -3,7 +3,7 @@
 # and every input that once failed (under AddressSanitizer in CI's
 # sanitizer stage), so a fixed defect stays fixed without clang.
 . "$top_srcdir/tests/lib.sh"
-for t in safetensors pipeline text bleu; do
+for t in safetensors pipeline text bleu translate; do
 	dirs="$top_srcdir/tests/fuzz/corpus/$t"
 	[ -d "$top_srcdir/tests/fuzz/regress/$t" ] && dirs="$dirs $top_srcdir/tests/fuzz/regress/$t"
 	# shellcheck disable=SC2086

@@ -10,7 +10,7 @@ set -eu
 src=$1 build=$2 secs=${3:-60}
 bin=$build/tests/fuzz/bin
 status=0
-for t in safetensors pipeline text bleu; do
+for t in safetensors pipeline text bleu translate; do
 	[ -x "$bin/fuzz_$t" ] || { echo "run.sh: $bin/fuzz_$t: not built (make fuzz)" >&2; exit 1; }
 	work=$build/tests/fuzz/work-$t
 	mkdir -p "$work"
