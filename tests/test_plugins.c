@@ -199,7 +199,7 @@ START_TEST(test_privacy_bad_config)
 	void *st;
 	json_t *c = cfg("{\"sigma\": 1, \"epsilon\": 0}");
 	ck_assert_int_eq(ops->create(&fh.host, c, &l, &st), FEDRUN_ECONFIG);
-	ck_assert_str_eq(fedrun_error_message(), "privacy.epsilon: expected a number in (0, 1000000], got 0");
+	ck_assert_str_eq(fedrun_error_message(), "privacy.epsilon: expected a number in [1e-06, 1000000], got 0");
 	json_decref(c);
 	c = cfg("{\"sigma\": 1}");
 	ck_assert_int_eq(ops->create(&fh.host, c, &l, &st), FEDRUN_ECONFIG);

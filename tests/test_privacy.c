@@ -77,6 +77,12 @@ START_TEST(test_rdp_q1_closed_form)
 	/* q = 0: nothing is released. */
 	ck_assert_int_eq(fedrun_rdp_sgm(0.0, 1.0, 100, one, 1, rdp), 0);
 	ck_assert_double_eq(rdp[0], 0);
+	/* A multiplier so small that 1/z² overflows is refused with a message
+	 * naming it, not turned into a NaN divergence. */
+	const double frac[] = {2.25};
+	ck_assert_int_eq(fedrun_rdp_sgm(0.05, 1e-160, 1, frac, 1, rdp), FEDRUN_EINVAL);
+	ck_assert_msg(strstr(fedrun_error_message(), "noise multiplier 1e-160 is too small"), "%s",
+		      fedrun_error_message());
 }
 END_TEST
 
@@ -695,7 +701,7 @@ START_TEST(test_bad_configs)
 	    {"gaussian", "{\"mode\": \"central\", \"clip\": 0, \"noise_multiplier\": 1}",
 	     "privacy.clip: expected a number in (0, 1000000], got 0"},
 	    {"gaussian", "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 0}",
-	     "privacy.noise_multiplier: expected a number in (0, 1000000], got 0"},
+	     "privacy.noise_multiplier: expected a number in [1e-06, 1000000], got 0"},
 	    {"gaussian",
 	     "{\"mode\": \"central\", \"clip\": 1, \"noise_multiplier\": 1, \"delta\": 1}",
 	     "privacy.delta: expected a number in (0, 1), got 1"},

@@ -166,6 +166,11 @@ int fedrun_rdp_sgm(double q, double z, uint64_t steps, const double *orders, siz
 		int rc = rdp_one(q, z, orders[i], &rdp[i]);
 		if (rc < 0)
 			return rc;
+		if (isnan(rdp[i])) /* 1/z² overflowed: say so, not a NaN later */
+			return fedrun_error(FEDRUN_EINVAL,
+					    "RDP: noise multiplier %g is too small: the divergence at "
+					    "order %g is not a number",
+					    z, orders[i]);
 		rdp[i] *= (double)steps;
 	}
 	return 0;

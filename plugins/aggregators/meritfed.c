@@ -113,13 +113,23 @@ static int meritfed_create(const struct fedrun_host *host, json_t *config,
 				    "(the host has no loss_grad), which meritfed needs");
 	}
 	uint32_t nclients, per_round; /* checked again each round */
-	if (aggr_run_clients(host, &nclients, &per_round) && mf->cfg.target >= nclients) {
-		long long target = (long long)mf->cfg.target;
-		free(mf);
-		return fedrun_error(FEDRUN_ECONFIG,
-				    "aggregator.target: client %lld does not exist (the run has %u "
-				    "clients)",
-				    target, nclients);
+	if (aggr_run_clients(host, &nclients, &per_round)) {
+		if (mf->cfg.target >= nclients)
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "aggregator.target: client %lld does not exist (the run has "
+					  "%u clients)",
+					  (long long)mf->cfg.target, nclients);
+		/* The warm-start table has a slot per client id: a run with more
+		 * clients failed in its first round, so validate refuses it. */
+		else if (mf->cfg.warm_start && nclients > mf->cfg.max_clients)
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "aggregator.max_clients: %lld, but the run has %u clients "
+					  "(the warm-start table keeps one weight per client)",
+					  (long long)mf->cfg.max_clients, nclients);
+		if (rc < 0) {
+			free(mf);
+			return rc;
+		}
 	}
 	rc = aggr_base_init(&mf->base, "meritfed", host, layout);
 	if (rc < 0) {

@@ -107,12 +107,21 @@ static void meanest_destroy(void *model)
 	free(m);
 }
 
+/* The largest |μ| entry: model.init's range, so that x, ξ and x − ξ stay
+ * finite floats (1e300 became inf, and round 0 failed on an infinite loss
+ * that validate had passed). */
+#define MEAN_MAX 1e30
+
 static int parse_mean(json_t *v, int64_t dim, float *out, const char *path)
 {
 	char got[64];
 	if (json_is_number(v)) {
+		double x = json_number_value(v);
+		if (!(fabs(x) <= MEAN_MAX))
+			return fedrun_error(FEDRUN_ECONFIG, "%s.mean: %g is outside [-%g, %g]", path, x,
+					    MEAN_MAX, MEAN_MAX);
 		for (int64_t i = 0; i < dim; i++)
-			out[i] = (float)json_number_value(v);
+			out[i] = (float)x;
 		return 0;
 	}
 	if (json_is_array(v) && (int64_t)json_array_size(v) == dim) {
@@ -121,7 +130,12 @@ static int parse_mean(json_t *v, int64_t dim, float *out, const char *path)
 			if (!json_is_number(e))
 				return fedrun_error(FEDRUN_ECONFIG, "%s.mean[%lld]: expected a number, got %s",
 						    path, (long long)i, fedrun_json_describe(e, got, sizeof got));
-			out[i] = (float)json_number_value(e);
+			double x = json_number_value(e);
+			if (!(fabs(x) <= MEAN_MAX))
+				return fedrun_error(FEDRUN_ECONFIG,
+						    "%s.mean[%lld]: %g is outside [-%g, %g]", path,
+						    (long long)i, x, MEAN_MAX, MEAN_MAX);
+			out[i] = (float)x;
 		}
 		return 0;
 	}

@@ -46,8 +46,11 @@ static const struct fedrun_opt gaussian_dp_spec[] = {
      MODE_CHOICES},
     {"clip", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, clip),
      FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+    /* At least 1e-6: below it the accountant's divergences overflow (at
+     * 5e-324 z² is 0 and round 1 failed on a NaN); ε is beyond any
+     * meaning long before. */
     {"noise_multiplier", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, z),
-     FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+     FEDRUN_OPT_REQUIRED, 1e-6, 1e6, 0, NULL, NULL},
     {"delta", FEDRUN_OPT_NUMBER, offsetof(struct gaussian, delta),
      FEDRUN_OPT_MIN_OPEN | FEDRUN_OPT_MAX_OPEN, 0, 1, 1e-5, NULL, NULL},
     {"noise", FEDRUN_OPT_CHOICE, offsetof(struct gaussian, noise), 0, 0, 0, 0, "secure",

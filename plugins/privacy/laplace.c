@@ -21,8 +21,10 @@ struct laplace {
 static const struct fedrun_opt laplace_spec[] = {
     {"sigma", FEDRUN_OPT_NUMBER, offsetof(struct laplace, sigma),
      FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+    /* At least 1e-6, so that the noise's scale sigma / epsilon stays
+     * finite (5e-324 made every update infinite in round 1). */
     {"epsilon", FEDRUN_OPT_NUMBER, offsetof(struct laplace, epsilon),
-     FEDRUN_OPT_REQUIRED | FEDRUN_OPT_MIN_OPEN, 0, 1e6, 0, NULL, NULL},
+     FEDRUN_OPT_REQUIRED, 1e-6, 1e6, 0, NULL, NULL},
     {"clip", FEDRUN_OPT_BOOL, offsetof(struct laplace, clip), 0, 0, 0, 1, NULL, NULL},
     {"noise", FEDRUN_OPT_CHOICE, offsetof(struct laplace, noise), 0, 0, 0, 0, "secure",
      NOISE_CHOICES},

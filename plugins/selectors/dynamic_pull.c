@@ -125,6 +125,20 @@ static int dp_create(const struct fedrun_host *host, json_t *config,
 	if ((rc = selgroups_init(&st->groups, config, "selector", "groups", true, layout)) < 0)
 		goto fail;
 	if (cfg.reference == DP_REF_PREVIOUS) {
+		uint32_t nclients = 0;
+#if FEDRUN_ABI_MINOR >= 2
+		/* Checked here, not in the first round, so that validate refuses it. */
+		if (host && host->size >= offsetof(struct fedrun_host, clients) + sizeof host->clients &&
+		    host->clients)
+			nclients = host->clients(host->ctx, NULL);
+#endif
+		if (nclients > cfg.max_clients) {
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "selector.max_clients: %lld, but the run has %u clients (%s "
+					  "keeps one reference per client)",
+					  (long long)cfg.max_clients, nclients, st->name);
+			goto fail;
+		}
 		st->max_clients = (uint32_t)cfg.max_clients;
 		if ((rc = dp_create_table(st)) < 0)
 			goto fail;
