@@ -478,8 +478,9 @@ static int dir_writable(const char *dir)
 	for (;;) {
 		struct stat st;
 		if (stat(path, &st) == 0) {
+			/* A value no run can use: an invalid pipeline (exit 2) */
 			if (!S_ISDIR(st.st_mode))
-				return fedrun_error(FEDRUN_EIO, "output.dir: %s: %s is not a directory", dir,
+				return fedrun_error(FEDRUN_ECONFIG, "output.dir: %s: %s is not a directory", dir,
 						    path);
 			if (access(path, W_OK | X_OK) != 0)
 				return fedrun_error(FEDRUN_EIO, "output.dir: %s: %s is not writable: %s", dir,

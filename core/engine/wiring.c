@@ -129,13 +129,20 @@ static uint32_t host_clients(void *ctx, uint32_t *per_round)
 	return r->ntrainable ? r->num_clients : 0;
 }
 
+static bool host_overwrite(void *ctx)
+{
+	const struct run *r = ctx;
+	return r->cfg.overwrite;
+}
+
 void run_host_init(struct run *r)
 {
 	r->host = (struct fedrun_host){
 		.size = sizeof(struct fedrun_host), .abi_minor = FEDRUN_ABI_MINOR, .ctx = r,
 		.log = host_log, .error = host_error, .metric = host_metric,
 		.loss_grad = host_loss_grad, .threads = host_threads, .seed = host_seed,
-		.run_dir = host_run_dir, .resuming = host_resuming, .clients = host_clients};
+		.run_dir = host_run_dir, .resuming = host_resuming, .clients = host_clients,
+		.overwrite = host_overwrite};
 }
 
 /* Finds the plugin named by section `key` ("plugin", optional "path"). */

@@ -261,8 +261,14 @@ int fedrun_read_file(const char *path, char **data, size_t *n)
 	/* O_NONBLOCK: opening a FIFO does not wait for a writer; the check
 	 * then refuses it (and devices), and reading is blocking again. */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	/* A file that cannot be had (missing, unreadable, under a
+	 * non-directory) is a missing input, not an I/O failure. */
 	if (fd < 0)
-		return fedrun_error(errno == ENOENT ? FEDRUN_ENOENT : FEDRUN_EIO,
+		return fedrun_error(errno == ENOENT || errno == EACCES || errno == EPERM ||
+						    errno == ENOTDIR || errno == ELOOP ||
+						    errno == ENAMETOOLONG
+					    ? FEDRUN_ENOENT
+					    : FEDRUN_EIO,
 				    "cannot open '%s': %s", path, strerror(errno));
 	int rc = fedrun_file_check(path, fd);
 	int fl = fcntl(fd, F_GETFL);

@@ -3,10 +3,13 @@
  * order to metrics.jsonl and its CSV view metrics.csv. */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "run/run.h"
 
 static const char *split_names[] = {"train", "valid", "test"};
@@ -182,24 +185,52 @@ static int cmp_event(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static FILE *open_append(const char *dir, const char *name, const char *header)
+/* Opens DIR/NAME for appending (created when missing). A symbolic link or
+ * anything but a regular file is refused: a resumed run must not write
+ * through a link that points out of its directory. */
+static int open_append(const char *dir, const char *name, const char *header, FILE **out)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *fp = fopen(path, "a");
-	if (fp && header && ftell(fp) == 0)
+	*out = NULL;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+	struct stat st;
+	if (fd < 0 && errno == ELOOP)
+		return fedrun_error(FEDRUN_EIO,
+				    "%s is a symbolic link: fedrun writes a run's files only in its "
+				    "directory (remove the link)",
+				    path);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int rc = fedrun_error(FEDRUN_EIO, "cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return fedrun_error(FEDRUN_EIO, "%s is not a regular file", path);
+	}
+	FILE *fp = fdopen(fd, "a");
+	if (!fp) {
+		int rc = fedrun_error(FEDRUN_EIO, "cannot write %s: %s", path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	if (header && st.st_size == 0)
 		fputs(header, fp);
-	return fp;
+	*out = fp;
+	return 0;
 }
 
 int metrics_open(struct run *r)
 {
-	r->metrics = open_append(r->cfg.dir, "metrics.jsonl", NULL);
-	r->csv = open_append(r->cfg.dir, "metrics.csv", CSV_HEADER);
-	r->log = open_append(r->cfg.dir, "log.txt", NULL);
-	if (!r->metrics || !r->csv || !r->log)
-		return fedrun_error(FEDRUN_EIO, "%s: cannot write metrics: %s", r->cfg.dir,
-				    strerror(errno));
+	int rc = open_append(r->cfg.dir, "metrics.jsonl", NULL, &r->metrics);
+	if (rc == 0)
+		rc = open_append(r->cfg.dir, "metrics.csv", CSV_HEADER, &r->csv);
+	if (rc == 0)
+		rc = open_append(r->cfg.dir, "log.txt", NULL, &r->log);
+	if (rc < 0)
+		return rc;
 	if (r->pending_log)
 		fputs(r->pending_log, r->log);
 	free(r->pending_log);

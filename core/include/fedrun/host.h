@@ -82,6 +82,15 @@ struct fedrun_host {
 	 * create (validate then refuses what a round would). 0 where the host
 	 * does not know (yet): a model's create, or no run. */
 	uint32_t (*clients)(void *ctx, uint32_t *per_round);
+
+	/* ABI 1.7. True when the pipeline sets output.overwrite: a plugin may
+	 * replace a file in the run directory that differs from the one it
+	 * would write (say so at FEDRUN_LOG_WARN). Otherwise such a file is
+	 * the user's, and the plugin refuses (FEDRUN_EIO), naming it and
+	 * output.overwrite, as the host does for a run's own files. Check
+	 * size >= offsetof(struct fedrun_host, overwrite) + sizeof(void *)
+	 * (or abi_minor >= 7) before calling it. */
+	bool (*overwrite)(void *ctx);
 };
 
 #ifdef __cplusplus

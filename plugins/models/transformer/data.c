@@ -521,8 +521,25 @@ static int tok_install(const struct tfm_model *m, const char *dir, const char *s
 	if (fedrun_read_file(path, &old, &on) == 0) {
 		if (on == n && memcmp(old, data, n) == 0)
 			goto record;
-		m->host->log(m->host->ctx, FEDRUN_LOG_WARN,
-			     "model.tokenizer: %s held another tokenizer; replacing it", path);
+		/* Not this run's tokenizer: a file of the user's, replaced only
+		 * when the pipeline says the directory's files may go. */
+		const struct fedrun_host *h = m->host;
+		bool replace = false;
+#if FEDRUN_ABI_MINOR >= 7
+		replace = h->size >= offsetof(struct fedrun_host, overwrite) + sizeof(void *) &&
+			  h->overwrite && h->overwrite(h->ctx);
+#endif
+		if (!replace) {
+			rc = fedrun_error(FEDRUN_EIO,
+					  "model.tokenizer: %s exists and is not this run's tokenizer: "
+					  "set output.overwrite to true to replace it, or choose another "
+					  "output.dir",
+					  path);
+			goto out;
+		}
+		h->log(h->ctx, FEDRUN_LOG_WARN,
+		       "model.tokenizer: %s held another tokenizer; replacing it (output.overwrite)",
+		       path);
 	}
 	fedrun_error_clear();
 	if ((rc = fedrun_write_file_atomic(path, data, n)) < 0) {
