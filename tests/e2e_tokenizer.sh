@@ -14,7 +14,10 @@
 #    the other is gone;
 #  - init with another tokenizer fails with a message that says so and
 #    leaves no run behind (the corrected command needs no overwrite);
-#  - fedrun validate writes no tokenizer and creates no directory.
+#  - fedrun validate writes no tokenizer and creates no directory;
+#  - training text of only Unicode white space, control and invisible
+#    (Default_Ignorable_Code_Point) characters is refused with one line
+#    naming the files (SentencePiece would abort), words among them train.
 # Skipped (77) when fedrun was built without SentencePiece.
 . "$top_srcdir/tests/lib.sh"
 grep -q '^#define HAVE_SENTENCEPIECE 1' "$top_builddir/config.h" || {
@@ -113,6 +116,45 @@ st=0
 	--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/ws", "clients": [{"name": "w", "train": "train", "valid": "dev", "test": "test"}]}' \
 	2>ws.err || st=$?
 [ "$st" -eq 2 ] || { cat ws.err; die "whitespace-only training text: exit $st, expected 2"; }
-grep -q "the training text has only whitespace and control characters" ws.err ||
+blank_msg="has only white space, control and invisible characters (Unicode White_Space, Default_Ignorable_Code_Point)"
+grep -qF "the training text ('$work/ws/train.en', '$work/ws/train.de') $blank_msg" ws.err ||
 	{ cat ws.err; die "whitespace-only training text: unclear message"; }
+# The same for text of any other Unicode White_Space or
+# Default_Ignorable_Code_Point character (SentencePiece aborted on U+3000,
+# U+200B, U+FEFF, ...), each alone (as octal UTF-8 for printf), and all
+# mixed: exit 2 and one line naming the files, never an abort.
+ws_only() { # TEXT-EN TEXT-DE [TOKENIZER]: fedrun validate's exit status in $st
+	for s in train dev test; do
+		printf "$1" >ws/$s.en
+		printf "$2" >ws/$s.de
+	done
+	st=0
+	"$FEDRUN" validate "$p" --set "model.tokenizer=${3:-$spm}" \
+		--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/ws", "clients": [{"name": "w", "train": "train", "valid": "dev", "test": "test"}]}' \
+		>ws.out 2>ws.err || st=$?
+}
+all=
+for c in '\011' '\013' '\014' '\015' '\302\205' '\302\240' '\341\232\200' \
+	'\342\200\200' '\342\200\201' '\342\200\202' '\342\200\203' '\342\200\204' \
+	'\342\200\205' '\342\200\206' '\342\200\207' '\342\200\210' '\342\200\211' \
+	'\342\200\212' '\342\200\250' '\342\200\251' '\342\200\257' '\342\201\237' \
+	'\343\200\200' '\302\255' '\315\217' '\330\234' '\341\205\237' '\341\236\264' \
+	'\341\240\213' '\341\240\216' '\342\200\213' '\342\200\214' '\342\200\215' \
+	'\342\200\216' '\342\200\217' '\342\200\252' '\342\200\256' '\342\201\240' \
+	'\342\201\244' '\342\201\246' '\342\201\257' '\343\205\244' '\357\270\200' \
+	'\357\270\217' '\357\273\277' '\357\276\240' '\360\233\262\240' '\363\240\200\201' \
+	'\363\240\204\200' '\342\226\201' '\357\277\275' '\001\037\177' '\302\237'; do
+	ws_only "$c$c\n $c\n" "$c\n$c $c\n"
+	[ "$st" -eq 2 ] && [ "$(wc -l <ws.err)" -eq 1 ] && grep -qF "$blank_msg" ws.err &&
+		grep -qF "$work/ws/train.en" ws.err ||
+		{ cat ws.err; die "training text of $(printf "$c" | od -An -tx1) only: exit $st, expected 2 and one line saying so"; }
+	all="$all$c "
+done
+ws_only "$all\n$all$all\n" "$all\n$all\n"
+[ "$st" -eq 2 ] && grep -qF "$blank_msg" ws.err || { cat ws.err; die "training text of them all: exit $st"; }
+# Words among those characters: the tokenizer trains.
+line="Qu\302\240ick\343\200\200brown\342\200\213fox\342\200\203jumps\357\273\277over\342\200\250the\302\255lazy\tdog"
+ws_only "$line\n$line zwei drei vier\n\343\200\200\n$line fünf sechs\n" "$line\neins zwei\n\342\200\213\nauf Wiedersehen\n" \
+	'{"type": "sentencepiece", "vocab_size": 40}'
+[ "$st" -eq 0 ] || { cat ws.err; die "words among Unicode spaces: exit $st, expected 0"; }
 echo "tokenizer: kept in the run directory; moved runs translate and resume; init copies it"

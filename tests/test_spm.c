@@ -1,7 +1,8 @@
 /* Tests of the SentencePiece shim (plugins/models/transformer/spm.h):
  * training on generated English and German text, round trips, special ids,
  * identical bytes for identical input, and a clear error (never a crash)
- * for every bad file or option. */
+ * for every bad file or option, text with nothing to learn from included
+ * (blank.h). */
 #include "config.h"
 #include <check.h>
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 #include "fedrun/error.h"
 #include "fedrun/io.h"
+#include "blank.h"
 #include "spm.h"
 
 /* The message of the last error contains `what`. */
@@ -508,6 +510,195 @@ START_TEST(test_bad_inputs)
 }
 END_TEST
 
+/* Text made of characters that are no content: every White_Space code
+ * point (Unicode 15.0, PropList.txt, written out here rather than taken from
+ * blank_table.h), a sample of Default_Ignorable_Code_Point (each range's ends
+ * and some inside), controls, and U+2581 and U+FFFD, which SentencePiece
+ * normalizes into a space. */
+static const uint32_t white_space[] = {
+    0x9,    0xA,    0xB,    0xC,    0xD,    0x20,   0x85,   0xA0,   0x1680,
+    0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008,
+    0x2009, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
+};
+static const uint32_t ignorable[] = {
+    0xAD,    0x34F,   0x61C,   0x115F,	0x1160,	 0x17B4,  0x17B5,  0x180B,  0x180D,
+    0x180E,  0x180F,  0x200B,  0x200C,	0x200D,	 0x200E,  0x200F,  0x202A,  0x202E,
+    0x2060,  0x2064,  0x2065,  0x2066,	0x206F,	 0x3164,  0xFE00,  0xFE0F,  0xFEFF,
+    0xFFA0,  0xFFF0,  0xFFF8,  0x1BCA0, 0x1BCA3, 0x1D173, 0x1D17A, 0xE0000, 0xE0001,
+    0xE0020, 0xE007F, 0xE0100, 0xE01EF, 0xE0FFF,
+};
+static const uint32_t other_blank[] = {0x1, 0x1F, 0x7F, 0x80, 0x8F, 0x9F, 0x2581, 0xFFFD};
+
+/* Appends the UTF-8 of c to buf (at least 4 bytes free); returns the end. */
+static char *put_utf8(char *p, uint32_t c)
+{
+	if (c < 0x80) {
+		*p++ = (char)c;
+	} else if (c < 0x800) {
+		*p++ = (char)(0xc0 | c >> 6);
+		*p++ = (char)(0x80 | (c & 0x3f));
+	} else if (c < 0x10000) {
+		*p++ = (char)(0xe0 | c >> 12);
+		*p++ = (char)(0x80 | (c >> 6 & 0x3f));
+		*p++ = (char)(0x80 | (c & 0x3f));
+	} else {
+		*p++ = (char)(0xf0 | c >> 18);
+		*p++ = (char)(0x80 | (c >> 12 & 0x3f));
+		*p++ = (char)(0x80 | (c >> 6 & 0x3f));
+		*p++ = (char)(0x80 | (c & 0x3f));
+	}
+	return p;
+}
+
+static bool blank_cp(uint32_t c)
+{
+	char b[4];
+	return tfm_text_blank(b, (size_t)(put_utf8(b, c) - b));
+}
+
+START_TEST(test_blank_predicate)
+{
+	for (size_t i = 0; i < sizeof white_space / sizeof *white_space; i++)
+		ck_assert_msg(blank_cp(white_space[i]), "U+%04X not blank", white_space[i]);
+	for (size_t i = 0; i < sizeof ignorable / sizeof *ignorable; i++)
+		ck_assert_msg(blank_cp(ignorable[i]), "U+%04X not blank", ignorable[i]);
+	for (size_t i = 0; i < sizeof other_blank / sizeof *other_blank; i++)
+		ck_assert_msg(blank_cp(other_blank[i]), "U+%04X not blank", other_blank[i]);
+	/* Characters next to the ranges are content, and so is everything
+	 * visible, combining marks alone included. */
+	static const uint32_t content[] = {
+	    0x21,    0x7E,    0xA1,    0xAC,	0xAE,	  0x308,  0x34E,  0x350,  0x61B,   0x115E,
+	    0x1161,  0x167F,  0x1681,  0x17B3,	0x17B6,	  0x180A, 0x1810, 0x2010, 0x2027,  0x2030,
+	    0x205E,  0x2070,  0x2580,  0x2582,	0x2FFF,	  0x3001, 0x3163, 0x3165, 0xFDFF,  0xFE10,
+	    0xFEFE,  0xFF00,  0xFF9F,  0xFFA1,	0xFFEF,	  0xFFF9, 0xFFFC, 0xFFFE, 0x1BC9F, 0x1BCA4,
+	    0x1D172, 0x1D17B, 0xDFFFF, 0xE1000, 0x10FFFF, 'a',	  0xE9,	  0x65E5,
+	};
+	for (size_t i = 0; i < sizeof content / sizeof *content; i++)
+		ck_assert_msg(!blank_cp(content[i]), "U+%04X blank", content[i]);
+	/* Bytes that are not UTF-8 are content (SentencePiece learns them);
+	 * nothing at all is blank. */
+	static const char *const odd[] = {"\xff",
+					  "\x80",
+					  "\xc0\x80",
+					  "\xc1\xbf",
+					  "\xe3\x80",
+					  "\xed\xa0\x80",
+					  "\xf4\x90\x80\x80",
+					  "\xe0\x80\xa0",
+					  "\xf0\x80\x80\xa0",
+					  " \xe3\x80\x80\xf5"};
+	for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
+		ck_assert_msg(!tfm_text_blank(odd[i], strlen(odd[i])), "odd[%zu] blank", i);
+	ck_assert(tfm_text_blank("", 0));
+	ck_assert(tfm_text_blank(" \t\xe3\x80\x80\xe2\x80\x8b\xef\xbb\xbf", 11));
+	ck_assert(!tfm_text_blank(" \xe3\x80\x80x\xe2\x80\x8b", 8));
+	/* n is the length: a NUL is a (blank) control, what follows counts */
+	ck_assert(!tfm_text_blank(" \0a", 3));
+}
+END_TEST
+
+/* Each blank character alone, a few to a line, and all of them mixed:
+ * training refuses with a message (it used to abort the process inside
+ * SentencePiece, or train on invisible characters). */
+START_TEST(test_blank_text)
+{
+	char model[128], path[128], buf[4096];
+	path_in(model, sizeof model, "spm.model");
+	path_in(path, sizeof path, "blank text.txt");
+	const uint32_t *sets[] = {white_space, ignorable, other_blank};
+	const size_t nsets[] = {sizeof white_space / sizeof *white_space,
+				sizeof ignorable / sizeof *ignorable,
+				sizeof other_blank / sizeof *other_blank};
+	char *all = buf;
+	unsigned tried = 0;
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < nsets[k]; i++) {
+			uint32_t c = sets[k][i];
+			char text[32], *p = text;
+			/* a line of three, then one with a space between */
+			for (int j = 0; j < 3; j++)
+				p = put_utf8(p, c);
+			*p++ = '\n';
+			p = put_utf8(p, c);
+			*p++ = ' ';
+			p = put_utf8(p, c);
+			*p++ = '\n';
+			write_text(path, text, (size_t)(p - text));
+			const char *f[] = {path};
+			struct tfm_spm_train_opts o = opts(tried % 2 ? "bpe" : "unigram", 80);
+			fedrun_error_clear();
+			int rc = tfm_spm_train(f, 1, &o, model);
+			ck_assert_msg(rc == FEDRUN_EINVAL, "U+%04X: %d (%s)", c, rc,
+				      fedrun_error_message());
+			ck_msg("nothing to learn from");
+			ck_msg("White_Space, Default_Ignorable_Code_Point");
+			ck_msg("blank text.txt");
+			ck_assert_int_eq(access(model, F_OK), -1);
+			tried++;
+			/* the line break ends a line rather than being in it */
+			if (c != '\n' && c != '\r') {
+				all = put_utf8(all, c);
+				if (i % 7 == 6)
+					*all++ = '\n';
+			}
+		}
+	*all++ = '\n';
+	/* all of them, in two files, the second with "\r\n" ends and empty
+	 * lines, and a line longer than SentencePiece reads (4192 bytes) that
+	 * has content: SentencePiece skips it, so there is still nothing */
+	write_text(path, buf, (size_t)(all - buf));
+	char path2[128], big[5000];
+	path_in(path2, sizeof path2, "also blank.txt");
+	memset(big, 'x', sizeof big);
+	memcpy(big, "\r\n\r\n\xe3\x80\x80\r\n", 9);
+	big[sizeof big - 1] = '\n';
+	write_text(path2, big, sizeof big);
+	const char *f[] = {path, path2};
+	struct tfm_spm_train_opts o = opts("unigram", 80);
+	fedrun_error_clear();
+	ck_assert_int_eq(tfm_spm_train(f, 2, &o, model), FEDRUN_EINVAL);
+	ck_msg("nothing to learn from");
+	ck_msg("also blank.txt");
+	ck_assert_uint_gt(tried, 70);
+}
+END_TEST
+
+/* Real words between such characters still train, and the words are there
+ * in the model: blanks are no content, but they do not hide content. */
+START_TEST(test_words_among_blanks)
+{
+	char model[128], path[128];
+	path_in(model, sizeof model, "spm.model");
+	path_in(path, sizeof path, "spaced.txt");
+	FILE *fp = fopen(path, "wb");
+	ck_assert_ptr_nonnull(fp);
+	static const char *const seps[] = {"\xe3\x80\x80", "\xe2\x80\x8b", "\xe2\x80\x83",
+					   "\xc2\xa0",	   "\xef\xbb\xbf", "\xe2\x80\xa8",
+					   "\t",	   "\xe2\x81\xa0", "\xc2\xad"};
+	const size_t nseps = sizeof seps / sizeof *seps;
+	for (unsigned i = 0; i < 300; i++) {
+		for (unsigned w = 0; w < 6; w++)
+			fprintf(fp, "%s%s", w ? seps[(i + w) % nseps] : "",
+				words[(i * 7 + w * 13) % NWORDS]);
+		/* and lines of blanks alone among them */
+		fprintf(fp, "\n%s\n", i % 5 ? "" : "\xe3\x80\x80\xe2\x80\x8b\xef\xbb\xbf");
+	}
+	ck_assert_int_eq(fclose(fp), 0);
+	const char *f[] = {path};
+	struct tfm_spm_train_opts o = opts("unigram", 80);
+	train_ok(f, 1, &o, model);
+	struct tfm_spm *s = load_ok(model);
+	int32_t *ids = NULL;
+	uint32_t n = 0;
+	ck_assert_int_eq(tfm_spm_encode(s, "the dog", 7, &ids, &n), 0);
+	ck_assert_uint_gt(n, 0);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_int_ne(ids[i], tfm_spm_unk(s));
+	free(ids);
+	tfm_spm_destroy(s);
+}
+END_TEST
+
 /* A protobuf varint at p[*pos]. */
 static uint64_t varint(const unsigned char *p, size_t n, size_t *pos)
 {
@@ -615,6 +806,8 @@ static Suite *spm_suite(void)
 	tcase_add_test(tc, test_decode_bad_ids);
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_input_is_lines);
+	tcase_add_test(tc, test_blank_predicate);
+	tcase_add_test(tc, test_words_among_blanks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
@@ -624,6 +817,7 @@ static Suite *spm_suite(void)
 	tcase_add_test(tc, test_vocab_too_small);
 	tcase_add_test(tc, test_bad_options);
 	tcase_add_test(tc, test_bad_inputs);
+	tcase_add_test(tc, test_blank_text);
 	tcase_add_test(tc, test_load_errors);
 	suite_add_tcase(s, tc);
 	return s;

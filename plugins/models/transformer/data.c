@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "blank.h"
 #include "transformer.h"
 
 static const char *split_name[3] = {"train", "valid", "test"};
@@ -685,18 +686,26 @@ static int words_tokenizer(struct tfm_model *m, const struct tok_cfg *c, json_t 
 	return rc;
 }
 
-/* Whether a line has a character SentencePiece keeps: printable ASCII, or
- * a UTF-8 sequence other than a C1 control or a no-break space (which
- * normalization turns into a space). */
-static bool spm_has_char(const char *line)
+/* The error for training text with nothing to learn from (blank.h), naming
+ * the training files (the first two, as spm.cc names them), or the lines
+ * when there are none (max_train_pairs, synthetic data). */
+static int blank_text_error(const char *const *files, uint32_t nfiles)
 {
-	for (const unsigned char *c = (const unsigned char *)line; *c; c++) {
-		if (*c > 0x20 && *c < 0x7f)
-			return true;
-		if (*c >= 0xc2 && !(*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0xa0))
-			return true;
-	}
-	return false;
+	static const char what[] = "only white space, control and invisible characters (Unicode "
+				   "White_Space, Default_Ignorable_Code_Point): nothing to train "
+				   "SentencePiece on";
+	if (nfiles == 0)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "model.tokenizer: the training lines of data.clients[].train "
+				    "have %s",
+				    what);
+	if (nfiles > 2)
+		return fedrun_error(
+		    FEDRUN_ECONFIG,
+		    "model.tokenizer: the training text ('%s' and %u more files) has %s", files[0],
+		    (unsigned)(nfiles - 1), what);
+	return fedrun_error(FEDRUN_ECONFIG, "model.tokenizer: the training text ('%s%s%s') has %s",
+			    files[0], nfiles == 2 ? "', '" : "", nfiles == 2 ? files[1] : "", what);
 }
 
 /* Builds or loads the tokenizer. Training lines: raw[k][TRAIN] src + tgt;
@@ -747,15 +756,15 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 				    "model.tokenizer: no training data to train SentencePiece on; "
 				    "give \"model\": a SentencePiece .model file");
 	/* SentencePiece aborts the process (a CHECK) when the text has no
-	 * character to learn from: whitespace and control characters only. */
+	 * character to learn from (blank.h); spm.cc checks too, but here the
+	 * message can name the data. */
 	bool any = false;
 	for (uint32_t k = 0; !any && k < m->nclients; k++)
 		for (uint64_t i = 0; !any && i < raw[k][0].src.n; i++)
-			any = spm_has_char(raw[k][0].src.l[i]) || spm_has_char(raw[k][0].tgt.l[i]);
+			any = !tfm_text_blank(raw[k][0].src.l[i], strlen(raw[k][0].src.l[i])) ||
+			      !tfm_text_blank(raw[k][0].tgt.l[i], strlen(raw[k][0].tgt.l[i]));
 	if (!any)
-		return fedrun_error(FEDRUN_ECONFIG,
-				    "model.tokenizer: the training text has only whitespace and "
-				    "control characters: nothing to train SentencePiece on");
+		return blank_text_error(files, nfiles);
 	/* Train SentencePiece jointly on every client's source and target
 	 * training text: the files, or the generated lines written out. The
 	 * model goes to a temporary file, then into the run directory. */

@@ -23,6 +23,7 @@
 
 #include "fedrun/error.h"
 #include "fedrun/io.h"
+#include "blank.h"
 #include "spm.h"
 
 namespace spm = sentencepiece;
@@ -234,6 +235,36 @@ long max_vocab_of(const std::string &text)
 	return end == text.c_str() + p + 3 ? -1 : v;
 }
 
+/* SentencePiece's default max_sentence_length (0.1.97; not set here): its
+ * trainer skips longer lines. */
+constexpr size_t spm_max_line = 4192;
+
+/* Whether the lines SentencePiece will train on hold something to learn
+ * from: it aborts the process (a CHECK in the unigram and BPE trainers)
+ * when every line it keeps normalizes to nothing. 1 when a kept line has a
+ * character (blank.h); 0 when there are kept lines but none has, which
+ * *msg explains; also 1 when no line is kept, which Train reports as a
+ * status. Negative on a read error (in *msg). Reads up to the first line
+ * with content, usually the first. */
+int has_content(const char *const *files, uint32_t n, std::string *msg)
+{
+	line_reader lines(files, n);
+	bool kept = false;
+	for (; !lines.done(); lines.Next()) {
+		const std::string &l = lines.value();
+		if (l.size() > spm_max_line)
+			continue;
+		if (!tfm_text_blank(l.data(), l.size()))
+			return 1;
+		kept = true;
+	}
+	if (lines.rc()) {
+		*msg = lines.message();
+		return lines.rc();
+	}
+	return kept ? 0 : 1;
+}
+
 int train_error(const Status &st, const char *const *files, uint32_t n,
 		const struct tfm_spm_train_opts *o)
 {
@@ -309,6 +340,20 @@ int train(const char *const *files, uint32_t n, const struct tfm_spm_train_opts 
 		if (rc < 0)
 			return rc;
 	}
+
+	std::string why;
+	int content = has_content(files, n, &why);
+	if (content < 0)
+		return fedrun_error(content, "SentencePiece training for '%s': %s", model_path,
+				    why.c_str());
+	if (content == 0)
+		return fedrun_error(
+		    FEDRUN_EINVAL,
+		    "SentencePiece training on %s: nothing to learn from: the lines "
+		    "it reads (those of at most %zu bytes) have only white space, "
+		    "control and invisible characters (Unicode White_Space, "
+		    "Default_Ignorable_Code_Point)",
+		    describe_files(files, n).c_str(), spm_max_line);
 
 	char cov[64];
 	snprintf(cov, sizeof cov, "%.17g", coverage);
