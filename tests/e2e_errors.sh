@@ -63,6 +63,20 @@ st=0
 (ulimit -f 2 && exec "$FEDRUN" -q "$top_srcdir/examples/toy-fedavg.json" --set output.dir=fsz) >/dev/null 2>err || st=$?
 [ "$st" -eq 1 ] || { cat err; die "a run past the file size limit: exit $st, expected 1"; }
 grep -q "fsz/.*File too large" err || { cat err; die "the file size limit: unclear message"; }
+# A limit met in the middle of the metrics (as a full disk would be): both
+# files keep whole records only, up to the same round (the write was
+# all-or-nothing per round; a cut record was left before).
+st=0
+(ulimit -f 40 && exec "$FEDRUN" -q "$top_srcdir/examples/toy-fedavg.json" --set output.dir=fsz2) >/dev/null 2>err || st=$?
+[ "$st" -eq 1 ] || { cat err; die "a run past the file size limit (40): exit $st, expected 1"; }
+grep -q "fsz2/metrics.jsonl: cannot write metrics: File too large" err || { cat err; die "the metrics limit: unclear message"; }
+for f in metrics.jsonl metrics.csv; do
+	[ "$(tail -c 1 fsz2/$f | od -An -c | tr -d ' ')" = '\n' ] || die "fsz2/$f ends inside a record"
+done
+tail -n 1 fsz2/metrics.jsonl | grep -q '"wall":[0-9.]*}$' || die "the last metrics.jsonl line is cut: $(tail -n 1 fsz2/metrics.jsonl)"
+jr=$(tail -n 1 fsz2/metrics.jsonl | sed 's/^{"round":\([0-9]*\),.*/\1/')
+cr=$(tail -n 1 fsz2/metrics.csv | cut -d, -f1)
+[ "$jr" = "$cr" ] || die "metrics.jsonl ends at round $jr, metrics.csv at round $cr"
 "$FEDRUN" --version | grep -q "plugin ABI 1.7" || die "--version"
 "$FEDRUN" --help | grep -q "Exit status" || die "--help"
 # Output paths: a directory that holds a run's outputs without its

@@ -215,6 +215,22 @@ START_TEST(test_vocab_load_errors)
 	ck_msg("empty.txt: no word");
 	ck_assert_int_eq(fedrun_vocab_load(D "train.txt", &v), FEDRUN_EFORMAT);
 	ck_msg("train.txt:1: expected \"word\" or \"word<TAB>count\"");
+	/* the line itself is not echoed: a file named by mistake may be secret */
+	ck_assert_ptr_null(strstr(fedrun_error_message(), "got"));
+	{
+		char line[256] = "";
+		FILE *fp = fopen(D "train.txt", "r");
+		ck_assert_ptr_nonnull(fp);
+		ck_assert_ptr_nonnull(fgets(line, sizeof line, fp));
+		fclose(fp);
+		char *second = strchr(line, ' ');
+		ck_assert_ptr_nonnull(second);
+		char *w2 = second + 1, *e2 = strpbrk(w2, " \n");
+		if (e2)
+			*e2 = 0;
+		ck_assert_msg(!strstr(fedrun_error_message(), w2), "the message echoes '%s': %s", w2,
+			      fedrun_error_message());
+	}
 	ck_assert_int_eq(fedrun_vocab_load(D "bad_utf8.txt", &v), FEDRUN_EFORMAT);
 	ck_msg("bad_utf8.txt:1:");
 }

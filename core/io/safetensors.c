@@ -387,9 +387,12 @@ int fedrun_st_read(struct fedrun_st_file *f, const char *path)
 			BAD("%s: the checksum entry %s is malformed (\"%.40s\"): the file is damaged",
 			    path, CHECKSUM_KEY, want);
 		}
+		/* The computed sum is not printed: with it, re-sealing an edited
+		 * file would take one run and a text editor. */
 		if (strcmp(got, want) != 0)
-			BAD("%s: checksum mismatch (file says %s, header and data give %s): the file "
-			    "is corrupted", path, want, got);
+			BAD("%s: checksum mismatch (the file says %s; its header and data do not "
+			    "give it): the file is corrupted",
+			    path, want);
 	}
 	free(ranges);
 	json_decref(hdr);

@@ -216,8 +216,12 @@ static int open_append(const char *dir, const char *name, const char *header, FI
 		close(fd);
 		return rc;
 	}
-	if (header && st.st_size == 0)
-		fputs(header, fp);
+	/* flushed now: the records are then appended to the descriptor */
+	if (header && st.st_size == 0 && (fputs(header, fp) < 0 || fflush(fp) != 0)) {
+		int rc = fedrun_error(FEDRUN_EIO, "cannot write %s: %s", path, strerror(errno));
+		fclose(fp);
+		return rc;
+	}
 	*out = fp;
 	return 0;
 }
@@ -258,52 +262,110 @@ static void json_num(FILE *fp, double v)
 		fputs("null", fp);
 }
 
+/* Appends n bytes to the end of fd (an O_APPEND file), all or nothing: a
+ * failed write (a full disk, a file size limit) is cut back to the old end,
+ * so that the file never ends inside a record. */
+static int append_all(int fd, const char *dir, const char *name, const char *buf, size_t n,
+		      off_t *old_end)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return fedrun_error(FEDRUN_EIO, "%s/%s: %s", dir, name, strerror(errno));
+	*old_end = st.st_size;
+	for (size_t done = 0; done < n;) {
+		ssize_t w = write(fd, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : ENOSPC;
+			if (ftruncate(fd, *old_end) != 0)
+				return fedrun_error(FEDRUN_EIO,
+						    "%s/%s: cannot write metrics: %s, and cannot cut "
+						    "the partial round off: %s",
+						    dir, name, strerror(e), strerror(errno));
+			return fedrun_error(FEDRUN_EIO,
+					    "%s/%s: cannot write metrics: %s (the file keeps the rounds "
+					    "before)",
+					    dir, name, strerror(e));
+		}
+		done += (size_t)w;
+	}
+	return 0;
+}
+
 int metrics_flush_round(struct run *r, uint32_t round)
 {
 	double wall = r->wall_base + (run_now() - r->t0);
 	if (r->nevents > 1) /* (qsort of a NULL array is undefined even for 0) */
 		qsort(r->events, r->nevents, sizeof *r->events, cmp_event);
+	/* The round's records are made in memory and appended whole, each
+	 * file all or nothing (append_all). */
+	char *jbuf = NULL, *cbuf = NULL;
+	size_t jlen = 0, clen = 0;
+	FILE *jm = open_memstream(&jbuf, &jlen), *cm = open_memstream(&cbuf, &clen);
+	if (!jm || !cm) {
+		if (jm)
+			fclose(jm);
+		if (cm)
+			fclose(cm);
+		free(jbuf);
+		free(cbuf);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory for the metrics of round %u", round);
+	}
 	for (uint32_t i = 0; i < r->nevents; i++) {
 		const struct metric_event *e = &r->events[i];
-		fprintf(r->metrics, "{\"round\":%u,\"client\":", round);
+		fprintf(jm, "{\"round\":%u,\"client\":", round);
 		if (e->client != SERVER)
-			fprintf(r->metrics, "%" PRIu32, e->client);
+			fprintf(jm, "%" PRIu32, e->client);
 		else
-			fputs("null", r->metrics);
+			fputs("null", jm);
 		if (e->split >= 0)
-			fprintf(r->metrics, ",\"split\":\"%s\"", split_names[e->split]);
+			fprintf(jm, ",\"split\":\"%s\"", split_names[e->split]);
 		else
-			fputs(",\"split\":null", r->metrics);
+			fputs(",\"split\":null", jm);
 		const char *name = run_str(r, e->name), *tensor = run_str(r, e->tensor),
 			   *model = run_str(r, e->model);
-		fprintf(r->metrics, ",\"metric\":\"%s\"", name);
+		fprintf(jm, ",\"metric\":\"%s\"", name);
 		if (tensor[0])
-			fprintf(r->metrics, ",\"tensor\":\"%s\"", tensor);
+			fprintf(jm, ",\"tensor\":\"%s\"", tensor);
 		if (model[0]) {
-			fputs(",\"model\":\"", r->metrics);
-			json_str(r->metrics, model);
-			fputc('"', r->metrics);
+			fputs(",\"model\":\"", jm);
+			json_str(jm, model);
+			fputc('"', jm);
 		}
-		fputs(",\"value\":", r->metrics);
-		json_num(r->metrics, e->value);
-		fprintf(r->metrics, ",\"bytes_push\":%" PRIu64 ",\"bytes_pull\":%" PRIu64
+		fputs(",\"value\":", jm);
+		json_num(jm, e->value);
+		fprintf(jm, ",\"bytes_push\":%" PRIu64 ",\"bytes_pull\":%" PRIu64
 				    ",\"wall\":%.3f}\n", r->bytes_push, r->bytes_pull, wall);
 
-		fprintf(r->csv, "%u,", round);
+		fprintf(cm, "%u,", round);
 		if (e->client != SERVER)
-			fprintf(r->csv, "%" PRIu32, e->client);
-		fprintf(r->csv, ",%s,%s,%s,%.17g,%" PRIu64 ",%" PRIu64 ",%.3f,",
+			fprintf(cm, "%" PRIu32, e->client);
+		fprintf(cm, ",%s,%s,%s,%.17g,%" PRIu64 ",%" PRIu64 ",%.3f,",
 			e->split >= 0 ? split_names[e->split] : "", name, tensor, e->value,
 			r->bytes_push, r->bytes_pull, wall);
-		csv_str(r->csv, model);
-		fputc('\n', r->csv);
+		csv_str(cm, model);
+		fputc('\n', cm);
 	}
 	r->nevents = 0;
 	r->seq = 0; /* seq orders the events of one flush */
-	if (fflush(r->metrics) != 0 || fflush(r->csv) != 0 || fflush(r->log) != 0)
-		return fedrun_error(FEDRUN_EIO, "%s: cannot write metrics: %s", r->cfg.dir,
-				    strerror(errno));
-	return 0;
+	int rc = fclose(jm) | fclose(cm) ? fedrun_error(FEDRUN_ENOMEM, "out of memory for the "
+								 "metrics of round %u", round)
+					 : 0;
+	off_t jend = 0, cend = 0;
+	if (rc == 0)
+		rc = append_all(fileno(r->metrics), r->cfg.dir, "metrics.jsonl", jbuf, jlen, &jend);
+	/* both files end at the same round: the JSON lines go when the CSV
+	 * ones cannot */
+	if (rc == 0 && (rc = append_all(fileno(r->csv), r->cfg.dir, "metrics.csv", cbuf, clen,
+					&cend)) < 0 &&
+	    ftruncate(fileno(r->metrics), jend) != 0)
+		fedrun_error_wrap(rc, "%s/metrics.jsonl keeps round %u: ", r->cfg.dir, round);
+	free(jbuf);
+	free(cbuf);
+	if (rc == 0 && fflush(r->log) != 0)
+		rc = fedrun_error(FEDRUN_EIO, "%s/log.txt: %s", r->cfg.dir, strerror(errno));
+	return rc;
 }
 
 /* The "wall" value of the metrics.jsonl line [line, end), or -1. */

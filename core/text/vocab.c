@@ -347,12 +347,14 @@ static int load_line(struct fedrun_vocab *v, const char *path, uint64_t line, co
 		const char *digits = p;
 		while (p < end && *p >= '0' && *p <= '9')
 			p++;
+		/* Where, not what: a vocabulary option pointed at another file
+		 * (/etc/shadow, a key) must not print its contents. */
 		if (p != end || digits == end)
 			return fedrun_error(FEDRUN_EFORMAT,
 					    "%s:%" PRIu64
-					    ": expected \"word\" or \"word<TAB>count\","
-					    " got \"%.*s\"",
-					    path, line, (int)(end - w > 60 ? 60 : end - w), w);
+					    ": expected \"word\" or \"word<TAB>count\": what follows "
+					    "the word at byte %zu is not a count (is this a vocabulary?)",
+					    path, line, (size_t)(digits - w) + 1);
 		errno = 0;
 		char *stop;
 		unsigned long long c = strtoull(digits, &stop, 10);
