@@ -27,9 +27,11 @@ same() {
 	run_ok --threads 2 "$@" --set model.backend=tagged --set output.dir="$name.tagged"
 	cmp "$name.cpu/final.safetensors" "$name.tagged/final.safetensors" ||
 		die "$name: the final models differ"
-	for c in "$name.cpu"/checkpoints/*; do
-		[ -e "$c" ] || continue
-		cmp "$c" "$name.tagged/checkpoints/${c##*/}" || die "$name: checkpoint ${c##*/} differs"
+	# (a checkpoint's directory of the clients' stored state, file by file)
+	for c in "$name.cpu"/checkpoints/* "$name.cpu"/checkpoints/*.clients/*; do
+		[ -f "$c" ] || continue
+		tagged_c="$name.tagged/checkpoints/${c#"$name.cpu/checkpoints/"}"
+		cmp "$c" "$tagged_c" || die "$name: checkpoint ${c#"$name.cpu/checkpoints/"} differs"
 	done
 	[ "$(strip "$name.cpu/metrics.jsonl")" = "$(strip "$name.tagged/metrics.jsonl")" ] || {
 		strip "$name.cpu/metrics.jsonl" >a.txt

@@ -19,15 +19,12 @@ int engine_first_bad_tensor(const struct fedrun_layout *l, const float *arena, c
 	return 0;
 }
 
-int engine_train_client(struct run *r, struct worker *w, uint32_t i, void *p)
+static int train_client(struct run *r, struct worker *w, uint32_t i, struct round_ctx *rc_,
+			struct client_state *cs)
 {
-	struct round_ctx *rc_ = p;
 	const struct fedrun_layout *l = r->layout;
 	uint32_t c = rc_->clients[i];
-	struct client_state *cs = NULL;
 	int rc = 0;
-	if (run_keeps_clients(r) && !(cs = run_client_state(r, c, &rc))) /* created before */
-		return rc;
 	const void *push = rc_->push;
 	size_t push_len = rc_->push_len;
 	if (run_push(r)) {
@@ -123,6 +120,28 @@ int engine_train_client(struct run *r, struct worker *w, uint32_t i, void *p)
 	if (rc < 0)
 		return rc;
 	return 0;
+}
+
+int engine_train_client(struct run *r, struct worker *w, uint32_t i, void *p)
+{
+	struct round_ctx *rc_ = p;
+	struct client_state *cs = NULL;
+	int rc = 0;
+	if (!run_keeps_clients(r))
+		return train_client(r, w, i, rc_, NULL);
+	if (!(cs = run_client_state(r, rc_->clients[i], &rc))) /* created before */
+		return rc;
+	/* Its kept state is in memory only while it trains (cstore.c). A
+	 * failed round keeps the state of the round before: a resume starts
+	 * from a checkpoint, which refers to such files. */
+	if ((rc = cstore_checkout(r, cs)) < 0)
+		return rc;
+	rc = train_client(r, w, i, rc_, cs);
+	if (rc < 0) {
+		cstore_drop(r, cs);
+		return rc;
+	}
+	return cstore_checkin(r, cs);
 }
 
 void engine_round_info(const struct run *r, uint32_t round, uint32_t sampled,

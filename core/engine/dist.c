@@ -457,12 +457,10 @@ static void drop_unowned(struct run *r)
 {
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < r->ncstates; i++) {
-		if (dist_owns(r, r->cstates[i].client)) {
+		if (dist_owns(r, r->cstates[i].client))
 			r->cstates[k++] = r->cstates[i];
-		} else {
-			fedrun_arena_free(r->cstates[i].optim);
-			fedrun_arena_free(r->cstates[i].params);
-		}
+		else
+			cstore_forget(r, &r->cstates[i]);
 	}
 	r->ncstates = k;
 }
@@ -865,8 +863,12 @@ static int worker_state(struct run *r)
 	const uint64_t total = r->layout->total;
 	put32(&b, DIST_MAGIC);
 	put32(&b, r->ncstates);
-	for (uint32_t i = 0; i < r->ncstates; i++) {
-		const struct client_state *cs = &r->cstates[i];
+	int rc = 0;
+	for (uint32_t i = 0; i < r->ncstates && rc == 0; i++) {
+		struct client_state *cs = &r->cstates[i];
+		/* from the rank's store when it keeps the state on disk */
+		if ((rc = cstore_checkout(r, cs)) < 0)
+			break;
 		put32(&b, cs->client);
 		put32(&b, (cs->optim ? 1u : 0u) | (cs->params ? 2u : 0u));
 		put64(&b, cs->step);
@@ -874,10 +876,10 @@ static int worker_state(struct run *r)
 			put(&b, cs->optim, r->optim_floats * sizeof(float));
 		if (cs->params)
 			put(&b, cs->params, total * sizeof(float));
+		cstore_drop(r, cs);
 	}
 	struct stateful sf[RUN_STATEFULS_MAX];
 	uint32_t nsf = run_statefuls(r, sf);
-	int rc = 0;
 	for (uint32_t j = 0; j < nsf && rc == 0; j++) {
 		const struct snap *sn = &d->snaps[j];
 		if (strcmp(sf[j].prefix, "__aggregator__.") == 0)
@@ -1014,16 +1016,21 @@ int dist_gather_state(struct run *r)
 			if (b.bad || client >= r->num_clients || owner(d, client) != k)
 				return bad_message(k, "state");
 			struct client_state *cs = run_client_state(r, client, &rc);
-			if (!cs)
+			if (!cs || (rc = cstore_checkout(r, cs)) < 0)
 				return rc;
 			cs->step = step;
 			if (optim && cs->optim)
 				memcpy(cs->optim, optim, r->optim_floats * sizeof(float));
 			if (params) {
-				if (!cs->params && !(cs->params = fedrun_arena_alloc(total)))
+				if (!cs->params && !(cs->params = fedrun_arena_alloc(total))) {
+					cstore_drop(r, cs);
 					return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+				}
 				memcpy(cs->params, params, total * sizeof(float));
 			}
+			/* into rank 0's store, for the checkpoint to link */
+			if ((rc = cstore_checkin(r, cs)) < 0)
+				return rc;
 		}
 		for (;;) {
 			uint32_t j = get32(&b);

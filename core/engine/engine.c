@@ -467,7 +467,7 @@ static void clear_run(struct run *r);
 /* The files a run writes besides pipeline.json (clear_run removes them). */
 static const char *const run_files[] = {"metrics.jsonl", "metrics.csv",     "log.txt",
 					"final.safetensors", "eval_matrix.tsv", "checkpoints",
-					"finetuned"};
+					"finetuned", "clients"};
 
 /* Whether output.dir can be created and written: the directory, or the
  * nearest ancestor that exists, must be a writable directory. */
@@ -571,6 +571,8 @@ static void clear_run(struct run *r)
 	}
 	if (d)
 		closedir(d);
+	if (cstore_clear(r->cfg.dir) < 0) /* the clients' kept state */
+		r->host.log(r, FEDRUN_LOG_WARN, "%s", fedrun_error_message());
 	uint32_t rd;
 	char *ck;
 	while (checkpoint_latest(r->cfg.dir, &rd, &ck) == 0) {
@@ -740,7 +742,9 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	if (fedrun_backend_cpu_set_blas_threads(1) < 0)
 		fedrun_error_clear(); /* another CBLAS: its own threading */
 	if (dist_rank(&r) > 0) {
-		rc = run_worker(&r);
+		/* its clients' state in its own directory */
+		if ((rc = cstore_init(&r)) == 0)
+			rc = run_worker(&r);
 		goto out;
 	}
 	/* --resume: from the newest checkpoint; from round 0 when the run
@@ -762,7 +766,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	 * overwriting run clears is read before it goes). */
 	if (fresh && r.cfg.init && (rc = init_load(&r, r.cfg.init)) < 0)
 		goto out;
-	if ((rc = prepare_dir(&r, fresh)) < 0 || (rc = run_workers_create(&r)) < 0)
+	if ((rc = prepare_dir(&r, fresh)) < 0 || (rc = run_workers_create(&r)) < 0 ||
+	    (rc = cstore_init(&r)) < 0)
 		goto out;
 	if (ckpt) {
 		rc = checkpoint_load(&r, ckpt);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "fedrun/error.h"
 #include "fedrun/io.h"
+#include "io_internal.h"
 
 int fedrun_mkdir_p(const char *dir)
 {
@@ -77,10 +78,12 @@ static void sync_dir_of(const char *path)
 	free(copy);
 }
 
-int fedrun_atomic_commit(struct fedrun_atomic_file *af)
+/* sync: fsync the file and its directory; without, the rename is atomic
+ * but not durable (io_internal.h). */
+static int atomic_commit(struct fedrun_atomic_file *af, bool sync)
 {
 	int rc = 0;
-	if (fflush(af->fp) != 0 || ferror(af->fp) || fsync(fileno(af->fp)) != 0)
+	if (fflush(af->fp) != 0 || ferror(af->fp) || (sync && fsync(fileno(af->fp)) != 0))
 		rc = fedrun_error(FEDRUN_EIO, "cannot write '%s': %s", af->tmp, strerror(errno));
 	if (fclose(af->fp) != 0 && rc == 0)
 		rc = fedrun_error(FEDRUN_EIO, "cannot write '%s': %s", af->tmp, strerror(errno));
@@ -88,14 +91,24 @@ int fedrun_atomic_commit(struct fedrun_atomic_file *af)
 	if (rc == 0 && rename(af->tmp, af->path) != 0)
 		rc = fedrun_error(FEDRUN_EIO, "cannot rename '%s' to '%s': %s", af->tmp, af->path,
 				  strerror(errno));
-	if (rc == 0)
+	if (rc == 0 && sync)
 		sync_dir_of(af->path);
-	else
+	else if (rc < 0)
 		unlink(af->tmp);
 	free(af->path);
 	free(af->tmp);
 	af->path = af->tmp = NULL;
 	return rc;
+}
+
+int fedrun_atomic_commit(struct fedrun_atomic_file *af)
+{
+	return atomic_commit(af, true);
+}
+
+int io_atomic_commit_nosync(struct fedrun_atomic_file *af)
+{
+	return atomic_commit(af, false);
 }
 
 void fedrun_atomic_abort(struct fedrun_atomic_file *af)

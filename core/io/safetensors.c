@@ -8,11 +8,13 @@
  * data section alone (FEDRUN_ST_CHECKSUM_DATA). */
 #include "config.h"
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fedrun/error.h"
 #include "fedrun/io.h"
+#include "io_internal.h"
 
 #define HEADER_MAX (UINT64_C(100) << 20)
 #define CHECKSUM_KEY "fedrun.checksum"
@@ -190,7 +192,7 @@ static int header_sum(json_t *hdr, const struct fedrun_st_file *f, const char *d
 	return 0;
 }
 
-int fedrun_st_write(const struct fedrun_st_file *f, const char *path)
+static int st_write(const struct fedrun_st_file *f, const char *path, bool sync)
 {
 	int rc = FEDRUN_ENOMEM;
 	json_t *hdr = json_object(), *meta = json_object();
@@ -248,7 +250,7 @@ int fedrun_st_write(const struct fedrun_st_file *f, const char *path)
 		fedrun_atomic_abort(&af);
 		goto out;
 	}
-	rc = fedrun_atomic_commit(&af);
+	rc = sync ? fedrun_atomic_commit(&af) : io_atomic_commit_nosync(&af);
 	goto out;
 out_json:
 	rc = fedrun_error(FEDRUN_ENOMEM, "out of memory writing '%s'", path);
@@ -257,6 +259,16 @@ out:
 	json_decref(meta);
 	json_decref(hdr);
 	return rc;
+}
+
+int fedrun_st_write(const struct fedrun_st_file *f, const char *path)
+{
+	return st_write(f, path, true);
+}
+
+int io_st_write_nosync(const struct fedrun_st_file *f, const char *path)
+{
+	return st_write(f, path, false);
 }
 
 static int cmp_range(const void *a, const void *b)

@@ -48,6 +48,7 @@ static const struct fedrun_opt clients_spec[] = {
 	O("batch", FEDRUN_OPT_INT, struct run_cfg, batch, 0, 1, 1e9, 32, NULL, NULL),
 	O("optimizer_state", FEDRUN_OPT_CHOICE, struct run_cfg, optim_state, 0, 0, 0, 0, "keep", "reset|keep|continue"),
 	O("lr_clock", FEDRUN_OPT_CHOICE, struct run_cfg, lr_clock, 0, 0, 0, 0, "global", "global|client"),
+	O("state_store", FEDRUN_OPT_CHOICE, struct run_cfg, state_store, 0, 0, 0, 0, "auto", "auto|memory|disk"),
 	FEDRUN_OPT_END_,
 };
 

@@ -19,6 +19,7 @@ struct run_cfg {
 	int64_t epochs, steps, batch;
 	int optim_state;      /* OPTIM_STATE_*: clients.optimizer_state */
 	int lr_clock;         /* LR_CLOCK_*: clients.lr_clock */
+	int state_store;      /* STATE_STORE_*: clients.state_store */
 	int direction;        /* selector: DIR_PULL, DIR_PUSH or DIR_BOTH */
 	struct fedrun_client_hints hints; /* from the aggregator */
 	struct fedrun_optim_cfg optim;
@@ -55,6 +56,10 @@ enum { DIR_PULL = 0, DIR_PUSH = 1, DIR_BOTH = 2 };
  * moments are zeroed but the bias correction continues from the server's
  * global step (continue). */
 enum { OPTIM_STATE_RESET = 0, OPTIM_STATE_KEEP = 1, OPTIM_STATE_CONTINUE = 2 };
+
+/* clients.state_store, in the order of its choices: where the kept state
+ * of clients that are not training lives (core/run/cstore.c). */
+enum { STATE_STORE_AUTO = 0, STATE_STORE_MEMORY = 1, STATE_STORE_DISK = 2 };
 
 /* clients.lr_clock: the step a learning-rate schedule reads is the server's
  * global step plus the client's updates this round (global), or the

@@ -3,10 +3,12 @@
  * All are safetensors files written atomically. */
 #include "config.h"
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "run/run.h"
 
@@ -34,6 +36,62 @@ uint32_t run_statefuls(const struct run *r, struct stateful out[RUN_STATEFULS_MA
 static void ckpt_path(const struct run *r, uint32_t round, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s/checkpoints/round-%06u.safetensors", r->cfg.dir, round);
+}
+
+/* With the clients' state on disk (cstore.c), a checkpoint's directory of
+ * hard links to the store's files as they were at its round. */
+static void links_path(const char *dir, uint32_t round, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/checkpoints/round-%06u.clients", dir, round);
+}
+
+/* dst becomes another name of src (a hard link: no copy, and a file the
+ * store replaces later keeps its old contents here); where the file
+ * system has no hard links (or dst lies on another), a copy. */
+static int link_or_copy(const char *src, const char *dst)
+{
+	if (link(src, dst) == 0)
+		return 0;
+	if (errno != EXDEV && errno != EPERM && errno != EMLINK && errno != ENOTSUP)
+		return fedrun_error(FEDRUN_EIO, "cannot link %s to %s: %s", src, dst, strerror(errno));
+	char *data = NULL;
+	size_t n = 0;
+	int rc = fedrun_read_file(src, &data, &n);
+	if (rc == 0)
+		rc = fedrun_write_file_atomic(dst, data, n);
+	free(data);
+	return rc;
+}
+
+/* The checkpoint's links to every stored client's file, made in a
+ * temporary directory and renamed into place before the checkpoint file
+ * that needs them is written. */
+static int links_write(struct run *r)
+{
+	char dir[4096], tmp[4200], src[4096], dst[4400];
+	links_path(r->cfg.dir, r->round, dir, sizeof dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+	int rc = cstore_sync(r);
+	(void)cstore_remove_dir(tmp);
+	if (rc == 0 && mkdir(tmp, 0777) != 0)
+		rc = fedrun_error(FEDRUN_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	for (uint32_t i = 0; rc == 0 && i < r->ncstates; i++) {
+		const struct client_state *cs = &r->cstates[i];
+		if (!cs->stored)
+			continue;
+		cstore_path(r, cs->client, src, sizeof src);
+		snprintf(dst, sizeof dst, "%s/%" PRIu32 ".safetensors", tmp, cs->client);
+		rc = link_or_copy(src, dst);
+	}
+	if (rc == 0) {
+		(void)cstore_remove_dir(dir); /* a checkpoint of this round written before */
+		if (rename(tmp, dir) != 0)
+			rc = fedrun_error(FEDRUN_EIO, "cannot rename %s to %s: %s", tmp, dir,
+					  strerror(errno));
+	}
+	if (rc < 0)
+		(void)cstore_remove_dir(tmp);
+	return rc;
 }
 
 static int add_meta(struct fedrun_st_file *f, const struct run *r, uint32_t round)
@@ -86,6 +144,8 @@ static void prune(const struct run *r)
 	for (uint32_t i = (uint32_t)r->cfg.ckpt_keep; i < n; i++) {
 		ckpt_path(r, rounds[i], path, sizeof path);
 		unlink(path);
+		links_path(r->cfg.dir, rounds[i], path, sizeof path);
+		(void)cstore_remove_dir(path); /* best effort, as the rest */
 	}
 	free(rounds);
 }
@@ -102,6 +162,11 @@ int checkpoint_write(struct run *r)
 	char (*names)[FEDRUN_NAME_MAX + 64] = NULL;
 	uint64_t *steps = NULL, one = 1;
 	rc = add_meta(&f, r, r->round);
+	/* The clients' state by reference: the files of round-N.clients/. */
+	if (rc == 0 && r->cstore_disk)
+		rc = fedrun_st_meta_set(&f, "fedrun.client_state", "files");
+	if (rc == 0 && r->cstore_disk)
+		rc = links_write(r);
 	if (rc == 0)
 		rc = fedrun_st_add_layout(&f, r->layout, r->theta);
 	if (rc == 0)
@@ -120,7 +185,7 @@ int checkpoint_write(struct run *r)
 		rc = sf[j].state(sf[j].st, &blobs[j], &nblobs[j]);
 		total += nblobs[j];
 	}
-	names = calloc(total + 3 * (size_t)r->ncstates + 1, sizeof *names);
+	names = calloc(total + 4 * (size_t)r->ncstates + 1, sizeof *names);
 	steps = calloc(r->ncstates + 1, sizeof *steps);
 	if (rc == 0 && (!names || !steps))
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -145,6 +210,12 @@ int checkpoint_write(struct run *r)
 		if (rc == 0 && cs->params) {
 			snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.params", cs->client);
 			rc = fedrun_st_add(&f, names[k++], FEDRUN_F32, 1, &r->layout->total, cs->params);
+		}
+		/* on disk: its state is round-N.clients/<client>.safetensors */
+		if (rc == 0 && r->cstore_disk && cs->stored) {
+			static const uint8_t yes = 1;
+			snprintf(names[k], sizeof names[k], CLIENT_PREFIX "%u.file", cs->client);
+			rc = fedrun_st_add(&f, names[k++], FEDRUN_U8, 1, &one, &yes);
 		}
 	}
 	if (rc == 0) {
@@ -214,8 +285,28 @@ int checkpoint_round(const struct fedrun_st_file *f, const char *path, uint32_t 
 	return 0;
 }
 
+/* A client's state from the checkpoint's file links/<client>.safetensors:
+ * linked into the store (on disk) or read (in memory). */
+static int client_file_load(struct run *r, const char *links, struct client_state *cs)
+{
+	char src[4200], dst[4096];
+	snprintf(src, sizeof src, "%s/%" PRIu32 ".safetensors", links, cs->client);
+	if (access(src, R_OK) != 0)
+		return fedrun_error(FEDRUN_EFORMAT,
+				    "cannot resume: client %u's kept state %s is missing: %s",
+				    cs->client, src, strerror(errno));
+	if (!r->cstore_disk)
+		return cstore_read(r, cs, src);
+	cstore_path(r, cs->client, dst, sizeof dst);
+	int rc = link_or_copy(src, dst);
+	if (rc == 0)
+		cs->stored = true;
+	return rc;
+}
+
 int checkpoint_load(struct run *r, const char *path)
 {
+	uint8_t *has_file = NULL; /* by client: its state is a file (on disk) */
 	struct fedrun_st_file f;
 	int rc = fedrun_st_read(&f, path);
 	if (rc < 0)
@@ -289,6 +380,32 @@ int checkpoint_load(struct run *r, const char *path)
 			memcpy(blobs[i].data, t->data, t->bytes);
 		}
 	}
+	/* The clients' state by reference (checkpoint_write with the state
+	 * on disk): which clients have a file in round-N.clients/, found in
+	 * one pass. The store starts again from those files. */
+	const char *kind = fedrun_st_meta_get(&f, "fedrun.client_state");
+	const bool files = kind && strcmp(kind, "files") == 0;
+	char links[4096];
+	links_path(r->cfg.dir, want, links, sizeof links);
+	if (files) {
+		if (!(has_file = calloc((size_t)r->num_clients + 1, 1))) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (uint32_t i = 0; i < f.n; i++) {
+			unsigned client;
+			char what[16];
+			if (sscanf(f.t[i].name, CLIENT_PREFIX "%u.%15s", &client, what) == 2 &&
+			    strcmp(what, "file") == 0 && client < r->num_clients)
+				has_file[client] = 1;
+		}
+	}
+	if (r->cstore_disk) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s/clients", r->run_dir);
+		if ((rc = cstore_clear(r->run_dir)) < 0 || (rc = fedrun_mkdir_p(dir)) < 0)
+			goto out;
+	}
 	for (uint32_t i = 0; i < f.n; i++) {
 		unsigned client;
 		char what[16];
@@ -303,6 +420,15 @@ int checkpoint_load(struct run *r, const char *path)
 		if (!cs)
 			goto out;
 		memcpy(&cs->step, f.t[i].data, 8);
+		if (files) {
+			if (has_file[client] && (rc = client_file_load(r, links, cs)) < 0)
+				goto out;
+			continue;
+		}
+		/* State in the checkpoint itself: into the store (on disk, a
+		 * file written now). */
+		if ((rc = cstore_checkout(r, cs)) < 0)
+			goto out;
 		char pname[64];
 		snprintf(pname, sizeof pname, CLIENT_PREFIX "%u.params", client);
 		const struct fedrun_st_tensor *pt = fedrun_st_find(&f, pname);
@@ -313,6 +439,7 @@ int checkpoint_load(struct run *r, const char *path)
 				goto out;
 			}
 			if (!cs->params && !(cs->params = fedrun_arena_alloc(r->layout->total))) {
+				cstore_drop(r, cs);
 				rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -323,15 +450,19 @@ int checkpoint_load(struct run *r, const char *path)
 			snprintf(name, sizeof name, CLIENT_PREFIX "%u.optim", client);
 			const struct fedrun_st_tensor *t = fedrun_st_find(&f, name);
 			if (!t || t->dtype != FEDRUN_F32 || t->bytes != r->optim_floats * sizeof(float)) {
+				cstore_drop(r, cs);
 				rc = fedrun_error(FEDRUN_EFORMAT, "%s: client %u optimizer state is %s",
 						  path, client, t ? "of another size" : "missing");
 				goto out;
 			}
 			memcpy(cs->optim, t->data, t->bytes);
 		}
+		if ((rc = cstore_checkin(r, cs)) < 0)
+			goto out;
 	}
 	rc = 0;
 out:
+	free(has_file);
 	fedrun_st_fini(&f);
 	return rc;
 }

@@ -42,13 +42,7 @@ struct client_state *run_client_state(struct run *r, uint32_t client, int *rc)
 	memmove(&cs[lo + 1], &cs[lo], (r->ncstates - lo) * sizeof *cs);
 	r->ncstates++;
 	cs[lo] = (struct client_state){.client = client};
-	if (r->cfg.optim_state == OPTIM_STATE_KEEP && r->optim_floats &&
-	    !(cs[lo].optim = fedrun_arena_alloc(r->optim_floats))) {
-		memmove(&cs[lo], &cs[lo + 1], (r->ncstates - lo - 1) * sizeof *cs);
-		r->ncstates--;
-		*rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for client state");
-		return NULL;
-	}
+	/* Its optim and params come with cstore_checkout. */
 	return &cs[lo];
 }
 

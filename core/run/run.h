@@ -40,9 +40,10 @@ struct metric_event {
  * the client's values). */
 struct client_state {
 	uint32_t client;
-	float *optim;    /* NULL unless kept */
+	float *optim;    /* NULL unless kept (on disk: only while it trains) */
 	uint64_t step;
 	float *params;   /* NULL unless push selection; NULL until it trained */
+	bool stored;     /* on disk: its file in the store holds its state */
 };
 
 struct worker {
@@ -105,6 +106,7 @@ struct run {
 
 	struct client_state *cstates; /* sorted by client; only clients that trained */
 	uint32_t ncstates;
+	bool cstore_disk; /* their optim and params live in run_dir/clients (cstore.c) */
 
 	pthread_mutex_t lock;
 	struct metric_event *events;
@@ -152,6 +154,34 @@ int run_parallel_for(struct run *r, uint32_t n,
 		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx);
 /* The state the run keeps of `client` across rounds, created on first use. */
 struct client_state *run_client_state(struct run *r, uint32_t client, int *rc);
+
+/* ---- cstore.c: the clients' kept state, in memory or on disk ---- */
+
+/* Decides where the state lives (clients.state_store) and makes the
+ * store's directory. After the model and the run directory. */
+int cstore_init(struct run *r);
+/* Before client cs trains: its optim (and params) in memory, read from
+ * its file on disk, zeroed for a client that has not trained. */
+int cstore_checkout(struct run *r, struct client_state *cs);
+/* After it trained: on disk, its state is written to its file and its
+ * buffers freed; in memory, nothing. Thread-safe for distinct clients. */
+int cstore_checkin(struct run *r, struct client_state *cs);
+/* On disk: frees the buffers without writing (a failed round). */
+void cstore_drop(struct run *r, struct client_state *cs);
+/* Frees the state and removes its file (a client another rank owns). */
+void cstore_forget(struct run *r, struct client_state *cs);
+/* The store's file of `client`. */
+void cstore_path(const struct run *r, uint32_t client, char *buf, size_t n);
+/* Reads / writes a store file (checkpoint.c's links point at such files). */
+int cstore_read(struct run *r, struct client_state *cs, const char *path);
+int cstore_write(const struct run *r, const struct client_state *cs, const char *path);
+/* Makes the store's files durable (one syncfs) before a checkpoint. */
+int cstore_sync(const struct run *r);
+/* Removes the store files (and their temporaries) of directory dir, then
+ * dir when that leaves it empty; other files stay. */
+int cstore_remove_dir(const char *dir);
+/* cstore_remove_dir of run_dir/clients. */
+int cstore_clear(const char *run_dir);
 
 /* ---- checkpoint.c ---- */
 
