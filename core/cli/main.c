@@ -46,7 +46,8 @@ static void usage(FILE *fp)
 		"  -V, --version          version and plugin ABI\n"
 		"\n"
 		"Exit status: 0 success, 1 the run failed, 2 usage, pipeline or input file error,\n"
-		"3 a plugin could not be loaded, 130 interrupted (checkpoint written).\n"
+		"3 a plugin could not be loaded, 130 interrupted (a checkpoint written, or stopped\n"
+		"before the first round with the run directory as it was).\n"
 		"Under mpirun or srun the processes share one run (fedrun(1), RUNNING ON MANY NODES).\n"
 		"See fedrun(1), fedrun-pipeline(5) and fedrun-plugin(7).\n");
 }

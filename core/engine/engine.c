@@ -599,23 +599,32 @@ static int prepare_dir_early(struct run *r)
 	return fresh_dir(r, true);
 }
 
-/* Records the resolved pipeline (as the plugins left it) in the run
- * directory, on resume too ("rounds" may have been extended). */
+/* Readies the run directory: a resumed run's must hold the same run, a
+ * fresh run's is created (an overwritten run's outputs removed). */
 static int prepare_dir(struct run *r, bool fresh)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
 	int rc = r->opts->resume ? same_pipeline(r, path) : fresh_dir(r, false);
-	if (rc < 0)
-		return rc;
-	if (r->opts->resume && fresh)
+	if (rc == 0 && r->opts->resume && fresh)
 		clear_run(r); /* what a run stopped before its first checkpoint left */
+	return rc;
+}
+
+/* Records the resolved pipeline (as the plugins left it) in the run
+ * directory, on resume too ("rounds" may have been extended, the directory
+ * moved). A resumed run records it only once its checkpoint is read and its
+ * metrics cut, so that a signal before leaves the directory as it was. */
+static int record_pipeline(struct run *r)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
 	char *text = json_dumps(r->pipeline, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	size_t n = strlen(text);
 	text[n] = '\n'; /* replaces the NUL: n + 1 bytes are written */
-	rc = fedrun_write_file_atomic(path, text, n + 1);
+	int rc = fedrun_write_file_atomic(path, text, n + 1);
 	free(text);
 	return rc;
 }
@@ -681,6 +690,35 @@ static int resume_point(struct run *r, uint32_t *round, char **ckpt, bool *fresh
 				    "extend it from",
 				    r->cfg.dir, done);
 	return 0;
+}
+
+/* Whether SIGINT or SIGTERM came (opts->interrupt). */
+static bool interrupted(const struct run *r)
+{
+	return r->opts->interrupt && *r->opts->interrupt;
+}
+
+/* The error of a run stopped by a signal before its first round. Starting
+ * and resuming a run of many clients take long (reading the checkpoint,
+ * cutting the metrics back to its round, evaluating round 0), so a signal
+ * stops them at once instead of after the first round. `prepared`: the run
+ * directory records the run (record_pipeline); until then a resumed
+ * run's directory is as it was, and a fresh run is not a run to resume. */
+static int stopped_early(const struct run *r, bool prepared, bool fresh)
+{
+	if (!prepared && !r->opts->resume)
+		return fedrun_error(FEDRUN_EINTERRUPTED,
+				    "interrupted while starting, before %s recorded the run: run it "
+				    "again",
+				    r->cfg.dir);
+	if (!fresh)
+		return fedrun_error(FEDRUN_EINTERRUPTED,
+				    "interrupted while resuming, before its first round: the run "
+				    "directory is as it was; continue with --resume");
+	return fedrun_error(FEDRUN_EINTERRUPTED,
+			    "interrupted before round 1, with no checkpoint written: --resume starts "
+			    "the run in %s again from round 0",
+			    r->cfg.dir);
 }
 
 /* A worker rank of a distributed run (dist.h): trains the clients rank 0
@@ -760,18 +798,34 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			goto out;
 		}
 	}
+	if (interrupted(&r)) {
+		rc = stopped_early(&r, false, fresh);
+		goto out;
+	}
 	/* init is read before the run directory records the pipeline: a file
 	 * that does not fit leaves no run behind, so the corrected command
 	 * runs without output.overwrite (and an init inside the directory an
 	 * overwriting run clears is read before it goes). */
 	if (fresh && r.cfg.init && (rc = init_load(&r, r.cfg.init)) < 0)
 		goto out;
-	if ((rc = prepare_dir(&r, fresh)) < 0 || (rc = run_workers_create(&r)) < 0 ||
-	    (rc = cstore_init(&r)) < 0)
+	if (interrupted(&r)) {
+		rc = stopped_early(&r, false, fresh);
+		goto out;
+	}
+	if ((rc = prepare_dir(&r, fresh)) < 0 || (!ckpt && (rc = record_pipeline(&r)) < 0) ||
+	    (rc = run_workers_create(&r)) < 0 || (rc = cstore_init(&r)) < 0)
 		goto out;
 	if (ckpt) {
 		rc = checkpoint_load(&r, ckpt);
-		if (rc < 0 || (rc = metrics_truncate(r.cfg.dir, r.round, &r.wall_base)) < 0)
+		if (rc == 0 && interrupted(&r))
+			rc = FEDRUN_EINTERRUPTED;
+		if (rc == 0)
+			rc = metrics_truncate(r.cfg.dir, r.round, &r.wall_base, opts->interrupt);
+		if (rc == FEDRUN_EINTERRUPTED)
+			rc = stopped_early(&r, false, false);
+		if (rc == 0)
+			rc = record_pipeline(&r);
+		if (rc < 0)
 			goto out;
 	} else if (!r.cfg.init) {
 		rc = r.model_ops->init_params(r.model.state, (uint64_t)r.cfg.seed, r.theta);
@@ -794,6 +848,10 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		if ((rc = evaluate_all(&r, (enum fedrun_split)r.cfg.eval_split)) < 0 ||
 		    (rc = metrics_flush_round(&r, 0)) < 0)
 			goto out;
+	}
+	if (fresh && interrupted(&r)) {
+		rc = stopped_early(&r, true, true);
+		goto out;
 	}
 	uint32_t first = r.round + 1;
 	r.first_round = first;

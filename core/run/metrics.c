@@ -381,56 +381,163 @@ static double line_wall(const char *line, const char *end)
 	return -1;
 }
 
-/* Keeps the lines of rounds <= round (a resumed run rewrites what came after
- * its checkpoint). `is_csv` skips the header line. With `last_wall`, stores
- * there the wall time of the last line kept (left as it is when none has one). */
-static int truncate_file(const char *dir, const char *name, uint32_t round, int is_csv,
-			 double *last_wall)
+/* The first bytes of a line that say its round: "{"round":" and at most 10
+ * digits and a comma. */
+#define HEAD_MAX 32
+/* How much a scan reads at a time, and of the last line kept the most it
+ * reads back for its wall time (the last field, a few dozen bytes). */
+#define SCAN_CHUNK (1 << 16)
+#define TAIL_MAX 4096
+
+/* The round a metrics line starts with, from its first bytes head[0, n):
+ * "{"round":R," in metrics.jsonl, "R," in metrics.csv; -1 when it does not
+ * start so. Only the head is looked at: the line's length does not count. */
+static int64_t line_round(const char *head, size_t n, int is_csv)
+{
+	static const char pre[] = "{\"round\":";
+	size_t i = 0;
+	if (!is_csv) {
+		if (n < sizeof pre - 1 || memcmp(head, pre, sizeof pre - 1) != 0)
+			return -1;
+		i = sizeof pre - 1;
+	}
+	uint64_t v = 0;
+	size_t digits = 0;
+	for (; i < n && head[i] >= '0' && head[i] <= '9' && digits < 11; i++, digits++)
+		v = 10 * v + (uint64_t)(head[i] - '0');
+	return digits > 0 && digits <= 10 && i < n && head[i] == ',' && v <= UINT32_MAX ? (int64_t)v
+											: -1;
+}
+
+/* One metrics file being cut: where it ends now, where it is cut. */
+struct cut {
+	int fd; /* -1: no such file */
+	off_t size, keep;
+};
+
+/* Finds where the metrics file `name` is cut to keep the lines of rounds <=
+ * round (a resumed run rewrites what came after its checkpoint): after the
+ * last line before the first that is of a later round or not a metrics
+ * line, or that is torn (no newline: the last line of a killed run).
+ * `is_csv` keeps the header line. With `last_wall`, stores there the wall
+ * time of the last line kept (left as it is when none has one).
+ *
+ * One pass over the file in pieces of SCAN_CHUNK bytes, each line looked at
+ * by its first bytes only, so that time is linear in the size and memory
+ * fixed (metrics of 100,000 clients are tens of MB; parsing each line with
+ * sscanf measured the rest of the buffer each time: quadratic). Nothing is
+ * written here: a signal (*stop set) between two pieces ends the scan with
+ * FEDRUN_EINTERRUPTED and leaves the file as it was. */
+static int cut_find(const char *dir, const char *name, uint32_t round, int is_csv,
+		    double *last_wall, volatile int *stop, struct cut *c)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	char *data;
-	size_t n;
-	int rc = fedrun_read_file(path, &data, &n);
-	if (rc == FEDRUN_ENOENT)
-		return 0;
-	if (rc < 0)
+	c->fd = -1;
+	c->size = c->keep = 0;
+	/* O_NONBLOCK: a FIFO in its place is refused below, not waited on. */
+	int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0
+				       : fedrun_error(FEDRUN_EIO, "cannot open '%s': %s", path,
+						      strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int rc = fedrun_error(FEDRUN_EIO, "'%s' is not a regular file", path);
+		close(fd);
 		return rc;
-	size_t keep = 0;
-	const char *last = NULL; /* the last line kept, not the header */
-	for (char *line = data; line < data + n;) {
-		char *nl = memchr(line, '\n', (size_t)(data + n - line));
-		if (!nl)
-			break; /* a torn last line is dropped */
-		unsigned long rd;
-		int is_header = is_csv && line == data;
-		if (!is_header) {
-			if (is_csv ? sscanf(line, "%lu,", &rd) != 1
-				   : sscanf(line, "{\"round\":%lu,", &rd) != 1)
-				break;
-			if (rd > round)
-				break;
-		}
-		keep = (size_t)(nl + 1 - data);
-		if (!is_header)
-			last = line;
-		line = nl + 1;
 	}
-	if (last_wall && last) {
-		double w = line_wall(last, data + keep - 1);
+	char *buf = malloc(SCAN_CHUNK);
+	if (!buf) {
+		close(fd);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory reading '%s'", path);
+	}
+	char head[HEAD_MAX];
+	size_t hlen = 0;
+	int header = is_csv, done = 0, rc = 0;
+	off_t pos = 0, line = 0, keep = 0, last = -1, last_end = 0;
+	while (!done) {
+		if (stop && *stop) {
+			rc = fedrun_error(FEDRUN_EINTERRUPTED, "interrupted while reading %s", path);
+			break;
+		}
+		ssize_t got = read(fd, buf, SCAN_CHUNK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = fedrun_error(FEDRUN_EIO, "cannot read '%s': %s", path, strerror(errno));
+			break;
+		}
+		if (got == 0)
+			break; /* a torn last line is dropped */
+		for (const char *p = buf, *end = buf + got; p < end;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t seg = (size_t)((nl ? nl : end) - p);
+			size_t take = seg < HEAD_MAX - hlen ? seg : HEAD_MAX - hlen;
+			memcpy(head + hlen, p, take);
+			hlen += take;
+			if (!nl)
+				break;
+			off_t line_end = pos + (nl - buf) + 1;
+			if (header) {
+				header = 0;
+			} else {
+				int64_t rd = line_round(head, hlen, is_csv);
+				if (rd < 0 || rd > round) {
+					done = 1;
+					break;
+				}
+				last = line;
+				last_end = line_end;
+			}
+			keep = line = line_end;
+			hlen = 0;
+			p = nl + 1;
+		}
+		pos += got;
+	}
+	if (rc == 0 && last_wall && last >= 0) {
+		/* The wall field ends the line: its last bytes, newline left out. */
+		off_t len = last_end - 1 - last < TAIL_MAX ? last_end - 1 - last : TAIL_MAX;
+		ssize_t got = pread(fd, buf, (size_t)len, last_end - 1 - len);
+		double w = got == len ? line_wall(buf, buf + len) : -1;
 		if (w >= 0)
 			*last_wall = w;
 	}
-	rc = fedrun_write_file_atomic(path, data, keep);
-	free(data);
-	return rc;
+	free(buf);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	c->fd = fd;
+	c->size = st.st_size;
+	c->keep = keep;
+	return 0;
 }
 
-int metrics_truncate(const char *dir, uint32_t round, double *wall)
+int metrics_truncate(const char *dir, uint32_t round, double *wall, volatile int *stop)
 {
 	*wall = 0;
-	int rc = truncate_file(dir, "metrics.jsonl", round, 0, wall);
+	struct cut jsonl, csv = {.fd = -1};
+	int rc = cut_find(dir, "metrics.jsonl", round, 0, wall, stop, &jsonl);
 	if (rc == 0)
-		rc = truncate_file(dir, "metrics.csv", round, 1, NULL);
+		rc = cut_find(dir, "metrics.csv", round, 1, NULL, stop, &csv);
+	if (rc == 0 && stop && *stop)
+		rc = fedrun_error(FEDRUN_EINTERRUPTED, "interrupted while reading %s/metrics.csv", dir);
+	/* Both files were read whole before either is cut: a signal or an
+	 * error above leaves both as they were. Cutting in place writes no
+	 * copy; a crash leaves the file whole or cut, both of which a resume
+	 * cuts again. */
+	struct cut *cuts[2] = {&jsonl, &csv};
+	const char *names[2] = {"metrics.jsonl", "metrics.csv"};
+	for (int i = 0; i < 2; i++) {
+		struct cut *c = cuts[i];
+		if (rc == 0 && c->fd >= 0 && c->keep < c->size &&
+		    (ftruncate(c->fd, c->keep) != 0 || fsync(c->fd) != 0))
+			rc = fedrun_error(FEDRUN_EIO, "cannot cut %s/%s back to round %u: %s", dir,
+					  names[i], round, strerror(errno));
+		if (c->fd >= 0)
+			close(c->fd);
+	}
 	return rc;
 }

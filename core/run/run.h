@@ -216,8 +216,10 @@ int metrics_open(struct run *r);
 void metrics_close(struct run *r);
 int metrics_flush_round(struct run *r, uint32_t round);
 /* Drops the metrics of rounds after `round` and stores in *wall the wall
- * time recorded last, so that a resumed run's "wall" goes on from it. */
-int metrics_truncate(const char *dir, uint32_t round, double *wall);
+ * time recorded last, so that a resumed run's "wall" goes on from it. Time
+ * linear in the files' size; when *stop is set (a signal) before both are
+ * read, returns FEDRUN_EINTERRUPTED with both files as they were. */
+int metrics_truncate(const char *dir, uint32_t round, double *wall, volatile int *stop);
 /* Frees the interned event strings (at the run's end). */
 void run_strings_free(struct run *r);
 /* The interned string `id` of an event. */
