@@ -614,9 +614,12 @@ static int prepare_dir(struct run *r, bool fresh)
 /* Records the resolved pipeline (as the plugins left it) in the run
  * directory, on resume too ("rounds" may have been extended, the directory
  * moved). A resumed run records it only once its checkpoint is read and its
- * metrics cut, so that a signal before leaves the directory as it was. */
+ * metrics cut, so that a signal before leaves the directory as it was. The
+ * temporary files of writes a killed run left go then: nothing else
+ * removes them, and a checkpoint's is as big as the checkpoint. */
 static int record_pipeline(struct run *r)
 {
+	run_remove_stale_tmp(r);
 	char path[4096];
 	snprintf(path, sizeof path, "%s/pipeline.json", r->cfg.dir);
 	char *text = json_dumps(r->pipeline, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -4,6 +4,8 @@
 #include "config.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +150,107 @@ static void prune(const struct run *r)
 		(void)cstore_remove_dir(path); /* best effort, as the rest */
 	}
 	free(rounds);
+}
+
+/* ---- temporary files left by killed writes ---------------------------- */
+
+/* Folders of a run directory and the files fedrun writes there atomically
+ * (fedrun_atomic_open: through "NAME.tmp.PID", renamed over NAME). */
+enum tmp_folder { TMP_RUN, TMP_ROUNDS, TMP_CLIENTS };
+
+/* Whether `base` (len bytes) is a file fedrun writes atomically in a
+ * folder of kind `k`: the run directory's own files (metrics.jsonl and
+ * metrics.csv too: earlier versions rewrote them so on resume),
+ * round-NNNNNN.safetensors in checkpoints/, client-N.safetensors in
+ * finetuned/ and experts/, each named exactly as fedrun names it. */
+static bool atomic_name(const char *base, size_t len, enum tmp_folder k)
+{
+	static const char *const own[] = {"pipeline.json", "metrics.jsonl", "metrics.csv",
+					  "final.safetensors", "eval_matrix.tsv"};
+	if (k == TMP_RUN) {
+		for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+			if (strlen(own[i]) == len && memcmp(own[i], base, len) == 0)
+				return true;
+		return false;
+	}
+	const char *pre = k == TMP_ROUNDS ? "round-" : "client-";
+	size_t np = strlen(pre);
+	if (len <= np || len > 40 || memcmp(base, pre, np) != 0)
+		return false;
+	unsigned long v = 0;
+	size_t i = np;
+	for (; i < len && i < np + 10 && base[i] >= '0' && base[i] <= '9'; i++)
+		v = 10 * v + (unsigned long)(base[i] - '0');
+	if (i == np || v > UINT32_MAX)
+		return false;
+	/* The name fedrun gives that number: no other spelling of it. */
+	char want[48];
+	int n = snprintf(want, sizeof want, k == TMP_ROUNDS ? "round-%06lu.safetensors"
+							  : "client-%lu.safetensors", v);
+	return n > 0 && (size_t)n == len && memcmp(want, base, len) == 0;
+}
+
+/* The PID of `name` when it is the temporary file of an atomic write of a
+ * file fedrun writes in a folder of kind k ("NAME.tmp.PID", PID as getpid
+ * gives it: digits, no leading zero), else 0. */
+static long tmp_pid(const char *name, enum tmp_folder k)
+{
+	const char *t = strstr(name, ".tmp.");
+	if (!t || !atomic_name(name, (size_t)(t - name), k))
+		return 0;
+	const char *d = t + 5;
+	size_t nd = strspn(d, "0123456789");
+	if (nd == 0 || nd > 10 || d[nd] != '\0' || d[0] == '0')
+		return 0;
+	long pid = strtol(d, NULL, 10);
+	return pid <= INT32_MAX ? pid : 0;
+}
+
+void run_remove_stale_tmp(struct run *r)
+{
+	static const struct {
+		const char *sub;
+		enum tmp_folder kind;
+	} folders[] = {{"", TMP_RUN}, {"/checkpoints", TMP_ROUNDS}, {"/finetuned", TMP_CLIENTS},
+		       {"/experts", TMP_CLIENTS}};
+	char gone[512] = "";
+	size_t used = 0;
+	uint32_t n = 0, listed = 0;
+	for (size_t f = 0; f < sizeof folders / sizeof folders[0]; f++) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s%s", r->cfg.dir, folders[f].sub);
+		DIR *d = opendir(dir);
+		for (struct dirent *e; d && (e = readdir(d));) {
+			long pid = tmp_pid(e->d_name, folders[f].kind);
+			/* A process of that PID may be writing it still (another
+			 * fedrun in this directory): only a dead writer's file
+			 * goes. */
+			if (pid == 0 || pid == (long)getpid() ||
+			    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+				continue;
+			struct stat st;
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+			    !S_ISREG(st.st_mode) || unlinkat(dirfd(d), e->d_name, 0) != 0)
+				continue;
+			n++;
+			/* One line of at most a few names, however many went. */
+			int w = snprintf(gone + used, sizeof gone - used, "%s%s%s%s", n > 1 ? ", " : "",
+					 folders[f].sub[0] ? folders[f].sub + 1 : "",
+					 folders[f].sub[0] ? "/" : "", e->d_name);
+			if (listed < 4 && w > 0 && (size_t)w < sizeof gone - used) {
+				used += (size_t)w;
+				listed++;
+			} else {
+				gone[used] = '\0';
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	if (n > 0)
+		r->host.log(r, FEDRUN_LOG_WARN,
+			    "%s: removed %u temporary file%s that a killed fedrun left: %s%s", r->cfg.dir,
+			    n, n > 1 ? "s" : "", gone, n > listed ? ", ..." : "");
 }
 
 int checkpoint_write(struct run *r)

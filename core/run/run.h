@@ -197,6 +197,10 @@ struct stateful {
 uint32_t run_statefuls(const struct run *r, struct stateful out[RUN_STATEFULS_MAX]);
 
 int checkpoint_write(struct run *r);
+/* Removes the temporary files that killed atomic writes of fedrun's files
+ * left in the run directory and its checkpoints/, finetuned/ and experts/
+ * ("NAME.tmp.PID", PID no longer a process), with one line of log. */
+void run_remove_stale_tmp(struct run *r);
 int checkpoint_latest(const char *dir, uint32_t *round, char **path);
 int checkpoint_load(struct run *r, const char *path);
 /* A checkpoint's (or final model's) fedrun.round, validated: digits, in
