@@ -455,6 +455,22 @@ START_TEST(test_safetensors_roundtrip)
 	fedrun_st_fini(&g);
 	fedrun_layout_fini(&l2);
 
+	/* A name used twice, or "__metadata__", is refused when written (the
+	 * header's hash table finds it: adding stays constant time), and no
+	 * file is left. */
+	char dup[512];
+	snprintf(dup, sizeof dup, "%s/dup.safetensors", tmpdir);
+	const char *twice[] = {"b", "__metadata__"};
+	for (int k = 0; k < 2; k++) {
+		fedrun_st_init(&f);
+		ck_assert_int_eq(fedrun_st_add_layout(&f, &l, a), 0);
+		ck_assert_int_eq(fedrun_st_add(&f, twice[k], FEDRUN_U8, 1, &three, blob), 0);
+		ck_assert_int_eq(fedrun_st_write(&f, dup), FEDRUN_EINVAL);
+		ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "name used twice"));
+		ck_assert_int_ne(access(dup, F_OK), 0);
+		fedrun_st_fini(&f);
+	}
+
 	/* Header is 8-aligned and data follows: check the file format by hand. */
 	char *buf;
 	size_t n;

@@ -80,7 +80,10 @@ struct fedrun_st_file {
 
 void fedrun_st_init(struct fedrun_st_file *f);
 void fedrun_st_fini(struct fedrun_st_file *f);
-/* Writer: adds a tensor whose data is borrowed until write. */
+/* Writer: adds a tensor whose data is borrowed until write, which refuses
+ * a name used twice (or "__metadata__"). Constant time: files of many
+ * tensors (a checkpoint of many clients' states) are written in linear
+ * time. */
 int fedrun_st_add(struct fedrun_st_file *f, const char *name, enum fedrun_dtype dtype,
 		  uint32_t ndim, const uint64_t *shape, const void *data);
 /* Writer: sets a metadata entry (copied). */
@@ -91,7 +94,8 @@ int fedrun_st_write(const struct fedrun_st_file *f, const char *path);
 /* Reads and validates the whole file: header bounds, JSON, dtypes, shapes
  * against byte ranges, ranges inside the file and not overlapping. */
 int fedrun_st_read(struct fedrun_st_file *f, const char *path);
-/* The tensor called name, or NULL. */
+/* The tensor called name, or NULL. It looks through the tensors in order:
+ * for all of a large file's tensors, walk f->t instead. */
 const struct fedrun_st_tensor *fedrun_st_find(const struct fedrun_st_file *f,
 					      const char *name);
 /* Metadata value or NULL. */
