@@ -30,6 +30,19 @@ for m in disk memory; do
 	run_ok --resume "$toy" --set "$adam" $a --set rounds=6 --set clients.state_store=$m --set output.dir=r$m
 	cmp mem/final.safetensors r$m/final.safetensors || die "$m: the resumed run differs"
 done
+# What a killed writer leaves (a store file's and a checkpoint's links'
+# temporaries) goes at resume; a file of the user's in clients/ stays.
+dead=$(sh -c 'echo $$')
+run_ok "$toy" --set "$adam" $a --set rounds=3 --set clients.state_store=disk --set output.dir=k
+echo x >k/clients/5.safetensors.tmp.$dead
+mkdir k/checkpoints/round-000004.clients.tmp.$dead
+ln k/clients/5.safetensors k/checkpoints/round-000004.clients.tmp.$dead/5.safetensors
+echo mine >k/clients/notes.txt
+run_ok --resume "$toy" --set "$adam" $a --set rounds=6 --set clients.state_store=disk --set output.dir=k
+[ ! -e k/clients/5.safetensors.tmp.$dead ] || die "a store file's temporary was left"
+[ ! -e k/checkpoints/round-000004.clients.tmp.$dead ] || die "a checkpoint's temporary links were left"
+[ "$(cat k/clients/notes.txt)" = mine ] || die "a file of the user's in clients/ went"
+cmp mem/final.safetensors k/final.safetensors || die "the resume after the cleanup differs"
 # Push selection: each client's parameters kept, and a resume.
 p="$top_srcdir/tests/pipelines/dp_greater.json"
 both='selector={"plugin": "dp_greater", "max_clients": 12, "direction": "both"}'

@@ -156,7 +156,7 @@ static void prune(const struct run *r)
 
 /* Folders of a run directory and the files fedrun writes there atomically
  * (fedrun_atomic_open: through "NAME.tmp.PID", renamed over NAME). */
-enum tmp_folder { TMP_RUN, TMP_ROUNDS, TMP_CLIENTS };
+enum tmp_folder { TMP_RUN, TMP_ROUNDS, TMP_CLIENTS, TMP_STORE, TMP_LINKS };
 
 /* Whether `base` (len bytes) is a file fedrun writes atomically in a
  * folder of kind `k`: the run directory's own files (metrics.jsonl and
@@ -173,9 +173,9 @@ static bool atomic_name(const char *base, size_t len, enum tmp_folder k)
 				return true;
 		return false;
 	}
-	const char *pre = k == TMP_ROUNDS ? "round-" : "client-";
+	const char *pre = k == TMP_ROUNDS || k == TMP_LINKS ? "round-" : k == TMP_STORE ? "" : "client-";
 	size_t np = strlen(pre);
-	if (len <= np || len > 40 || memcmp(base, pre, np) != 0)
+	if (len <= np || len > 40 || (np && memcmp(base, pre, np) != 0))
 		return false;
 	unsigned long v = 0;
 	size_t i = np;
@@ -185,8 +185,12 @@ static bool atomic_name(const char *base, size_t len, enum tmp_folder k)
 		return false;
 	/* The name fedrun gives that number: no other spelling of it. */
 	char want[48];
-	int n = snprintf(want, sizeof want, k == TMP_ROUNDS ? "round-%06lu.safetensors"
-							  : "client-%lu.safetensors", v);
+	int n = snprintf(want, sizeof want,
+			 k == TMP_ROUNDS  ? "round-%06lu.safetensors"
+			 : k == TMP_LINKS ? "round-%06lu.clients"
+			 : k == TMP_STORE ? "%lu.safetensors"
+					  : "client-%lu.safetensors",
+			 v);
 	return n > 0 && (size_t)n == len && memcmp(want, base, len) == 0;
 }
 
@@ -211,8 +215,9 @@ void run_remove_stale_tmp(struct run *r)
 	static const struct {
 		const char *sub;
 		enum tmp_folder kind;
-	} folders[] = {{"", TMP_RUN}, {"/checkpoints", TMP_ROUNDS}, {"/finetuned", TMP_CLIENTS},
-		       {"/experts", TMP_CLIENTS}};
+	} folders[] = {{"", TMP_RUN},	       {"/checkpoints", TMP_ROUNDS},
+		       {"/finetuned", TMP_CLIENTS}, {"/experts", TMP_CLIENTS},
+		       {"/clients", TMP_STORE},	       {"/checkpoints", TMP_LINKS}};
 	char gone[512] = "";
 	size_t used = 0;
 	uint32_t n = 0, listed = 0;
@@ -229,8 +234,13 @@ void run_remove_stale_tmp(struct run *r)
 			    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 				continue;
 			struct stat st;
+			char sub[8200];
+			snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+			/* a checkpoint's links (cstore.c) are a directory */
 			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-			    !S_ISREG(st.st_mode) || unlinkat(dirfd(d), e->d_name, 0) != 0)
+			    (folders[f].kind == TMP_LINKS
+				 ? !S_ISDIR(st.st_mode) || cstore_remove_dir(sub) < 0
+				 : !S_ISREG(st.st_mode) || unlinkat(dirfd(d), e->d_name, 0) != 0))
 				continue;
 			n++;
 			/* One line of at most a few names, however many went. */
