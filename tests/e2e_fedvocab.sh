@@ -5,8 +5,10 @@
 # vocabulary lists the same words in the same order as the plaintext one
 # built from all the clients' data, also with min_count and max_size (its
 # count column is 0: nobody learns the totals); bad values of the new keys
-# are refused with messages that name them. Without GMP, federated: true
-# says fedrun was built without it.
+# are refused with messages that name them, a key over 8192 bits by validate
+# at once; SIGTERM during an 8192-bit key generation stops validate and run
+# with status 130, writing nothing. Without GMP, federated: true says fedrun
+# was built without it.
 . "$top_srcdir/tests/lib.sh"
 mkdir d d/a d/b d/c
 # client a: "the" 3 times, "cat" once; b: "the", "dog" twice, "cat"; c only
@@ -91,4 +93,41 @@ bad '{"type": "words", "federated": true, "key_holder": 3}' "key_holder: 3 is no
 bad '{"type": "words", "federated": "yes"}' "model.tokenizer.federated"
 bad '{"type": "words", "federated": true, "keybits": 4096}' "keybits"
 bad '{"type": "sentencepiece", "federated": true}' "only \"type\": \"words\""
+
+# The largest key is 8192 bits: the old maximum, 16384, made validate spend
+# minutes in the prime search; now validate refuses it at once, naming the
+# key and the range. (The KILL guard only stops a hung fedrun: a refusal
+# takes no time.)
+timeout -s KILL 60 "$FEDRUN" validate \
+	--set 'model.tokenizer={"type": "words", "federated": true, "key_bits": 16384}' \
+	p.json >/dev/null 2>err
+st=$?
+[ "$st" -eq 2 ] || { cat err; die "validate with key_bits 16384 exited $st, not 2"; }
+grep -q 'model.tokenizer.key_bits: expected an integer in \[2048, 8192\], got 16384' err ||
+	{ cat err; die "key_bits 16384: the message lacks the key or the range 2048 .. 8192"; }
+
+# SIGTERM while the key is made (8192 bits: seconds of prime search, then
+# the encryption table) stops fedrun promptly with status 130, having
+# written nothing. The signal goes once fedrun says it makes the key, so
+# that it lands in the key generation however fast the machine is; the
+# KILL guard only ends a fedrun that ignores it (status 137).
+sigterm_in_keygen() {
+	timeout -s KILL 60 "$FEDRUN" "$@" >/dev/null 2>err &
+	pid=$!
+	i=0
+	while ! grep -q "makes a Paillier key of 8192 bits" err && kill -0 $pid 2>/dev/null &&
+		[ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -TERM $pid 2>/dev/null
+	wait $pid
+	st=$?
+	[ "$st" -eq 130 ] || { cat err; die "fedrun $1: SIGTERM in the key generation: exit $st, not 130"; }
+	grep -q "interrupted while" err || { cat err; die "fedrun $1: SIGTERM: no word of the interruption"; }
+}
+big='{"type": "words", "federated": true, "key_bits": 8192}'
+sigterm_in_keygen validate --set "model.tokenizer=$big" p.json
+sigterm_in_keygen run -q --set "model.tokenizer=$big" --set output.dir=sig p.json
+[ ! -e sig ] || die "an interrupted run left its directory: $(ls -A sig | tr '\n' ' ')"
 exit 0

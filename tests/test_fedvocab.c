@@ -24,9 +24,9 @@ static struct paillier_enc enc;
 
 static void key_setup(void)
 {
-	ck_assert_int_eq(paillier_keygen_unchecked(TEST_BITS, "test", &pub, &priv), 0);
+	ck_assert_int_eq(paillier_keygen_unchecked(TEST_BITS, "test", NULL, &pub, &priv), 0);
 	ck_assert_uint_eq(mpz_sizeinbase(pub.n, 2), TEST_BITS);
-	ck_assert_int_eq(paillier_enc_init(&enc, &pub, 0), 0);
+	ck_assert_int_eq(paillier_enc_init(&enc, &pub, 0, NULL), 0);
 }
 
 static void key_teardown(void)
@@ -224,9 +224,9 @@ START_TEST(test_small_keys_refused)
 {
 	struct paillier_pub p2;
 	struct paillier_priv k2;
-	ck_assert_int_eq(paillier_keygen(1024, "test", &p2, &k2), FEDRUN_EINVAL);
+	ck_assert_int_eq(paillier_keygen(1024, "test", NULL, &p2, &k2), FEDRUN_EINVAL);
 	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "at least 2048"));
-	ck_assert_int_eq(paillier_keygen_unchecked(520, "test", &p2, &k2), FEDRUN_EINVAL);
+	ck_assert_int_eq(paillier_keygen_unchecked(520, "test", NULL, &p2, &k2), FEDRUN_EINVAL);
 	/* the public API: no way below 2048 */
 	struct fedrun_fedvocab_entry e = {"a", 1};
 	struct fedrun_fedvocab_party pt = {&e, 1};
@@ -544,6 +544,106 @@ START_TEST(test_public_2048)
 }
 END_TEST
 
+/* opts.interrupted, asked from the OpenMP threads too: it answers true
+ * from its `after`-th call on, and counts the calls. */
+struct stop_after {
+	unsigned calls, after;
+};
+
+static bool stop_after(void *arg)
+{
+	struct stop_after *s = arg;
+	return __atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED) >= s->after;
+}
+
+/* A caller that asks to stop gets FEDRUN_EINTERRUPTED and nothing else,
+ * wherever the run is: in the prime search (the first call), the
+ * encryption table, the parties' encryptions, the server's masking or the
+ * key holder's decryptions (later calls). */
+START_TEST(test_interrupted)
+{
+	struct paillier_pub p2;
+	struct paillier_priv k2;
+	struct stop_after now = {0, 0};
+	struct paillier_stop stop = {stop_after, &now};
+	ck_assert_int_eq(paillier_keygen_unchecked(TEST_BITS, "test", &stop, &p2, &k2),
+			 FEDRUN_EINTERRUPTED);
+	ck_assert_str_eq(fedrun_error_message(),
+			 "test: interrupted while making a Paillier key of 512 bits");
+	ck_assert_int_eq(paillier_keygen_unchecked(TEST_BITS, "test", NULL, &p2, &k2), 0);
+	struct paillier_enc e2;
+	ck_assert_int_eq(paillier_enc_init(&e2, &p2, 2, &stop), FEDRUN_EINTERRUPTED);
+	ck_assert_ptr_null(e2.table);
+	paillier_pub_fini(&p2);
+	paillier_priv_fini(&k2);
+	struct fedrun_fedvocab_entry a[] = {{"the", 7}, {"cat", 2}, {"sat", 1}};
+	struct fedrun_fedvocab_entry b[] = {{"a", 2}, {"the", 1}, {"dog", 3}};
+	struct fedrun_fedvocab_party pt[] = {{a, 3}, {b, 3}};
+	struct fedrun_fedvocab_opts o;
+	fedrun_fedvocab_opts_init(&o);
+	o.key_bits = TEST_BITS;
+	o.min_count = 2;
+	o.threads = 2;
+	struct stop_after never = {0, UINT32_MAX};
+	o.interrupted = stop_after;
+	o.interrupted_arg = &never;
+	char **w;
+	uint64_t n;
+	ck_assert_int_eq(fedvocab_order_min_bits(pt, 2, &o, 256, &w, &n, NULL), 0);
+	fedrun_fedvocab_words_free(w, n);
+	/* the key, the table's 32 windows, each party's 5 words, the 6 masked
+	 * values and their ranks */
+	ck_assert_uint_gt(never.calls, 32 + 2 * 5 + 6 + 6);
+	/* How many calls the prime search makes varies from key to key; what
+	 * may not vary: a run that was once told to stop stops, and one that
+	 * never was does not. Up to twice the calls of a whole run, so that
+	 * some stop in the protocol's last steps and some finish. */
+	unsigned stopped = 0, finished = 0;
+	for (unsigned after = 0; after < 2 * never.calls; after += 1 + after / 8) {
+		struct stop_after s = {0, after};
+		o.interrupted_arg = &s;
+		w = NULL;
+		int rc = fedvocab_order_min_bits(pt, 2, &o, 256, &w, &n, NULL);
+		if (s.calls > after) {
+			ck_assert_msg(rc == FEDRUN_EINTERRUPTED, "stop after %u calls of %u: %d %s",
+				      after, s.calls, rc, fedrun_error_message());
+			ck_assert_ptr_null(w);
+			ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "interrupted"));
+			stopped++;
+		} else {
+			ck_assert_msg(rc == 0, "%s", fedrun_error_message());
+			expect_words(w, n, (const char *const[]){"the", "dog", "a", "cat"}, 4);
+			finished++;
+		}
+	}
+	ck_assert_uint_gt(stopped, 0);
+	ck_assert_uint_gt(finished, 0);
+}
+END_TEST
+
+/* Keys over 8192 bits take minutes to make: refused at once, by the key
+ * generation and by the public API, naming the size and the limit. */
+START_TEST(test_large_keys_refused)
+{
+	struct paillier_pub p2;
+	struct paillier_priv k2;
+	ck_assert_int_eq(paillier_keygen(16384, "test", NULL, &p2, &k2), FEDRUN_EINVAL);
+	ck_assert_msg(strstr(fedrun_error_message(), "to 8192"), "%s", fedrun_error_message());
+	struct fedrun_fedvocab_entry e = {"a", 1};
+	struct fedrun_fedvocab_party pt = {&e, 1};
+	struct fedrun_fedvocab_opts o;
+	fedrun_fedvocab_opts_init(&o);
+	o.key_bits = 16384;
+	char **w = NULL;
+	uint64_t n = 0;
+	ck_assert_int_eq(fedrun_fedvocab_order(&pt, 1, &o, &w, &n, NULL), FEDRUN_EINVAL);
+	ck_assert_msg(strstr(fedrun_error_message(), "16384 bits is too large") &&
+			  strstr(fedrun_error_message(), "at most 8192"),
+		      "%s", fedrun_error_message());
+	ck_assert_ptr_null(w);
+}
+END_TEST
+
 static Suite *fedvocab_suite(void)
 {
 	Suite *s = suite_create("fedvocab");
@@ -556,6 +656,7 @@ static Suite *fedvocab_suite(void)
 	tcase_add_test(tc, test_rerandomize);
 	tcase_add_test(tc, test_serialise);
 	tcase_add_test(tc, test_small_keys_refused);
+	tcase_add_test(tc, test_large_keys_refused);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("protocol");
 	tcase_set_timeout(tc, 120);
@@ -564,6 +665,7 @@ static Suite *fedvocab_suite(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_transcript);
 	tcase_add_test(tc, test_public_2048);
+	tcase_add_test(tc, test_interrupted);
 	suite_add_tcase(s, tc);
 	return s;
 }

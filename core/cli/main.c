@@ -47,7 +47,7 @@ static void usage(FILE *fp)
 		"\n"
 		"Exit status: 0 success, 1 the run failed, 2 usage, pipeline or input file error,\n"
 		"3 a plugin could not be loaded, 130 interrupted (a checkpoint written, or stopped\n"
-		"before the first round with the run directory as it was).\n"
+		"before the first round having written nothing, the run directory as it was).\n"
 		"Under mpirun or srun the processes share one run (fedrun(1), RUNNING ON MANY NODES).\n"
 		"See fedrun(1), fedrun-pipeline(5) and fedrun-plugin(7).\n");
 }
@@ -183,13 +183,20 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		fedrun_registry_allow_files(reg, allow_paths);
 	if (rc == 0) {
 		opts.base_dir = dirname(dircopy);
+		/* validate too: creating the plugins can take long (a federated
+		 * vocabulary's key), and plugins that ask host->interrupted stop
+		 * there with the same status as a run */
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
 		if (validate_only) {
 			rc = fedrun_pipeline_validate(pipeline, &opts, reg);
+			/* a signal that came where nothing asks for it still
+			 * stops with its status rather than "valid" */
+			if (rc == 0 && interrupted)
+				rc = fedrun_error(FEDRUN_EINTERRUPTED, "interrupted");
 			if (rc == 0)
 				printf("%s: valid\n", file);
 		} else {
-			signal(SIGINT, on_signal);
-			signal(SIGTERM, on_signal);
 			rc = fedrun_pipeline_run(pipeline, &opts, reg);
 		}
 	}

@@ -910,6 +910,11 @@ out:
 		dist_stop(&r, rc < 0);
 	if (rc < 0 && r.log)
 		fprintf(r.log, "error: %s\n", fedrun_error_message());
+	/* A run that failed or was interrupted while its plugins were made
+	 * leaves no empty directory behind (host_run_dir made it for them);
+	 * rmdir leaves one that holds anything. */
+	if (rc < 0 && r.run_dir_made && r.run_dir == r.cfg.dir)
+		(void)rmdir(r.cfg.dir);
 	free(ckpt);
 	run_teardown(&r);
 #ifdef _OPENMP

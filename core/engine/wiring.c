@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "attack.h"
 #include "dist.h"
 #include "engine.h"
@@ -104,6 +105,7 @@ static const char *host_run_dir(void *ctx)
 		return NULL;
 	if (r->run_dir_abs)
 		return r->run_dir_abs;
+	r->run_dir_made = access(r->run_dir, F_OK) != 0;
 	if (fedrun_mkdir_p(r->run_dir) < 0) {
 		r->host.log(r, FEDRUN_LOG_WARN, "%s", fedrun_error_message());
 		return NULL;
@@ -135,6 +137,12 @@ static bool host_overwrite(void *ctx)
 	return r->cfg.overwrite;
 }
 
+static bool host_interrupted(void *ctx)
+{
+	const struct run *r = ctx;
+	return r->opts && r->opts->interrupt && *r->opts->interrupt;
+}
+
 void run_host_init(struct run *r)
 {
 	r->host = (struct fedrun_host){
@@ -142,7 +150,7 @@ void run_host_init(struct run *r)
 		.log = host_log, .error = host_error, .metric = host_metric,
 		.loss_grad = host_loss_grad, .threads = host_threads, .seed = host_seed,
 		.run_dir = host_run_dir, .resuming = host_resuming, .clients = host_clients,
-		.overwrite = host_overwrite};
+		.overwrite = host_overwrite, .interrupted = host_interrupted};
 }
 
 /* Finds the plugin named by section `key` ("plugin", optional "path"). */

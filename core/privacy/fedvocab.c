@@ -116,6 +116,16 @@ static int par_err_raise(const struct par_err *e)
 	return e->rc ? fedrun_error(e->rc, "%s", e->msg) : 0;
 }
 
+/* Whether the caller asked the run to stop (opts.interrupted), recorded as
+ * the loop's error: the iterations left are skipped. */
+static bool par_stop(struct par_err *e, const struct paillier_stop *stop)
+{
+	if (!paillier_stopped(stop))
+		return false;
+	par_err_set(e, fedrun_error(FEDRUN_EINTERRUPTED, WHAT ": interrupted"));
+	return true;
+}
+
 /* The thread count of a run: opts.threads, or OpenMP's default for 0; at
  * most FEDVOCAB_MAX_THREADS (each thread holds its own GMP temporaries, and
  * libgomp fails on absurd team sizes). */
@@ -175,7 +185,8 @@ static int party_sorted(const struct fedrun_fedvocab_party *pt, uint32_t p,
  * parallel on nt threads, each with its own temporaries and randomness. */
 static int party_encrypt(const struct paillier_enc *enc,
 			 const struct fedrun_fedvocab_entry *const *s, uint64_t ns,
-			 const char *const *uni, uint64_t nu, int nt, uint8_t *out)
+			 const char *const *uni, uint64_t nu, int nt,
+			 const struct paillier_stop *stop, uint8_t *out)
 {
 	size_t len = paillier_ct_bytes(enc->pub);
 	uint64_t *counts = alloc_array(nu, sizeof *counts);
@@ -194,7 +205,7 @@ static int party_encrypt(const struct paillier_enc *enc,
 		mpz_inits(m, c, NULL);
 #pragma omp for schedule(dynamic, 64)
 		for (int64_t w = 0; w < (int64_t)nu; w++) {
-			if (!par_err_none(&err))
+			if (!par_err_none(&err) || par_stop(&err, stop))
 				continue;
 			mpz_import(m, 1, 1, sizeof counts[w], 0, 0, &counts[w]);
 			int rc = paillier_encrypt(enc, m, c);
@@ -260,7 +271,8 @@ static void holder_center(const struct paillier_priv *priv, struct holder_val *v
  * answers only their dense ranks (0: the largest value; equal values, equal
  * ranks). */
 static int holder_rank(const struct paillier_pub *pub, const struct paillier_priv *priv,
-		       const uint8_t *ct, uint64_t n, int nt, uint64_t *ranks)
+		       const uint8_t *ct, uint64_t n, int nt, const struct paillier_stop *stop,
+		       uint64_t *ranks)
 {
 	const bool mod_p = holder_mod_p(priv);
 	size_t len = paillier_ct_bytes(pub);
@@ -279,7 +291,7 @@ static int holder_rank(const struct paillier_pub *pub, const struct paillier_pri
 		mpz_init(c);
 #pragma omp for schedule(dynamic, 64)
 		for (int64_t k = 0; k < (int64_t)n; k++) {
-			if (!par_err_none(&err))
+			if (!par_err_none(&err) || par_stop(&err, stop))
 				continue;
 			int rc =
 			    paillier_ct_import(pub, ct + (uint64_t)k * len, WHAT ": key holder", c);
@@ -321,6 +333,7 @@ struct server {
 	const struct paillier_pub *pub;
 	const struct paillier_enc *enc; /* pub's table */
 	int nt;				/* threads */
+	const struct paillier_stop *stop;
 	mpz_t *acc;			/* nu running sums E(T_w) */
 	uint64_t nu;
 	mpz_t a, b;
@@ -365,13 +378,15 @@ static int server_union(const struct fedrun_fedvocab_entry *const *const *sorted
 	return 0;
 }
 
-static int server_init(struct server *s, const struct paillier_enc *enc, int nt, uint64_t nu)
+static int server_init(struct server *s, const struct paillier_enc *enc, int nt,
+		       const struct paillier_stop *stop, uint64_t nu)
 {
 	const struct paillier_pub *pub = enc->pub;
 	memset(s, 0, sizeof *s);
 	s->pub = pub;
 	s->enc = enc;
 	s->nt = nt;
+	s->stop = stop;
 	mpz_inits(s->a, s->b, NULL);
 	s->acc = alloc_array(nu, sizeof *s->acc);
 	s->perm = alloc_array(nu + 1, sizeof *s->perm);
@@ -402,6 +417,7 @@ static int server_receive(struct server *s, uint32_t p, const uint8_t *ct)
 	size_t len = paillier_ct_bytes(s->pub);
 	char what[64];
 	snprintf(what, sizeof what, WHAT ": server: from party %u", p);
+	const struct paillier_stop *stop = s->stop;
 	struct par_err err = {0};
 #pragma omp parallel num_threads(s->nt)
 	{
@@ -409,7 +425,7 @@ static int server_receive(struct server *s, uint32_t p, const uint8_t *ct)
 		mpz_init(c);
 #pragma omp for schedule(static)
 		for (int64_t w = 0; w < (int64_t)s->nu; w++) {
-			if (!par_err_none(&err))
+			if (!par_err_none(&err) || par_stop(&err, stop))
 				continue;
 			int rc = paillier_ct_import(s->pub, ct + (uint64_t)w * len, what, c);
 			if (rc == 0)
@@ -457,6 +473,7 @@ static int server_mask(struct server *s, uint64_t min_count, uint8_t *out, uint6
 	if (rc < 0)
 		return rc;
 	size_t len = paillier_ct_bytes(s->pub);
+	const struct paillier_stop *stop = s->stop;
 	struct par_err err = {0};
 #pragma omp parallel num_threads(s->nt)
 	{
@@ -464,7 +481,7 @@ static int server_mask(struct server *s, uint64_t min_count, uint8_t *out, uint6
 		mpz_inits(c, t, NULL);
 #pragma omp for schedule(dynamic, 64)
 		for (int64_t w = 0; w < (int64_t)n; w++) {
-			if (!par_err_none(&err))
+			if (!par_err_none(&err) || par_stop(&err, stop))
 				continue;
 			int wrc;
 			if ((uint64_t)w < s->nu) {
@@ -552,6 +569,11 @@ static int check_opts(const struct fedrun_fedvocab_opts *opts, uint32_t np, uint
 				    WHAT ": a key of %u bits is too small; key_bits must be at "
 					 "least %u",
 				    o->key_bits, min_bits);
+	if (o->key_bits > PAILLIER_MAX_BITS)
+		return fedrun_error(FEDRUN_EINVAL,
+				    WHAT ": a key of %u bits is too large; key_bits must be at "
+					 "most %u (larger keys take minutes to make)",
+				    o->key_bits, PAILLIER_MAX_BITS);
 	if (o->key_holder >= np)
 		return fedrun_error(FEDRUN_EINVAL,
 				    WHAT ": key_holder %u is not a party (there are %u, from 0)",
@@ -568,6 +590,7 @@ struct run {
 	struct paillier_enc enc; /* pub's table, for parties and server */
 	bool have_key, have_pub, have_enc;
 	int nt; /* threads */
+	struct paillier_stop stop; /* opts.interrupted */
 	uint8_t *pubkey, *party_ct, *masked;
 	uint64_t *ranks;
 };
@@ -577,8 +600,9 @@ static int run_keys(struct run *r, uint32_t bits, uint32_t min_bits)
 	/* key holder: makes the pair, publishes n */
 	int rc =
 	    min_bits >= PAILLIER_MIN_BITS
-		? paillier_keygen(bits, WHAT ": key holder", &r->holder_pub, &r->priv)
-		: paillier_keygen_unchecked(bits, WHAT ": key holder", &r->holder_pub, &r->priv);
+		? paillier_keygen(bits, WHAT ": key holder", &r->stop, &r->holder_pub, &r->priv)
+		: paillier_keygen_unchecked(bits, WHAT ": key holder", &r->stop, &r->holder_pub,
+					    &r->priv);
 	if (rc < 0)
 		return rc;
 	r->have_key = true;
@@ -590,8 +614,10 @@ static int run_keys(struct run *r, uint32_t bits, uint32_t min_bits)
 	if ((rc = paillier_pub_import(r->pubkey, bits, WHAT, &r->pub)) < 0)
 		return rc;
 	r->have_pub = true;
-	if ((rc = paillier_enc_init(&r->enc, &r->pub, (uint32_t)r->nt)) == 0)
+	if ((rc = paillier_enc_init(&r->enc, &r->pub, (uint32_t)r->nt, &r->stop)) == 0)
 		r->have_enc = true;
+	else if (rc == FEDRUN_EINTERRUPTED)
+		fedrun_error_wrap(rc, WHAT ": ");
 	return rc;
 }
 
@@ -608,7 +634,8 @@ static int run_collect(struct run *r, struct server *srv,
 	int rc = 0;
 	for (uint32_t p = 0; p < np && rc == 0; p++) {
 		uint8_t *msg = r->party_ct + (keep ? p * per : 0);
-		rc = party_encrypt(&r->enc, r->sorted[p], parties[p].n, r->uni, r->nu, r->nt, msg);
+		rc = party_encrypt(&r->enc, r->sorted[p], parties[p].n, r->uni, r->nu, r->nt,
+				   &r->stop, msg);
 		if (rc == 0)
 			rc = server_receive(srv, p, msg);
 	}
@@ -669,6 +696,7 @@ int fedvocab_order_min_bits(const struct fedrun_fedvocab_party *parties, uint32_
 		return rc;
 	struct run r = {0};
 	r.nt = run_threads(o.threads);
+	r.stop = (struct paillier_stop){o.interrupted, o.interrupted_arg};
 	struct server srv = {0};
 	bool have_srv = false;
 	if (!(r.sorted = calloc(n_parties, sizeof *r.sorted))) {
@@ -683,7 +711,7 @@ int fedvocab_order_min_bits(const struct fedrun_fedvocab_party *parties, uint32_
 	    (rc = run_keys(&r, o.key_bits, min_bits)) < 0)
 		goto out;
 	have_srv = true;
-	if ((rc = server_init(&srv, &r.enc, r.nt, r.nu)) < 0 ||
+	if ((rc = server_init(&srv, &r.enc, r.nt, &r.stop, r.nu)) < 0 ||
 	    (rc = run_collect(&r, &srv, parties, n_parties, tr != NULL)) < 0)
 		goto out;
 	uint64_t n_masked;
@@ -694,7 +722,8 @@ int fedvocab_order_min_bits(const struct fedrun_fedvocab_party *parties, uint32_
 		goto out;
 	}
 	if ((rc = server_mask(&srv, o.min_count, r.masked, &n_masked)) < 0 ||
-	    (rc = holder_rank(&r.holder_pub, &r.priv, r.masked, n_masked, r.nt, r.ranks)) < 0 ||
+	    (rc = holder_rank(&r.holder_pub, &r.priv, r.masked, n_masked, r.nt, &r.stop,
+			      r.ranks)) < 0 ||
 	    (rc = server_order(&srv, r.uni, r.ranks, o.min_count > 1, words_out, n_out)) < 0)
 		goto out;
 	if (tr)

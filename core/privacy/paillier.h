@@ -8,14 +8,18 @@
 #ifndef FEDRUN_PAILLIER_H
 #define FEDRUN_PAILLIER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <gmp.h>
 
 /* The smallest modulus paillier_keygen accepts: 2048 bits (112-bit security,
- * NIST SP 800-57 part 1, table 2). */
+ * NIST SP 800-57 part 1, table 2). The largest: 8192 bits, the largest
+ * size whose key and protocol complete within a minute on one core (about
+ * 20 s; 12288 bits took 87 s and 16384 bits more than five minutes, as
+ * fedrun-privacy(7), Cost, records). */
 #define PAILLIER_MIN_BITS 2048u
-#define PAILLIER_MAX_BITS 16384u
+#define PAILLIER_MAX_BITS 8192u
 
 /* The public key: what the key holder publishes (n and h_n). */
 struct paillier_pub {
@@ -44,16 +48,28 @@ struct paillier_priv {
 	mpz_t qinv;   /* q^-1 mod p */
 };
 
-/* A key pair with an n of exactly `bits` bits (even, 2048 .. 16384), primes
+/* A way to stop a long computation (a key generation, a table): fn(arg)
+ * is asked between steps, from any thread, and returns true when the caller
+ * wants the work given up (a signal came). A NULL struct or fn: never. */
+struct paillier_stop {
+	bool (*fn)(void *arg);
+	void *arg;
+};
+bool paillier_stopped(const struct paillier_stop *stop);
+
+/* A key pair with an n of exactly `bits` bits (even, 2048 .. 8192), primes
  * from getrandom(2). Both structs are initialised here; release them with
- * _fini. FEDRUN_EINVAL for a smaller or odd size, FEDRUN_EIO when the
- * system's random source fails. `what` prefixes the messages. */
-int paillier_keygen(uint32_t bits, const char *what, struct paillier_pub *pub,
-		    struct paillier_priv *priv);
-/* The same for any even size from 256 bits: for the tests only, which need
- * many keys quickly. Nothing outside tests/ may call it. */
-int paillier_keygen_unchecked(uint32_t bits, const char *what, struct paillier_pub *pub,
-			      struct paillier_priv *priv);
+ * _fini. FEDRUN_EINVAL for a smaller, larger or odd size, FEDRUN_EIO when the
+ * system's random source fails, FEDRUN_EINTERRUPTED (both structs released)
+ * when `stop` says so: it is asked before each primality test, a few
+ * milliseconds apart at 2048 bits, well under a second at 8192. `what`
+ * prefixes the messages. */
+int paillier_keygen(uint32_t bits, const char *what, const struct paillier_stop *stop,
+		    struct paillier_pub *pub, struct paillier_priv *priv);
+/* The same for any size from 256 bits, a multiple of 16: for the tests
+ * only, which need many keys quickly. Nothing outside tests/ may call it. */
+int paillier_keygen_unchecked(uint32_t bits, const char *what, const struct paillier_stop *stop,
+			      struct paillier_pub *pub, struct paillier_priv *priv);
 void paillier_pub_fini(struct paillier_pub *pub);
 /* Bytes of an exported public key: n (bits/8), then h_n (2 bits/8),
  * big-endian, fixed width. */
@@ -67,8 +83,10 @@ int paillier_pub_import(const uint8_t *buf, uint32_t bits, const char *what,
 
 /* Builds enc's table for pub (borrowed: it must outlive enc), with up to
  * `threads` OpenMP threads (0: the default); release with
- * paillier_enc_fini. FEDRUN_ENOMEM. */
-int paillier_enc_init(struct paillier_enc *enc, const struct paillier_pub *pub, uint32_t threads);
+ * paillier_enc_fini. FEDRUN_ENOMEM, FEDRUN_EINTERRUPTED when `stop` says so
+ * (asked once per window; nothing to release then). */
+int paillier_enc_init(struct paillier_enc *enc, const struct paillier_pub *pub, uint32_t threads,
+		      const struct paillier_stop *stop);
 void paillier_enc_fini(struct paillier_enc *enc);
 /* Bytes the table's limbs take (for the record; GMP's headers aside). */
 size_t paillier_enc_table_bytes(const struct paillier_enc *enc);

@@ -60,6 +60,7 @@ struct run {
 	struct run_cfg cfg;
 	const char *run_dir; /* cfg.dir in fedrun run, else NULL */
 	char *run_dir_abs;   /* host->run_dir: its absolute path, once asked for */
+	bool run_dir_made;   /* host->run_dir created it (it was not there) */
 	struct fedrun_host host;
 
 	struct plugin_slot model, aggregator, selector, privacy;

@@ -9,6 +9,7 @@
 #ifndef FEDRUN_FEDVOCAB_H
 #define FEDRUN_FEDVOCAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,8 +33,9 @@ struct fedrun_fedvocab_party {
 /* Caller-owned; fill with fedrun_fedvocab_opts_init, then change fields. */
 struct fedrun_fedvocab_opts {
 	size_t size;	     /* sizeof the struct as the caller was built */
-	uint32_t key_bits;   /* Paillier modulus bits: 2048 (default) .. 16384,
-				a multiple of 16; smaller keys are refused */
+	uint32_t key_bits;   /* Paillier modulus bits: 2048 (default) .. 8192,
+				a multiple of 16; other sizes are refused
+				(larger keys take minutes to make) */
 	uint32_t key_holder; /* the party that makes the key pair; default 0 */
 	uint64_t min_count;  /* words whose total is below it are left out;
 				0 or 1 (default): none */
@@ -41,6 +43,14 @@ struct fedrun_fedvocab_opts {
 				and the decryptions; 0 (default): OpenMP's
 				default (omp_get_max_threads); at most 1024
 				are used. The result does not depend on it. */
+	/* Asked between the steps of the key generation (before each
+	 * primality test) and of the protocol (per word), from the OpenMP
+	 * threads too, so it must be thread-safe: when it returns true, the
+	 * run gives up, frees what it made and returns FEDRUN_EINTERRUPTED.
+	 * For a caller that stops on a signal (fedrun passes the host's
+	 * interrupted, ABI 1.8). NULL (default): never. */
+	bool (*interrupted)(void *arg);
+	void *interrupted_arg;
 };
 
 void fedrun_fedvocab_opts_init(struct fedrun_fedvocab_opts *opts);
@@ -75,9 +85,9 @@ void fedrun_fedvocab_transcript_fini(struct fedrun_fedvocab_transcript *tr);
  * (free with fedrun_fedvocab_words_free). opts NULL: the defaults. tr may
  * be NULL; otherwise it is filled (its old contents are not freed).
  * Errors: FEDRUN_EINVAL naming the party and word (a duplicate word, a count
- * of 0, a key holder that is no party, a key under 2048 bits),
+ * of 0, a key holder that is no party, a key under 2048 or over 8192 bits),
  * FEDRUN_EUNSUPPORTED without GMP, FEDRUN_EIO when getrandom(2) fails,
- * FEDRUN_ENOMEM. */
+ * FEDRUN_EINTERRUPTED when opts->interrupted says so, FEDRUN_ENOMEM. */
 int fedrun_fedvocab_order(const struct fedrun_fedvocab_party *parties, uint32_t n_parties,
 			  const struct fedrun_fedvocab_opts *opts, char ***words_out,
 			  uint64_t *n_out, struct fedrun_fedvocab_transcript *tr);

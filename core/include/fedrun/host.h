@@ -91,6 +91,15 @@ struct fedrun_host {
 	 * size >= offsetof(struct fedrun_host, overwrite) + sizeof(void *)
 	 * (or abi_minor >= 7) before calling it. */
 	bool (*overwrite)(void *ctx);
+
+	/* ABI 1.8. True once the user asked fedrun to stop (SIGINT, SIGTERM).
+	 * A plugin whose create or operation works long without returning
+	 * (a key generation, say) asks it between steps and, when it is
+	 * true, gives up and returns FEDRUN_EINTERRUPTED, writing nothing
+	 * more; the host then exits with status 130. Thread-safe. Check
+	 * size >= offsetof(struct fedrun_host, interrupted) + sizeof(void *)
+	 * (or abi_minor >= 8) before calling it. */
+	bool (*interrupted)(void *ctx);
 };
 
 #ifdef __cplusplus

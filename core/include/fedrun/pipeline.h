@@ -30,16 +30,20 @@ struct fedrun_run_opts {
 	bool progress;            /* show a progress line (stderr is a terminal) */
 	const char *base_dir;     /* relative input paths are resolved here */
 	volatile int *interrupt;  /* set non-zero (e.g. from a signal handler)
-				     to stop after the current round */
+				     to stop after the current round; plugins
+				     that ask host->interrupted (ABI 1.8) stop
+				     sooner, in create too */
 };
 
 /* Resolves and checks the pipeline (which it modifies: defaults are
- * filled in) by creating every plugin, then destroys them. */
+ * filled in) by creating every plugin, then destroys them.
+ * FEDRUN_EINTERRUPTED when *opts->interrupt stopped a plugin's create. */
 int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opts,
 			     struct fedrun_registry *reg);
 
 /* Runs the pipeline. Returns 0, FEDRUN_EINTERRUPTED when *opts->interrupt
- * stopped it (a checkpoint was written), or another error. */
+ * stopped it (a checkpoint was written when the rounds had begun; a plugin
+ * that stopped in create wrote nothing), or another error. */
 int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			struct fedrun_registry *reg);
 

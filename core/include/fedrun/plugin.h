@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 7
+#define FEDRUN_ABI_MINOR 8
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 

@@ -188,7 +188,8 @@ static const struct fedrun_opt tok_spec[] = {
      "unk|characters"},
     /* the words vocabulary by FedNMT's federated protocol (words_federated) */
     {"federated", FEDRUN_OPT_BOOL, offsetof(struct tok_cfg, federated), 0, 0, 0, 0, NULL, NULL},
-    {"key_bits", FEDRUN_OPT_INT, offsetof(struct tok_cfg, key_bits), 0, 2048, 16384, 2048, NULL,
+    /* at most 8192: larger keys take minutes to make (PAILLIER_MAX_BITS) */
+    {"key_bits", FEDRUN_OPT_INT, offsetof(struct tok_cfg, key_bits), 0, 2048, 8192, 2048, NULL,
      NULL},
     {"key_holder", FEDRUN_OPT_INT, offsetof(struct tok_cfg, key_holder), 0, 0, 1 << 30, 0, NULL,
      NULL},
@@ -601,6 +602,31 @@ static int words_plain(struct tfm_model *m, const struct tok_cfg *c, struct raw 
 	return rc;
 }
 
+/* The host's interrupted (ABI 1.8), when it has one: the protocol asks it
+ * while it makes the key, so that a signal stops a long key generation. */
+static bool (*host_interrupted(const struct fedrun_host *h))(void *)
+{
+#if FEDRUN_ABI_MINOR >= 8
+	if (h->size >= offsetof(struct fedrun_host, interrupted) + sizeof h->interrupted)
+		return h->interrupted;
+#else
+	(void)h;
+#endif
+	return NULL;
+}
+
+/* Roughly how long a Paillier key of `bits` and its encryption table take
+ * to make on one core, what dominates the protocol on a small vocabulary:
+ * both grow with about the cube of the size. Measured on the development
+ * machine (fedrun-privacy(7), Cost): at 8192 bits the key 3 to 27 s, the
+ * table 10.5 s. */
+#define KEY_S_8192 25.0
+static double key_seconds(int64_t bits)
+{
+	double r = (double)bits / 8192;
+	return KEY_S_8192 * r * r * r;
+}
+
 /* The same vocabulary by the federated protocol: each client counts its
  * own training lines, and only the order of the totals comes out
  * (fedrun-privacy(7), FEDERATED VOCABULARY). */
@@ -637,6 +663,17 @@ static int words_federated(struct tfm_model *m, const struct tok_cfg *c, struct 
 				  "model.tokenizer: no training data to build the federated words "
 				  "vocabulary from");
 	if (rc == 0) {
+		/* A silent key generation of a minute looks like a hang: say
+		 * what it is and how long, on standard error (WARN) once it
+		 * takes seconds, in the run's log in any case. */
+		double secs = key_seconds(c->key_bits);
+		m->host->log(m->host->ctx, secs >= 5 ? FEDRUN_LOG_WARN : FEDRUN_LOG_INFO,
+			     "model.tokenizer.federated: client %lld makes a Paillier key of "
+			     "%lld bits and its encryption table, then the %u clients build the "
+			     "vocabulary under it: the key and table take about %.0f s on one core, "
+			     "often half or twice that (SIGINT or SIGTERM stops it)",
+			     (long long)c->key_holder, (long long)c->key_bits, nc,
+			     secs < 1 ? 1 : secs);
 		struct tfm_tok_fed f = {.max_size = (uint32_t)c->max_size,
 					.min_count = (uint64_t)c->min_count,
 					.key_bits = (uint32_t)c->key_bits,
@@ -645,7 +682,9 @@ static int words_federated(struct tfm_model *m, const struct tok_cfg *c, struct 
 					   is built before any training */
 					.threads = m->host->threads(m->host->ctx),
 					.split = c->split,
-					.chars = c->unknown};
+					.chars = c->unknown,
+					.interrupted = host_interrupted(m->host),
+					.ctx = m->host->ctx};
 		rc = tfm_tok_words_train_federated((const char *const *const *)lines, n, nc, &f,
 						   &m->tok);
 		if (rc < 0)

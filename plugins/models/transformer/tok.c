@@ -330,6 +330,8 @@ int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_
 		o.key_holder = f->key_holder;
 		o.min_count = f->min_count;
 		o.threads = f->threads;
+		o.interrupted = f->interrupted;
+		o.interrupted_arg = f->ctx;
 		rc = fedrun_fedvocab_order(pt, nclients, &o, &words, &nw, NULL);
 	}
 	/* no party learns the totals: the vocabulary's counts are 0 */

@@ -5,6 +5,7 @@
 #ifndef TFM_TOK_H
 #define TFM_TOK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,10 @@ struct tfm_tok_fed {
 	uint32_t threads; /* for the protocol's encryptions and decryptions */
 	int split;	  /* TFM_SPLIT_* */
 	int chars;	  /* count characters too (unknown words spelled) */
+	/* asked during the protocol; true: it stops (FEDRUN_EINTERRUPTED).
+	   NULL: never */
+	bool (*interrupted)(void *ctx);
+	void *ctx;
 };
 int tfm_tok_words_train_federated(const char *const *const *lines, const uint64_t *n,
 				  uint32_t nclients, const struct tfm_tok_fed *f,
