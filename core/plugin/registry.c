@@ -6,10 +6,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fedrun/io.h"
 #include "fedrun/registry.h"
@@ -21,11 +23,31 @@
 /* sizeof the ABI 1.0 descriptor: what a plugin must at least declare. */
 #define DESCRIPTOR_MIN_SIZE (offsetof(struct fedrun_plugin, ops) + sizeof(void *))
 
-struct module {
-	char *file;
-	void *dl;
+/* A plugin file as the process loaded it, shared by every registry that
+ * finds it (fedrun's own, and those of the backends and the transport, each
+ * of which searches the path): dlopen runs a file's constructors and the
+ * host its checks once per process, whatever spelling of the path (a
+ * directory listed twice, through a link) leads to the file. Found by
+ * device and inode; unloaded when the last registry that holds it goes. */
+struct loaded {
+	dev_t dev;
+	ino_t ino;
+	void *dl; /* NULL: refused */
 	uint32_t n;
 	const struct fedrun_plugin **plugins;
+	int rc;	   /* refused: the error, and its message */
+	char *msg; /* (NULL when out of memory: fedrun_strerror) */
+	uint32_t refs;
+};
+
+static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct loaded **loaded; /* each its own allocation: pointers stay */
+static uint32_t nloaded, caploaded;
+
+/* A file as one registry reached it: the path it found it by. */
+struct module {
+	char *file;
+	struct loaded *l;
 };
 
 struct fedrun_registry {
@@ -204,24 +226,24 @@ static struct module *find_loaded(struct fedrun_registry *reg, const char *file)
 	return NULL;
 }
 
-int fedrun_registry_open(struct fedrun_registry *reg, const char *file,
-			 const struct fedrun_plugin *const **plugins, uint32_t *n)
+/* A module's result: its plugins, or its refusal raised again. */
+static int module_result(const struct module *m, const struct fedrun_plugin *const **plugins,
+			 uint32_t *n)
 {
-	struct module *m = find_loaded(reg, file);
-	if (m) {
-		*plugins = m->plugins;
-		*n = m->n;
-		return 0;
-	}
+	const struct loaded *l = m->l;
+	if (!l->dl)
+		return l->msg ? fedrun_error(l->rc, "%s", l->msg)
+			      : fedrun_error(l->rc, "%s: %s", m->file, fedrun_strerror(l->rc));
+	*plugins = l->plugins;
+	*n = l->n;
+	return 0;
+}
+
+/* dlopens `file` and checks every plugin in it into l (l->dl stays NULL
+ * when refused, the file unloaded again). */
+static int load_file(const char *file, struct loaded *l)
+{
 	int rc;
-	/* dlopen would wait on a FIFO: plugins are regular files. */
-	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return fedrun_error(FEDRUN_EPLUGIN, "%s: cannot load: %s", file, strerror(errno));
-	rc = fedrun_file_check(file, fd);
-	close(fd);
-	if (rc < 0)
-		return fedrun_error_wrap(FEDRUN_EPLUGIN, "plugin: ");
 	void *dl = dlopen(file, RTLD_NOW | RTLD_LOCAL);
 	if (!dl)
 		return fedrun_error(FEDRUN_EPLUGIN, "%s: cannot load: %s", file, dlerror());
@@ -258,34 +280,112 @@ int fedrun_registry_open(struct fedrun_registry *reg, const char *file,
 		rc = fedrun_error(FEDRUN_EABI, "%s: entry point lists no plugins", file);
 		goto free_list;
 	}
-	if (reg->nmods == reg->capmods) {
-		uint32_t cap = reg->capmods ? 2 * reg->capmods : 16;
-		struct module *mods = realloc(reg->mods, cap * sizeof *mods);
-		if (!mods) {
-			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-			goto free_list;
-		}
-		reg->mods = mods;
-		reg->capmods = cap;
-	}
-	m = &reg->mods[reg->nmods];
-	m->file = strdup(file);
-	if (!m->file) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto free_list;
-	}
-	m->dl = dl;
-	m->n = count;
-	m->plugins = list;
-	reg->nmods++;
-	*plugins = m->plugins;
-	*n = count;
+	l->dl = dl;
+	l->n = count;
+	l->plugins = list;
 	return 0;
 free_list:
 	free(list);
 close_dl:
 	dlclose(dl);
 	return rc;
+}
+
+/* The process's entry for the file `st` describes (by device and inode),
+ * loaded now when no registry holds it yet; one more reference. A refused
+ * file has an entry too (l->rc). Under loaded_lock. */
+static int loaded_get(const char *file, const struct stat *st, struct loaded **out)
+{
+	*out = NULL;
+	for (uint32_t i = 0; i < nloaded; i++)
+		if (loaded[i]->dev == st->st_dev && loaded[i]->ino == st->st_ino) {
+			loaded[i]->refs++;
+			*out = loaded[i];
+			return 0;
+		}
+	if (nloaded == caploaded) {
+		uint32_t cap = caploaded ? 2 * caploaded : 16;
+		struct loaded **more = realloc(loaded, cap * sizeof *more);
+		if (!more)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		loaded = more;
+		caploaded = cap;
+	}
+	struct loaded *l = calloc(1, sizeof *l);
+	if (!l)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	l->dev = st->st_dev;
+	l->ino = st->st_ino;
+	l->refs = 1;
+	/* A refusal is kept too: loading the file again would run its
+	 * constructors again, for the same answer. */
+	if ((l->rc = load_file(file, l)) < 0)
+		l->msg = strdup(fedrun_error_message());
+	loaded[nloaded++] = l;
+	*out = l;
+	return 0;
+}
+
+/* One reference less; the last unloads the file. Under loaded_lock. */
+static void loaded_put(struct loaded *l)
+{
+	if (--l->refs > 0)
+		return;
+	for (uint32_t i = 0; i < nloaded; i++)
+		if (loaded[i] == l) {
+			loaded[i] = loaded[--nloaded];
+			break;
+		}
+	if (l->dl)
+		dlclose(l->dl);
+	free(l->plugins);
+	free(l->msg);
+	free(l);
+	if (nloaded == 0) {
+		free(loaded);
+		loaded = NULL;
+		caploaded = 0;
+	}
+}
+
+int fedrun_registry_open(struct fedrun_registry *reg, const char *file,
+			 const struct fedrun_plugin *const **plugins, uint32_t *n)
+{
+	struct module *m = find_loaded(reg, file);
+	if (m)
+		return module_result(m, plugins, n);
+	int rc;
+	/* dlopen would wait on a FIFO: plugins are regular files. */
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return fedrun_error(FEDRUN_EPLUGIN, "%s: cannot load: %s", file, strerror(errno));
+	struct stat st;
+	rc = fedrun_file_check(file, fd);
+	if (rc == 0 && fstat(fd, &st) != 0)
+		rc = fedrun_error(FEDRUN_EIO, "cannot read '%s': %s", file, strerror(errno));
+	close(fd);
+	if (rc < 0)
+		return fedrun_error_wrap(FEDRUN_EPLUGIN, "plugin: ");
+	if (reg->nmods == reg->capmods) {
+		uint32_t cap = reg->capmods ? 2 * reg->capmods : 16;
+		struct module *mods = realloc(reg->mods, cap * sizeof *mods);
+		if (!mods)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		reg->mods = mods;
+		reg->capmods = cap;
+	}
+	m = &reg->mods[reg->nmods];
+	if (!(m->file = strdup(file)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	pthread_mutex_lock(&loaded_lock);
+	rc = loaded_get(file, &st, &m->l);
+	pthread_mutex_unlock(&loaded_lock);
+	if (rc < 0) {
+		free(m->file);
+		return rc;
+	}
+	reg->nmods++;
+	return module_result(m, plugins, n);
 }
 
 static int add_dir(struct fedrun_registry *reg, const char *dir)
@@ -348,11 +448,12 @@ void fedrun_registry_destroy(struct fedrun_registry *reg)
 {
 	if (!reg)
 		return;
+	pthread_mutex_lock(&loaded_lock);
 	for (uint32_t i = 0; i < reg->nmods; i++) {
-		dlclose(reg->mods[i].dl);
+		loaded_put(reg->mods[i].l);
 		free(reg->mods[i].file);
-		free(reg->mods[i].plugins);
 	}
+	pthread_mutex_unlock(&loaded_lock);
 	free(reg->mods);
 	for (uint32_t i = 0; i < reg->ndirs; i++)
 		free(reg->dirs[i]);

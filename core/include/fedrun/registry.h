@@ -26,12 +26,16 @@ int fedrun_registry_create(const char *plugindir, struct fedrun_registry **out);
  * standard error), as the dynamic linker ignores them for programs it
  * does not trust. fedrun_registry_open loads what it is asked to. */
 void fedrun_registry_allow_files(struct fedrun_registry *reg, bool allow);
-/* Unloads every plugin: descriptors obtained from it become invalid. */
+/* Releases the registry's plugin files: one that no other registry of the
+ * process holds is unloaded. Descriptors obtained from it must not be used
+ * after. */
 void fedrun_registry_destroy(struct fedrun_registry *reg);
 
 /* Loads one file and checks every plugin in it. On success *n plugins are in
  * *plugins (borrowed, valid until destroy). On failure the message names the
- * file and both values of the failed check. */
+ * file and both values of the failed check. A file is loaded and checked
+ * once per process, whichever registry and whichever path (by device and
+ * inode) reach it; its refusal is kept as well. */
 int fedrun_registry_open(struct fedrun_registry *reg, const char *file,
 			 const struct fedrun_plugin *const **plugins, uint32_t *n);
 
