@@ -4,7 +4,9 @@
 # the backends' and the transport's each search it) and however many
 # spellings of its directory the path holds: the dynamic linker's log
 # (LD_DEBUG=files) shows one dlopen of fedavg.so, where it showed one per
-# registry and spelling.
+# registry and spelling. A plugin directory that everyone may write to
+# (anyone can put code there) is used with a warning naming it, once per
+# directory; one of mode 0755 gives none.
 . "$top_srcdir/tests/lib.sh"
 P=$FEDRUN_PLUGIN_PATH
 # opens LOG: how many times the dynamic linker's log says fedavg.so was
@@ -30,4 +32,33 @@ FEDRUN_PLUGIN_PATH="$P:$P/" LD_DEBUG=files "$FEDRUN" plugins >out 2>log ||
 n=$(opens log)
 [ "$n" -eq 1 ] || die "fedrun plugins with the directory twice dlopened fedavg.so $n times, not once"
 grep -q "^fedavg .*(shadowed)" out || die "the second fedavg is not marked shadowed: $(grep fedavg out)"
+
+# A world-writable directory (0777, no sticky bit) that holds a copy of
+# fedavg.so, first in the path (twice), then as the directory of a file a
+# pipeline names: one warning line naming it and the danger. The same copy
+# in a 0755 directory: none.
+mkdir ww safe
+cp "$P/fedavg.so" ww/
+cp "$P/fedavg.so" safe/
+chmod 0777 ww
+chmod 0755 safe
+toy=$top_srcdir/examples/toy-fedavg.json
+warning="plugin directory '$work/ww' is writable by everyone (mode 0777): anyone can place code there"
+# (validate on the tagged backend: two registries search the path)
+tagged=$top_builddir/tests/.libs
+for path in "$work/ww:$P:$tagged" "$work/ww:$work/ww/:$P:$tagged"; do
+	FEDRUN_PLUGIN_PATH="$path" "$FEDRUN" validate -b tagged "$top_srcdir/examples/quickstart.json" \
+		>out 2>err || { cat err; die "validate with $path failed"; }
+	n=$(grep -c "warning: $warning" err)
+	[ "$n" -eq 1 ] || { cat err; die "FEDRUN_PLUGIN_PATH=$path: $n warnings about ww, not 1"; }
+done
+FEDRUN_PLUGIN_PATH="$work/safe:$P" "$FEDRUN" validate "$toy" >out 2>err ||
+	{ cat err; die "validate with the 0755 directory failed"; }
+! grep -q "writable by everyone" err || { cat err; die "a warning about a 0755 directory"; }
+sed 's|"plugin": "fedavg"|"plugin": "fedavg", "path": "'"$work"'/ww/fedavg.so"|' "$toy" >named.json
+grep -q '"path"' named.json || die "named.json names no plugin file"
+"$FEDRUN" validate --allow-plugin-paths named.json >out 2>err ||
+	{ cat err; die "validate of a pipeline naming ww/fedavg.so failed"; }
+n=$(grep -c "warning: $warning" err)
+[ "$n" -eq 1 ] || { cat err; die "a named file in ww: $n warnings, not 1"; }
 exit 0

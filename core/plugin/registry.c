@@ -44,6 +44,68 @@ static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct loaded **loaded; /* each its own allocation: pointers stay */
 static uint32_t nloaded, caploaded;
 
+/* The directories warn_writable warned about, by device and inode. */
+struct dir_id {
+	dev_t dev;
+	ino_t ino;
+};
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dir_id *warned;
+static uint32_t nwarned, capwarned;
+
+/* Warns, once per directory and process, when `dir` (st: its status) is
+ * writable by everyone: anyone could put a .so there, or replace one, that
+ * fedrun would load and so run. The sticky bit does not make it safe: it
+ * keeps others from replacing a file, not from adding one, and the search
+ * loads every .so it meets. A warning, not a refusal: the user chose the
+ * path, and a shared machine may offer no better place. */
+static void warn_writable(const char *dir, const struct stat *st)
+{
+	if (!S_ISDIR(st->st_mode) || !(st->st_mode & S_IWOTH))
+		return;
+	pthread_mutex_lock(&warned_lock);
+	bool seen = false;
+	for (uint32_t i = 0; i < nwarned && !seen; i++)
+		seen = warned[i].dev == st->st_dev && warned[i].ino == st->st_ino;
+	if (!seen && nwarned == capwarned) {
+		uint32_t cap = capwarned ? 2 * capwarned : 8;
+		struct dir_id *more = realloc(warned, cap * sizeof *more);
+		if (more) {
+			warned = more;
+			capwarned = cap;
+		}
+	}
+	/* out of memory: the warning may come again, which is better than
+	 * never */
+	if (!seen && nwarned < capwarned)
+		warned[nwarned++] = (struct dir_id){st->st_dev, st->st_ino};
+	pthread_mutex_unlock(&warned_lock);
+	if (!seen)
+		fprintf(stderr,
+			"fedrun: warning: plugin directory '%s' is writable by everyone (mode "
+			"%04o): anyone can place code there that fedrun loads and runs (chmod "
+			"o-w it)\n",
+			dir, (unsigned)(st->st_mode & 07777));
+}
+
+/* warn_writable for the directory that holds `file`. */
+static void warn_writable_dir_of(const char *file)
+{
+	char *dir = strdup(file);
+	if (!dir)
+		return;
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0'; /* a file of / */
+	else if (slash)
+		*slash = '\0';
+	struct stat st;
+	const char *d = slash ? dir : ".";
+	if (stat(d, &st) == 0)
+		warn_writable(d, &st);
+	free(dir);
+}
+
 /* A file as one registry reached it: the path it found it by. */
 struct module {
 	char *file;
@@ -366,6 +428,13 @@ int fedrun_registry_open(struct fedrun_registry *reg, const char *file,
 	close(fd);
 	if (rc < 0)
 		return fedrun_error_wrap(FEDRUN_EPLUGIN, "plugin: ");
+	/* Before its code runs: the directory it is in, and the one it
+	 * really is in when a link leads there. */
+	warn_writable_dir_of(file);
+	char *real = realpath(file, NULL);
+	if (real && strcmp(real, file) != 0)
+		warn_writable_dir_of(real);
+	free(real);
 	if (reg->nmods == reg->capmods) {
 		uint32_t cap = reg->capmods ? 2 * reg->capmods : 16;
 		struct module *mods = realloc(reg->mods, cap * sizeof *mods);
@@ -480,6 +549,9 @@ static int list_dir(const char *dir, char ***files, uint32_t *n)
 	DIR *d = opendir(dir);
 	if (!d)
 		return 0;
+	struct stat st;
+	if (fstat(dirfd(d), &st) == 0)
+		warn_writable(dir, &st);
 	struct dirent *e;
 	int rc = 0;
 	while ((e = readdir(d)) != NULL) {

@@ -24,7 +24,10 @@ int fedrun_registry_create(const char *plugindir, struct fedrun_registry **out);
  * pipeline file is data; fedrun's --allow-plugin-paths turns it on.
  * Relative entries of $FEDRUN_PLUGIN_PATH are ignored (with a warning on
  * standard error), as the dynamic linker ignores them for programs it
- * does not trust. fedrun_registry_open loads what it is asked to. */
+ * does not trust. fedrun_registry_open loads what it is asked to. A
+ * directory searched, or holding a file loaded, that everyone may write to
+ * is used with a warning on standard error, once per directory and
+ * process. */
 void fedrun_registry_allow_files(struct fedrun_registry *reg, bool allow);
 /* Releases the registry's plugin files: one that no other registry of the
  * process holds is unloaded. Descriptors obtained from it must not be used
