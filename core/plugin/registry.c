@@ -16,9 +16,9 @@
 #include "fedrun/io.h"
 #include "fedrun/registry.h"
 
-#ifndef FEDRUN_PLUGINDIR
-#define FEDRUN_PLUGINDIR "/usr/local/lib/fedrun"
-#endif
+/* FEDRUN_PLUGINDIR: the configured plugin directory, kept in a header
+ * the build rewrites when the prefix changes (Makefile.am). */
+#include "fedrun_dirs.h"
 
 /* sizeof the ABI 1.0 descriptor: what a plugin must at least declare. */
 #define DESCRIPTOR_MIN_SIZE (offsetof(struct fedrun_plugin, ops) + sizeof(void *))
