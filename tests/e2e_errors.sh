@@ -20,7 +20,18 @@ grep -q "^error: .*non-finite" div/log.txt || die "the log lacks the error"
 # A missing pipeline file and an unreadable one.
 "$FEDRUN" validate no-such.json 2>err; [ $? -eq 2 ] || die "missing file: wrong exit status"
 grep -q "no-such.json: cannot open" err || die "missing file: unclear message"
-# Usage errors.
+# Usage errors. The options of run and validate may come before the
+# subcommand; other mistakes get a line saying what is wrong, not bare
+# usage.
+"$FEDRUN" --threads 1 validate "$top_srcdir/examples/toy-fedavg.json" >out 2>err ||
+	{ cat err; die "options before 'validate' refused"; }
+grep -q ": valid$" out || die "options before 'validate' did not validate: $(cat out)"
+"$FEDRUN" --threads 1 plugins 2>err; [ $? -eq 2 ] || die "options before 'plugins' accepted"
+grep -q "^fedrun: the options of 'plugins' go after its name" err || { cat err; die "no message for options before 'plugins'"; }
+"$FEDRUN" a.json b.json 2>err; [ $? -eq 2 ] || die "two pipeline files accepted"
+grep -q "^fedrun: expected one pipeline file, got 2 arguments: a.json b.json" err || { cat err; die "no message for two files"; }
+"$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set clients.bogus=1 2>err
+grep -q "clients.bogus: unknown key (known: .*optimizer" err || { cat err; die "the clients keys omit optimizer"; }
 "$FEDRUN" --threads 0 x.json 2>err; [ $? -eq 2 ] || die "--threads 0 accepted"
 grep -q "threads: expected an integer in \[1, 1024\], got '0'" err || die "unclear --threads message"
 "$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set noequals 2>err; [ $? -eq 2 ] || die "bad --set accepted"

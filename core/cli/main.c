@@ -154,7 +154,27 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		default: usage(stderr); free(sets); return 2;
 		}
 	}
+	/* `fedrun --threads 2 validate p.json`: the options of run and validate
+	 * may come before the subcommand too (getopt moved the words after
+	 * them). Another subcommand takes its own options after its name. */
+	if (argc - optind == 2 && (!strcmp(argv[optind], "run") || !strcmp(argv[optind], "validate"))) {
+		validate_only = argv[optind][0] == 'v';
+		optind++;
+	} else if (argc - optind >= 1 &&
+		   (!strcmp(argv[optind], "plugins") || !strcmp(argv[optind], "bleu") ||
+		    !strcmp(argv[optind], "translate") || !strcmp(argv[optind], "run") ||
+		    !strcmp(argv[optind], "validate"))) {
+		fprintf(stderr, "fedrun: the options of '%s' go after its name: fedrun %s [OPTIONS] ...\n",
+			argv[optind], argv[optind]);
+		free(sets);
+		return 2;
+	}
 	if (optind != argc - 1) {
+		if (optind == argc)
+			fprintf(stderr, "fedrun: missing the pipeline file\n");
+		else
+			fprintf(stderr, "fedrun: expected one pipeline file, got %d arguments: %s %s%s\n",
+				argc - optind, argv[optind], argv[optind + 1], argc - optind > 2 ? " ..." : "");
 		usage(stderr);
 		free(sets);
 		return 2;

@@ -49,6 +49,9 @@ static const struct fedrun_opt clients_spec[] = {
 	O("optimizer_state", FEDRUN_OPT_CHOICE, struct run_cfg, optim_state, 0, 0, 0, 0, "keep", "reset|keep|continue"),
 	O("lr_clock", FEDRUN_OPT_CHOICE, struct run_cfg, lr_clock, 0, 0, 0, 0, "global", "global|client"),
 	O("state_store", FEDRUN_OPT_CHOICE, struct run_cfg, state_store, 0, 0, 0, 0, "auto", "auto|memory|disk"),
+	/* parsed on its own (optim_spec), listed here so that an unknown
+	 * key's message names it among the known ones */
+	O("optimizer", FEDRUN_OPT_OBJECT, struct run_cfg, optim_section, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	FEDRUN_OPT_END_,
 };
 

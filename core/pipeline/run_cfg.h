@@ -20,6 +20,7 @@ struct run_cfg {
 	int optim_state;      /* OPTIM_STATE_*: clients.optimizer_state */
 	int lr_clock;         /* LR_CLOCK_*: clients.lr_clock */
 	int state_store;      /* STATE_STORE_*: clients.state_store */
+	json_t *optim_section; /* clients.optimizer: unused (parsed apart), borrowed */
 	int direction;        /* selector: DIR_PULL, DIR_PUSH or DIR_BOTH */
 	struct fedrun_client_hints hints; /* from the aggregator */
 	struct fedrun_optim_cfg optim;
