@@ -20,7 +20,15 @@
 #define DIST_MAGIC 0x46524431u /* "FRD1" */
 
 enum { TAG_STATUS = 1, TAG_CHUNK = 2, TAG_STATE = 3 };
-enum { CMD_START = 1, CMD_ROUND = 2, CMD_STATE = 3, CMD_STOP = 4, CMD_FAIL = 5, CMD_NEXT = 6 };
+enum {
+	CMD_START = 1,
+	CMD_ROUND = 2,
+	CMD_STATE = 3,
+	CMD_STOP = 4,
+	CMD_FAIL = 5,
+	CMD_NEXT = 6,
+	CMD_INTERRUPT = 7 /* a signal stopped the run after a checkpoint: every rank exits 130 */
+};
 
 /* A change a worker made to a client-side plugin's state (blob i of the
  * stateful plugin j, bytes [off, off + len)), kept by rank 0 until the
@@ -45,6 +53,7 @@ struct dist {
 	char *scratch; /* worker ranks */
 	bool stopped;  /* rank 0: the workers were told */
 	bool serving;  /* worker ranks: past setup, logging as "rank N" */
+	uint32_t asked; /* rank 0: the lowest worker rank a signal reached, UINT32_MAX: none */
 	uint64_t sent, received; /* transport bytes (this rank) */
 	struct snap snaps[RUN_STATEFULS_MAX];
 	/* rank 0, between dist_gather_state and dist_gather_done */
@@ -280,6 +289,7 @@ int dist_open(struct run *r)
 	d->t = transport;
 	d->rank = proc_rank;
 	d->nranks = proc_nranks;
+	d->asked = UINT32_MAX;
 	r->dist = d;
 	if (d->rank > 0)
 		return make_scratch(d);
@@ -349,6 +359,22 @@ const char *dist_scratch(const struct run *r)
 
 /* ---- agreeing --------------------------------------------------------- */
 
+/* Worker ranks: what rank 0's word h, other than the one expected,
+ * means. A signal ends every rank with the status it gives one process, so
+ * that a job stopped by a signal to any rank reads the same to the batch
+ * system; a failure is rank 0's to report. */
+static int worker_quit(const struct run *r, const struct hdr *h, const char *what)
+{
+	if (h->cmd == CMD_INTERRUPT)
+		return fedrun_error(FEDRUN_EINTERRUPTED,
+				    "rank %u: the job was interrupted after round %u; rank 0 wrote the "
+				    "checkpoint",
+				    r->dist->rank, h->round);
+	if (h->cmd == CMD_FAIL || h->cmd == CMD_STOP)
+		return DIST_QUIT;
+	return bad_message(0, what);
+}
+
 int dist_agree(struct run *r, int rc)
 {
 	struct dist *d = r->dist;
@@ -374,7 +400,7 @@ int dist_agree(struct run *r, int rc)
 		free(v);
 		if (trc < 0)
 			return trc;
-		return h.cmd == CMD_FAIL ? DIST_QUIT : 0;
+		return h.cmd == CMD_START ? 0 : worker_quit(r, &h, "status");
 	}
 	/* Rank 0: hear everyone out, then say go or stop. */
 	int first = rc;
@@ -477,8 +503,7 @@ static int worker_start(struct run *r, int rc)
 	struct hdr h;
 	if ((trc = get_hdr(&rb, &h)) < 0 || h.cmd != CMD_START) {
 		free(v);
-		return trc < 0 ? trc : h.cmd == CMD_FAIL || h.cmd == CMD_STOP ? DIST_QUIT
-									: bad_message(0, "start");
+		return trc < 0 ? trc : worker_quit(r, &h, "start");
 	}
 	const uint64_t total = r->layout->total;
 	if (rc == 0 && h.push_len > 0) {
@@ -637,9 +662,10 @@ static int train_owned(struct run *r, const struct round_ctx *ctx, uint32_t n, s
 	return s->k ? run_parallel_for(r, s->k, train_one, s) : 0;
 }
 
-/* A worker's answer for a chunk: status, the lowest failed position, the
- * message; each trained client's position, update count and message
- * lengths, the messages, and the metric events its clients recorded. */
+/* A worker's answer for a chunk: status, whether a signal reached the
+ * rank, then the lowest failed position and the message, or each trained
+ * client's position, update count and message lengths, the messages, and
+ * the metric events its clients recorded. */
 static void put_str(struct wbuf *b, const char *s)
 {
 	uint32_t n = (uint32_t)strlen(s ? s : "");
@@ -668,6 +694,9 @@ static int worker_chunk(struct run *r, const struct round_ctx *ctx, uint32_t n)
 	struct wbuf b = {0};
 	put32(&b, DIST_MAGIC);
 	put32(&b, rc < 0 ? (uint32_t)-rc : 0);
+	/* Every rank answers every chunk, and rank 0 decides at the round's
+	 * end from all the answers: every rank stops after the same round. */
+	put32(&b, r->opts->interrupt && *r->opts->interrupt ? 1u : 0u);
 	if (rc < 0) {
 		uint32_t bad = atomic_load(&s.bad);
 		put32(&b, bad < s.k ? s.pos[bad] : 0);
@@ -741,6 +770,8 @@ static int take_chunk(struct run *r, uint32_t from, struct round_ctx *ctx, uint3
 		goto out;
 	}
 	uint32_t code = get32(&b);
+	if (get32(&b) != 0 && from < d->asked)
+		d->asked = from;
 	if (code != 0) {
 		uint32_t at = get32(&b);
 		if (!get_str(&b, msg, sizeof msg))
@@ -1097,14 +1128,20 @@ void dist_gather_done(struct run *r)
 
 /* ---- stopping and serving ---------------------------------------------- */
 
-void dist_stop(struct run *r, bool failed)
+uint32_t dist_interrupted_rank(const struct run *r)
+{
+	return r->dist ? r->dist->asked : UINT32_MAX;
+}
+
+void dist_stop(struct run *r, int rc)
 {
 	struct dist *d = r->dist;
 	if (!d || d->rank > 0 || d->stopped)
 		return;
 	d->stopped = true;
+	bool failed = rc < 0;
 	struct wbuf b = {0};
-	put_hdr(&b, failed ? CMD_FAIL : CMD_STOP, r, 0, 0, 0);
+	put_hdr(&b, rc == FEDRUN_EINTERRUPTED ? CMD_INTERRUPT : failed ? CMD_FAIL : CMD_STOP, r, 0, 0, 0);
 	char saved[4096];
 	snprintf(saved, sizeof saved, "%s", fedrun_error_message());
 	if (tbcast(d, &b, NULL, NULL) < 0 && failed)
@@ -1159,8 +1196,7 @@ static int worker_round(struct run *r, const struct hdr *h, struct rbuf *b)
 		rc = get_hdr(&nb, &next);
 		free(word);
 		if (rc == 0 && next.cmd != CMD_NEXT)
-			rc = next.cmd == CMD_FAIL || next.cmd == CMD_STOP ? DIST_QUIT
-									  : bad_message(0, "round");
+			rc = worker_quit(r, &next, "round");
 	}
 	free(copy);
 	return rc;
@@ -1183,9 +1219,7 @@ int dist_serve(struct run *r)
 			switch (h.cmd) {
 			case CMD_ROUND: rc = worker_round(r, &h, &b); break;
 			case CMD_STATE: rc = worker_state(r); break;
-			case CMD_STOP:
-			case CMD_FAIL: rc = DIST_QUIT; break;
-			default: rc = bad_message(0, "command");
+			default: rc = worker_quit(r, &h, "command");
 			}
 		}
 		free(v);

@@ -14,7 +14,8 @@
 #include "engine.h"
 
 /* dist_agree and dist_start on a worker rank: the run stopped on rank 0's
- * word (rank 0 reports why); the worker ends with status 0. */
+ * word (rank 0 reports why); the worker ends with status 0. When a signal
+ * stopped it, the workers get FEDRUN_EINTERRUPTED instead, as rank 0 does. */
 #define DIST_QUIT 1
 
 /* Joins the job when a launcher started this process (Open MPI's, PMI or
@@ -61,8 +62,15 @@ int dist_train_chunk(struct run *r, struct round_ctx *ctx, uint32_t n, bool more
 int dist_gather_state(struct run *r);
 void dist_gather_done(struct run *r);
 
-/* Rank 0: the run is over, or failed (the workers end quietly). Once. */
-void dist_stop(struct run *r, bool failed);
+/* Rank 0, at a round's end: the lowest worker rank that a signal (SIGINT,
+ * SIGTERM: opts->interrupt) reached by the time it answered the round's
+ * last chunk, or UINT32_MAX. Rank 0's own signal is the caller's to read. */
+uint32_t dist_interrupted_rank(const struct run *r);
+
+/* Rank 0: the run is over (rc 0), failed (the workers end quietly), or was
+ * interrupted (rc FEDRUN_EINTERRUPTED, after a checkpoint: the workers
+ * end with the same code). Once. */
+void dist_stop(struct run *r, int rc);
 
 /* Worker ranks: follows rank 0's rounds until it stops the run. Returns
  * DIST_QUIT then, or a transport error. */

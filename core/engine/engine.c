@@ -796,7 +796,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		if ((rc = resume_point(&r, &rd, &ckpt, &fresh)) != 0) {
 			if (rc > 0) { /* complete */
 				rc = 0;
-				dist_stop(&r, false);
+				dist_stop(&r, 0);
 			}
 			goto out;
 		}
@@ -861,7 +861,11 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	for (uint32_t round = first; round <= (uint32_t)r.cfg.rounds; round++) {
 		if ((rc = run_round(&r, round)) < 0)
 			goto out;
-		int stop = opts->interrupt && *opts->interrupt;
+		/* A signal to any rank stops the whole job here: a preempted
+		 * node's SIGTERM saves the run as one to rank 0 does. */
+		bool here = opts->interrupt && *opts->interrupt;
+		uint32_t there = dist_interrupted_rank(&r);
+		bool stop = here || there != UINT32_MAX;
 		if ((r.cfg.ckpt_every > 0 && round % r.cfg.ckpt_every == 0) || stop) {
 			/* What the other ranks' clients keep goes in too. */
 			rc = dist_gather_state(&r);
@@ -872,13 +876,16 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 				goto out;
 		}
 		if (stop && round < r.cfg.rounds) {
+			char who[48] = "";
+			if (!here)
+				snprintf(who, sizeof who, " (a signal to rank %u)", there);
 			rc = fedrun_error(FEDRUN_EINTERRUPTED,
-					  "interrupted after round %u; a checkpoint is in %s/checkpoints: "
-					  "continue with --resume", round, r.cfg.dir);
+					  "interrupted%s after round %u; a checkpoint is in %s/checkpoints: "
+					  "continue with --resume", who, round, r.cfg.dir);
 			goto out;
 		}
 	}
-	dist_stop(&r, false); /* what remains is rank 0's */
+	dist_stop(&r, 0); /* what remains is rank 0's */
 	if (r.cfg.final_test) {
 		if ((rc = evaluate_all(&r, FEDRUN_SPLIT_TEST)) < 0 ||
 		    (rc = metrics_flush_round(&r, r.round)) < 0)
@@ -907,7 +914,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	}
 out:
 	if (dist_rank(&r) == 0)
-		dist_stop(&r, rc < 0);
+		dist_stop(&r, rc);
 	if (rc < 0 && r.log)
 		fprintf(r.log, "error: %s\n", fedrun_error_message());
 	/* A run that failed or was interrupted while its plugins were made

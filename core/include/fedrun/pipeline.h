@@ -42,8 +42,9 @@ int fedrun_pipeline_validate(json_t *pipeline, const struct fedrun_run_opts *opt
 			     struct fedrun_registry *reg);
 
 /* Runs the pipeline. Returns 0, FEDRUN_EINTERRUPTED when *opts->interrupt
- * stopped it (a checkpoint was written when the rounds had begun; a plugin
- * that stopped in create wrote nothing), or another error. */
+ * stopped it (a checkpoint was written when the rounds had begun, in a run
+ * over several processes that of any rank, and every rank returns it; a
+ * plugin that stopped in create wrote nothing), or another error. */
 int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			struct fedrun_registry *reg);
 
