@@ -34,6 +34,11 @@ grep -q "^fedrun: expected one pipeline file, got 2 arguments: a.json b.json" er
 grep -q "clients.bogus: unknown key (known: .*optimizer" err || { cat err; die "the clients keys omit optimizer"; }
 "$FEDRUN" --threads 0 x.json 2>err; [ $? -eq 2 ] || die "--threads 0 accepted"
 grep -q "threads: expected an integer in \[1, 1024\], got '0'" err || die "unclear --threads message"
+for v in -1 5s 604801 ''; do
+	"$FEDRUN" --peer-timeout "$v" x.json 2>err; [ $? -eq 2 ] || die "--peer-timeout '$v' accepted"
+	grep -q "peer-timeout: expected seconds, an integer in \[0, 604800\], got '$v'" err ||
+		die "unclear --peer-timeout message"
+done
 "$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set noequals 2>err; [ $? -eq 2 ] || die "bad --set accepted"
 grep -q "expected PATH=VALUE" err || die "unclear --set message"
 for a in '..=1' 'a..b=1' 'clients.=1'; do # not silently ignored

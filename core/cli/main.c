@@ -1,6 +1,7 @@
 /* The fedrun command: run, validate and list plugins. Only here do error
  * codes become exit statuses and messages. */
 #include "config.h"
+#include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
@@ -15,6 +16,12 @@
 #include "cmd_translate.h"
 
 static volatile int interrupted;
+
+/* --peer-timeout, seconds: long beyond any pause of a live rank (the
+ * transport's beats go on while a rank computes), short beside a batch
+ * job's hours. At most a week. */
+#define PEER_TIMEOUT_DEFAULT 300
+#define PEER_TIMEOUT_MAX 604800
 
 static void on_signal(int sig)
 {
@@ -42,6 +49,8 @@ static void usage(FILE *fp)
 		"  -q, --quiet            no progress line\n"
 		"      --allow-plugin-paths  load plugins from files the pipeline names\n"
 		"                         (\"path\" keys): runs their code\n"
+		"      --peer-timeout SECONDS  under mpirun, fail when another rank is not\n"
+		"                         heard from this long (default 300; 0: wait forever)\n"
 		"  -h, --help             this help\n"
 		"  -V, --version          version and plugin ABI\n"
 		"\n"
@@ -114,11 +123,12 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		{"resume", no_argument, NULL, 'r'},        {"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
 		{"allow-plugin-paths", no_argument, NULL, 'P'}, {"backend", required_argument, NULL, 'b'},
-		{NULL, 0, NULL, 0}};
+		{"peer-timeout", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0}};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct fedrun_run_opts opts = {.threads = cpus > 0 ? (uint32_t)cpus : 1,
 				       .progress = isatty(STDERR_FILENO) != 0,
-				       .interrupt = &interrupted};
+				       .interrupt = &interrupted,
+				       .peer_timeout = PEER_TIMEOUT_DEFAULT};
 	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
 	const char *backend = NULL;
 	int nsets = 0, c;
@@ -138,6 +148,21 @@ static int cmd_run(int argc, char **argv, int validate_only)
 				return 2;
 			}
 			opts.threads = (uint32_t)n;
+			break;
+		}
+		case 'T': {
+			char *end;
+			errno = 0;
+			long n = strtol(optarg, &end, 10);
+			if (end == optarg || *end || errno || n < 0 || n > PEER_TIMEOUT_MAX) {
+				free(sets);
+				fprintf(stderr,
+					"fedrun: --peer-timeout: expected seconds, an integer in "
+					"[0, %d], got '%s'\n",
+					PEER_TIMEOUT_MAX, optarg);
+				return 2;
+			}
+			opts.peer_timeout = (uint32_t)n;
 			break;
 		}
 		case 's': sets[nsets++] = optarg; break;

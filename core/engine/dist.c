@@ -283,6 +283,22 @@ int dist_open(struct run *r)
 			    r->opts->threads);
 	if (proc_nranks < 2)
 		return 0;
+	/* Once per process, as the transport is joined once. */
+	static bool watched;
+	const struct fedrun_transport_ops *t = transport;
+	if (!watched &&
+	    t->size >=
+		offsetof(struct fedrun_transport_ops, peer_timeout) + sizeof t->peer_timeout &&
+	    t->peer_timeout) {
+		watched = true;
+		if (t->peer_timeout(r->opts->peer_timeout) < 0) {
+			r->host.log(r, FEDRUN_LOG_WARN,
+				    "transport 'mpi': %s; the ranks wait for each other without a "
+				    "timeout",
+				    fedrun_error_message());
+			fedrun_error_clear();
+		}
+	}
 	struct dist *d = calloc(1, sizeof *d);
 	if (!d)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");

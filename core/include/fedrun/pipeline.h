@@ -33,6 +33,10 @@ struct fedrun_run_opts {
 				     to stop after the current round; plugins
 				     that ask host->interrupted (ABI 1.8) stop
 				     sooner, in create too */
+	uint32_t peer_timeout;    /* a run over several processes fails when
+				     another rank is not heard from for this
+				     many seconds (stopped, or its node
+				     unreachable); 0: wait forever */
 };
 
 /* Resolves and checks the pipeline (which it modifies: defaults are

@@ -51,6 +51,16 @@ struct fedrun_transport_ops {
 	/* A one-line description for the log ("Open MPI v4.1.4, 4 ranks on 2
 	 * hosts"); static or the transport's own storage. */
 	const char *(*describe)(void);
+	/* ABI 1.7, optional: from now on an op that waits (for any peer,
+	 * however long the peer computes) fails with FEDRUN_EIO, a message
+	 * naming each rank not heard from for `seconds` and for how long,
+	 * once there is one; 0: wait forever, as a transport without this op
+	 * does. Called once after init, before any exchange. Returns 0, or
+	 * a negative code with a message when the transport cannot tell (the
+	 * engine warns and goes on). A transport whose peer timed out may
+	 * skip finalize's wait for every rank, so that the launcher ends the
+	 * job when the process exits. */
+	int (*peer_timeout)(uint32_t seconds);
 };
 
 #ifdef __cplusplus
