@@ -8,6 +8,9 @@
 # checkpoint. Skipped (77) as tests/e2e_mpi.sh is.
 . "$top_srcdir/tests/lib.sh"
 mpi_env
+# The ranks' scratch directories (and Open MPI's) under the test's own: a
+# rank killed with SIGKILL cannot remove its own.
+export TMPDIR="$work"
 p="$top_srcdir/tests/pipelines/dp_greater.json"
 # Long enough that no job ends by itself while the test waits on it.
 long="--set rounds=100000 --set eval.every=0 --set model.dim=20000"
