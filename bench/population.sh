@@ -7,20 +7,29 @@
 # way before the store), the run's peak resident memory and its seconds a
 # round (metrics' wall clock, last round minus round 1, over the rounds
 # between), and the ratios to the 1,000-client run of the same store. The
-# corpus is generated (200,000 lines of 6 to 12 words from 1,000), so that
-# 100,000 clients have two sentences each.
-# Usage: bench/population.sh [ROUNDS (5)] [POPULATIONS ("1000 10000 100000")]
+# corpus is generated for each population, two lines a client (6 to 12
+# words from 1,000), so that a round's work is the same whatever the
+# population: only the clients that are not training grow in number.
+# With LINES set (say 200000), every population shares one corpus of that
+# many lines instead: the same data spread over more clients, so that the
+# dataset's memory is the same and a round's work shrinks with the clients'
+# share of it.
+# Usage: [LINES=N] bench/population.sh [ROUNDS (8)] [POPULATIONS ("1000 10000 100000")]
 # Run from the build directory (it uses ./fedrun and plugins/.libs).
 set -eu
-rounds=${1:-5}
+rounds=${1:-8}
 pops=${2:-"1000 10000 100000"}
 fedrun=${FEDRUN:-./fedrun}
 export FEDRUN_PLUGIN_PATH=${FEDRUN_PLUGIN_PATH:-$PWD/plugins/.libs}
 work=$(mktemp -d "${TMPDIR:-/tmp}/fedrun-pop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-awk 'BEGIN { srand(1); for (i = 0; i < 200000; i++) { n = 6 + int(rand() * 7); s = "";
-	for (j = 0; j < n; j++) s = s (j ? " " : "") "w" int(rand() * rand() * 1000); print s } }' >"$work/train.txt"
-head -n 2000 "$work/train.txt" >"$work/valid.txt"
+corpus() { # LINES: the training text
+	awk -v L="$1" 'BEGIN { srand(1); for (i = 0; i < L; i++) { n = 6 + int(rand() * 7); s = "";
+		for (j = 0; j < n; j++) s = s (j ? " " : "") "w" int(rand() * rand() * 1000); print s } }' \
+		>"$work/train.txt"
+}
+corpus 2000
+cp "$work/train.txt" "$work/valid.txt"
 cat >"$work/p.json" <<JSON
 {"name": "population", "seed": 1, "rounds": $rounds,
  "model": {"plugin": "gru-lm", "embed": 128, "hidden": 128, "tied": true, "bptt": 20},
@@ -38,18 +47,26 @@ peak_kib() { # runs fedrun ARGS; prints its peak RSS in KiB (GNU time's %M)
 	cat "$work/rss"
 }
 grep -m1 "model name" /proc/cpuinfo | sed 's/.*: /cpu: /'
-echo "gru-lm, 100 clients a round, $rounds rounds, a checkpoint every round, 1 thread"
-printf '%-8s %10s %10s %10s %11s %11s\n' store clients "peak MiB" s/round "peak ratio" "time ratio"
+echo "gru-lm, 100 clients a round, $rounds rounds, a checkpoint every round, 1 thread;" \
+	"corpus: ${LINES:-two lines a client} ${LINES:+lines for every population}"
+dataset_kib() { # POPULATION: fedrun validate's peak RSS, the dataset and model without a round
+	/usr/bin/time -f %M -o "$work/rss" "$fedrun" validate "$work/p.json" \
+		--set data.partition.clients="$1" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+	cat "$work/rss"
+}
+printf '%-8s %10s %10s %12s %10s %11s %11s\n' store clients "peak MiB" "validate MiB" s/round "peak ratio" "time ratio"
 for store in disk memory; do
 	base_rss= base_t=
 	for n in $pops; do
+		corpus "${LINES:-$((2 * n))}"
 		frac=$(awk -v n="$n" 'BEGIN { printf "%.10g", 100 / n }')
 		rss=$(peak_kib --threads 1 "$work/p.json" --set data.partition.clients="$n" \
 			--set clients.fraction="$frac" --set clients.state_store=$store)
 		t=$(awk -F, -v R="$rounds" 'NR > 1 && $4 == "train_loss" && $2 == "" { w[$1] = $9 }
 			END { printf "%.3f", (w[R] - w[1]) / (R - 1) }' "$work/run/metrics.csv")
 		[ -n "$base_rss" ] || { base_rss=$rss; base_t=$t; }
-		awk -v s=$store -v n="$n" -v m="$rss" -v t="$t" -v m0="$base_rss" -v t0="$base_t" \
-			'BEGIN { printf "%-8s %10d %10.1f %10.3f %11.2f %11.2f\n", s, n, m / 1024, t, m / m0, t / t0 }'
+		v=$(dataset_kib "$n")
+		awk -v s=$store -v n="$n" -v m="$rss" -v v="$v" -v t="$t" -v m0="$base_rss" -v t0="$base_t" \
+			'BEGIN { printf "%-8s %10d %10.1f %12.1f %10.3f %11.2f %11.2f\n", s, n, m / 1024, v / 1024, t, m / m0, t / t0 }'
 	done
 done
