@@ -13,7 +13,9 @@ for p in one two; do
 	./configure "$@" --prefix="$tmp/$p" >"$tmp/configure.log" 2>&1 || { tail -n 20 "$tmp/configure.log"; exit 1; }
 	make -j2 >"$tmp/make.log" 2>&1 || { tail -n 20 "$tmp/make.log"; exit 1; }
 	make install >"$tmp/install.log" 2>&1 || { echo "prefix $p: make install failed:"; tail -n 5 "$tmp/install.log"; exit 1; }
-	"$tmp/$p/bin/fedrun" plugins >"$tmp/plugins.txt" 2>&1 || { cat "$tmp/plugins.txt"; exit 1; }
+	# (its status is not the point: a plugin refused here, such as a CUDA
+	# backend without a driver, is listed as refused)
+	"$tmp/$p/bin/fedrun" plugins >"$tmp/plugins.txt" 2>&1 || true
 	grep -q " $tmp/$p/lib/fedrun/fedavg.so$" "$tmp/plugins.txt" ||
 		{ echo "prefix $p: fedrun does not load its plugins from $tmp/$p/lib/fedrun:"; head -n 5 "$tmp/plugins.txt"; exit 1; }
 done
