@@ -33,7 +33,8 @@ interrupt() {
 # is allowed ("rounds" may change on resume) as long as fewer are done.
 st=$(interrupt TERM term)
 [ "$st" -eq 130 ] || { cat term.err; die "SIGTERM: exit $st, expected 130"; }
-grep -q "continue with --resume" term.err || die "SIGTERM: no resume hint"
+grep -q "continue with --resume and the same arguments (its --set options, output.dir among them)" term.err ||
+	die "SIGTERM: no resume hint naming the --set options"
 done_round=$(newest term)
 [ "$done_round" -lt 24 ] || die "run went past round 24 before the signal"
 run_ok --threads 1 --resume "$p" --set output.dir=term

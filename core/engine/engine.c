@@ -717,7 +717,8 @@ static int stopped_early(const struct run *r, bool prepared, bool fresh)
 	if (!fresh)
 		return fedrun_error(FEDRUN_EINTERRUPTED,
 				    "interrupted while resuming, before its first round: the run "
-				    "directory is as it was; continue with --resume");
+				    "directory is as it was; continue with --resume and the same "
+				    "arguments (its --set options, output.dir among them)");
 	return fedrun_error(FEDRUN_EINTERRUPTED,
 			    "interrupted before round 1, with no checkpoint written: --resume starts "
 			    "the run in %s again from round 0",
@@ -881,7 +882,9 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 				snprintf(who, sizeof who, " (a signal to rank %u)", there);
 			rc = fedrun_error(FEDRUN_EINTERRUPTED,
 					  "interrupted%s after round %u; a checkpoint is in %s/checkpoints: "
-					  "continue with --resume", who, round, r.cfg.dir);
+					  "continue with --resume and the same arguments (its --set "
+					  "options, output.dir among them)",
+					  who, round, r.cfg.dir);
 			goto out;
 		}
 	}
