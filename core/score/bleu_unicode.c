@@ -65,11 +65,9 @@ int bleu_ustr_append(struct bleu_ustr *s, const uint32_t *v, size_t n)
 	return 0;
 }
 
-/* Decodes the code point at p[i] (i < n) into *cp; returns its length in
- * bytes, or 0 if the bytes there are not strict UTF-8: a bad lead byte, a
- * truncated sequence, an overlong form, a surrogate, or > U+10FFFF. */
-static size_t utf8_next(const unsigned char *p, size_t n, size_t i, uint32_t *cp)
+size_t fedrun_utf8_next(const char *s, size_t n, size_t i, uint32_t *cp)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	unsigned char b = p[i];
 	size_t len;
 	uint32_t c, min;
@@ -100,13 +98,12 @@ static size_t utf8_next(const unsigned char *p, size_t n, size_t i, uint32_t *cp
 
 int bleu_utf8_decode(const char *s, size_t n, struct bleu_ustr *out)
 {
-	const unsigned char *p = (const unsigned char *)s;
 	out->n = 0;
 	int rc = bleu_ustr_reserve(out, n + 1);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n;) {
-		size_t len = utf8_next(p, n, i, &out->v[out->n]);
+		size_t len = fedrun_utf8_next(s, n, i, &out->v[out->n]);
 		if (!len)
 			return fedrun_error(FEDRUN_EINVAL, "invalid UTF-8 at byte %zu", i);
 		out->n++;
@@ -117,10 +114,9 @@ int bleu_utf8_decode(const char *s, size_t n, struct bleu_ustr *out)
 
 bool fedrun_utf8_valid(const char *s, size_t n, size_t *bad)
 {
-	const unsigned char *p = (const unsigned char *)s;
 	uint32_t cp;
 	for (size_t i = 0; i < n;) {
-		size_t len = utf8_next(p, n, i, &cp);
+		size_t len = fedrun_utf8_next(s, n, i, &cp);
 		if (!len) {
 			if (bad)
 				*bad = i;
@@ -139,7 +135,7 @@ size_t fedrun_utf8_rstrip(const char *s, size_t n)
 		while (j > 0 && (p[j] & 0xC0u) == 0x80u)
 			j--;
 		uint32_t cp;
-		if (utf8_next(p, n, j, &cp) != n - j || !bleu_is_space(cp))
+		if (fedrun_utf8_next(s, n, j, &cp) != n - j || !bleu_is_space(cp))
 			break;
 		n = j;
 	}

@@ -192,6 +192,11 @@ int fedrun_chrf_format(const struct fedrun_chrf_opts *opts, const struct fedrun_
 
 /* ---- text helpers ----------------------------------------------------- */
 
+/* Decodes the code point at s[i] (i < n) into *cp; returns its length in
+ * bytes, or 0 if the bytes there are not strict UTF-8: a bad lead byte, a
+ * truncated sequence, an overlong form, a surrogate, or > U+10FFFF. */
+size_t fedrun_utf8_next(const char *s, size_t n, size_t i, uint32_t *cp);
+
 /* True when s[0..n) is strict UTF-8 (what Python's "utf-8" codec
  * accepts); otherwise *bad (may be NULL) is the offset of the first bad
  * byte. */
