@@ -107,22 +107,6 @@ run_ok "$p" --set "model.tokenizer=$spm" $short --set rounds=1 --set init="$work
 # Text SentencePiece cannot learn from (whitespace and control characters
 # only) is refused with a message; SentencePiece would abort the process.
 mkdir ws
-for s in train dev test; do
-	printf '  \n\t\n\001\n' >ws/$s.en
-	printf ' \n\002\n\n' >ws/$s.de
-done
-st=0
-"$FEDRUN" validate "$p" --set "model.tokenizer=$spm" \
-	--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/ws", "clients": [{"name": "w", "train": "train", "valid": "dev", "test": "test"}]}' \
-	2>ws.err || st=$?
-[ "$st" -eq 2 ] || { cat ws.err; die "whitespace-only training text: exit $st, expected 2"; }
-blank_msg="has only white space, control and invisible characters (Unicode White_Space, Default_Ignorable_Code_Point)"
-grep -qF "the training text ('$work/ws/train.en', '$work/ws/train.de') $blank_msg" ws.err ||
-	{ cat ws.err; die "whitespace-only training text: unclear message"; }
-# The same for text of any other Unicode White_Space or
-# Default_Ignorable_Code_Point character (SentencePiece aborted on U+3000,
-# U+200B, U+FEFF, ...), each alone (as octal UTF-8 for printf), and all
-# mixed: exit 2 and one line naming the files, never an abort.
 ws_only() { # TEXT-EN TEXT-DE [TOKENIZER]: fedrun validate's exit status in $st
 	for s in train dev test; do
 		printf "$1" >ws/$s.en
@@ -133,6 +117,15 @@ ws_only() { # TEXT-EN TEXT-DE [TOKENIZER]: fedrun validate's exit status in $st
 		--set 'data={"src": "en", "tgt": "de", "dir": "'"$work"'/ws", "clients": [{"name": "w", "train": "train", "valid": "dev", "test": "test"}]}' \
 		>ws.out 2>ws.err || st=$?
 }
+ws_only '  \n\t\n\001\n' ' \n\002\n\n'
+[ "$st" -eq 2 ] || { cat ws.err; die "whitespace-only training text: exit $st, expected 2"; }
+blank_msg="has only white space, control and invisible characters (Unicode White_Space, Default_Ignorable_Code_Point)"
+grep -qF "the training text ('$work/ws/train.en', '$work/ws/train.de') $blank_msg" ws.err ||
+	{ cat ws.err; die "whitespace-only training text: unclear message"; }
+# The same for text of any other Unicode White_Space or
+# Default_Ignorable_Code_Point character (SentencePiece aborted on U+3000,
+# U+200B, U+FEFF, ...), each alone (as octal UTF-8 for printf), and all
+# mixed: exit 2 and one line naming the files, never an abort.
 all=
 for c in '\011' '\013' '\014' '\015' '\302\205' '\302\240' '\341\232\200' \
 	'\342\200\200' '\342\200\201' '\342\200\202' '\342\200\203' '\342\200\204' \

@@ -31,12 +31,6 @@ static void maybe_raise(const char *path)
 	raise(sig && *sig ? atoi(sig) : SIGTERM);
 }
 
-/* The next definition of `name` (libc's), looked up once. */
-#define REAL(type, name)                                   \
-	static type real;                                  \
-	if (!real)                                         \
-		real = (type)(void (*)(void))dlsym(RTLD_NEXT, name)
-
 typedef int (*open_fn)(const char *, int, ...);
 typedef FILE *(*fopen_fn)(const char *, const char *);
 
@@ -50,17 +44,32 @@ static mode_t mode_arg(int flags, va_list ap)
 	return flags & O_CREAT ? va_arg(ap, mode_t) : 0;
 }
 
+/* Each wrapper calls libc's function, then maybe_raise once it opened. */
+static int open_via(const char *name, const char *path, int flags, mode_t mode)
+{
+	open_fn real = (open_fn)(void (*)(void))dlsym(RTLD_NEXT, name);
+	int fd = real ? real(path, flags, mode) : -1;
+	if (fd >= 0)
+		maybe_raise(path);
+	return fd;
+}
+
+static FILE *fopen_via(const char *name, const char *path, const char *how)
+{
+	fopen_fn real = (fopen_fn)(void (*)(void))dlsym(RTLD_NEXT, name);
+	FILE *fp = real ? real(path, how) : NULL;
+	if (fp)
+		maybe_raise(path);
+	return fp;
+}
+
 int open(const char *path, int flags, ...)
 {
 	va_list ap;
 	va_start(ap, flags);
 	mode_t mode = mode_arg(flags, ap);
 	va_end(ap);
-	REAL(open_fn, "open");
-	int fd = real ? real(path, flags, mode) : -1;
-	if (fd >= 0)
-		maybe_raise(path);
-	return fd;
+	return open_via("open", path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...)
@@ -69,27 +78,15 @@ int open64(const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = mode_arg(flags, ap);
 	va_end(ap);
-	REAL(open_fn, "open64");
-	int fd = real ? real(path, flags, mode) : -1;
-	if (fd >= 0)
-		maybe_raise(path);
-	return fd;
+	return open_via("open64", path, flags, mode);
 }
 
 FILE *fopen(const char *path, const char *how)
 {
-	REAL(fopen_fn, "fopen");
-	FILE *fp = real ? real(path, how) : NULL;
-	if (fp)
-		maybe_raise(path);
-	return fp;
+	return fopen_via("fopen", path, how);
 }
 
 FILE *fopen64(const char *path, const char *how)
 {
-	REAL(fopen_fn, "fopen64");
-	FILE *fp = real ? real(path, how) : NULL;
-	if (fp)
-		maybe_raise(path);
-	return fp;
+	return fopen_via("fopen64", path, how);
 }
