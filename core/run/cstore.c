@@ -75,13 +75,17 @@ static int alloc_state(struct run *r, struct client_state *cs)
 	return 0;
 }
 
-void cstore_drop(struct run *r, struct client_state *cs)
+static void free_state(struct client_state *cs)
 {
-	if (!r->cstore_disk)
-		return;
 	fedrun_arena_free(cs->optim);
 	fedrun_arena_free(cs->params);
 	cs->optim = cs->params = NULL;
+}
+
+void cstore_drop(struct run *r, struct client_state *cs)
+{
+	if (r->cstore_disk)
+		free_state(cs);
 }
 
 /* Copies tensor `name` of f (count floats) to *dst, allocated when NULL. */
@@ -172,9 +176,7 @@ void cstore_forget(struct run *r, struct client_state *cs)
 		unlink(path);
 	}
 	cs->stored = false;
-	fedrun_arena_free(cs->optim);
-	fedrun_arena_free(cs->params);
-	cs->optim = cs->params = NULL;
+	free_state(cs);
 }
 
 int cstore_sync(const struct run *r)
