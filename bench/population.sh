@@ -6,7 +6,8 @@
 # a client, "memory": every trained client's state in RAM, fedrun's only
 # way before the store), the run's peak resident memory and its seconds a
 # round (metrics' wall clock, last round minus round 1, over the rounds
-# between), and the ratios to the 1,000-client run of the same store. The
+# between), the ratio of disk's to memory's, and disk's against its
+# 1,000-client run. The
 # corpus is generated for each population, two lines a client (6 to 12
 # words from 1,000), so that a round's work is the same whatever the
 # population: only the clients that are not training grow in number.
@@ -54,19 +55,26 @@ dataset_kib() { # POPULATION: fedrun validate's peak RSS, the dataset and model 
 		--set data.partition.clients="$1" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
 	cat "$work/rss"
 }
-printf '%-8s %10s %10s %12s %10s %11s %11s\n' store clients "peak MiB" "validate MiB" s/round "peak ratio" "time ratio"
-for store in disk memory; do
-	base_rss= base_t=
-	for n in $pops; do
-		corpus "${LINES:-$((2 * n))}"
-		frac=$(awk -v n="$n" 'BEGIN { printf "%.10g", 100 / n }')
-		rss=$(peak_kib --threads 1 "$work/p.json" --set data.partition.clients="$n" \
-			--set clients.fraction="$frac" --set clients.state_store=$store)
-		t=$(awk -F, -v R="$rounds" 'NR > 1 && $4 == "train_loss" && $2 == "" { w[$1] = $9 }
-			END { printf "%.3f", (w[R] - w[1]) / (R - 1) }' "$work/run/metrics.csv")
-		[ -n "$base_rss" ] || { base_rss=$rss; base_t=$t; }
-		v=$(dataset_kib "$n")
-		awk -v s=$store -v n="$n" -v m="$rss" -v v="$v" -v t="$t" -v m0="$base_rss" -v t0="$base_t" \
-			'BEGIN { printf "%-8s %10d %10.1f %12.1f %10.3f %11.2f %11.2f\n", s, n, m / 1024, v / 1024, t, m / m0, t / t0 }'
-	done
+run_store() { # POPULATION STORE: sets rss (KiB) and t (s a round)
+	frac=$(awk -v n="$1" 'BEGIN { printf "%.10g", 100 / n }')
+	rss=$(peak_kib --threads 1 "$work/p.json" --set data.partition.clients="$1" \
+		--set clients.fraction="$frac" --set clients.state_store="$2")
+	t=$(awk -F, -v R="$rounds" 'NR > 1 && $4 == "train_loss" && $2 == "" { w[$1] = $9 }
+		END { printf "%.3f", (w[R] - w[1]) / (R - 1) }' "$work/run/metrics.csv")
+}
+# Ours ("disk") and the peer ("memory") side by side for each population,
+# their ratio, and ours against ours at the first population.
+printf '%9s %9s %9s %7s %9s %9s %7s %9s %9s %9s\n' clients "disk MiB" "mem MiB" ratio \
+	"disk s/r" "mem s/r" ratio "MiB vs 1" "s/r vs 1" "valid MiB"
+base_rss= base_t=
+for n in $pops; do
+	corpus "${LINES:-$((2 * n))}"
+	run_store "$n" disk
+	drss=$rss dt=$t
+	run_store "$n" memory
+	[ -n "$base_rss" ] || { base_rss=$drss; base_t=$dt; }
+	v=$(dataset_kib "$n")
+	awk -v n="$n" -v dm="$drss" -v mm="$rss" -v dt="$dt" -v mt="$t" -v m0="$base_rss" \
+		-v t0="$base_t" -v v="$v" 'BEGIN { printf "%9d %9.1f %9.1f %7.3f %9.3f %9.3f %7.3f %9.2f %9.2f %9.1f\n",
+		n, dm / 1024, mm / 1024, dm / mm, dt, mt, dt / mt, dm / m0, dt / t0, v / 1024 }'
 done

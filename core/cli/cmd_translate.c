@@ -209,11 +209,23 @@ struct expert {
  * empty lines stay empty without reaching the model. Newlines in a
  * translation become spaces: one output line per input line. A line the
  * model cut gets a warning, one it refused names its line. */
-static int translate_batch(const struct fedrun_model_ops *ops, void *model, void *worker,
-			   const float *params, const struct expert *ex,
-			   const struct fedrun_decode_opts *dopts, char **lines,
-			   const uint64_t *lineno, uint32_t n)
+/* What translate_batch needs besides the lines (its ctx). */
+struct batch_ctx {
+	const struct fedrun_model_ops *ops;
+	void *model, *worker;
+	const float *params;
+	const struct expert *ex;
+	const struct fedrun_decode_opts *d;
+};
+
+static int translate_batch(void *ctx, char **lines, const uint64_t *lineno, uint32_t n)
 {
+	const struct batch_ctx *b = ctx;
+	const struct fedrun_model_ops *ops = b->ops;
+	const struct expert *ex = b->ex;
+	void *model = b->model, *worker = b->worker;
+	const float *params = b->params;
+	const struct fedrun_decode_opts *dopts = b->d;
 	const char **src = calloc(n ? n : 1, sizeof *src);
 	char **out = calloc(n ? n : 1, sizeof *out);
 	uint32_t *pos = calloc(n ? n : 1, sizeof *pos);
@@ -317,22 +329,6 @@ static int expert_load(const char *arg, const char *rundir, const struct fedrun_
 	}
 	fedrun_st_fini(&f);
 	return rc;
-}
-
-/* What translate_batch needs besides the lines. */
-struct batch_ctx {
-	const struct fedrun_model_ops *ops;
-	void *model, *worker;
-	const float *params;
-	const struct expert *ex;
-	const struct fedrun_decode_opts *d;
-};
-
-static int translate_cb(void *ctx, char **lines, const uint64_t *lineno, uint32_t n)
-{
-	const struct batch_ctx *b = ctx;
-	return translate_batch(b->ops, b->model, b->worker, b->params, b->ex, b->d, lines, lineno,
-			       n);
 }
 
 int fedrun_translate_read(FILE *in, size_t max_bytes, uint32_t batch,
@@ -539,7 +535,7 @@ static int run(const struct cli *c)
 	d.long_src = c->long_src;
 
 	struct batch_ctx bc = {ops, model, worker, params, &ex, &d};
-	rc = fedrun_translate_read(stdin, (size_t)c->max_line_bytes, d.batch, translate_cb, &bc);
+	rc = fedrun_translate_read(stdin, (size_t)c->max_line_bytes, d.batch, translate_batch, &bc);
 out:
 	fedrun_st_fini(&f);
 	if (worker && ops->worker_destroy)

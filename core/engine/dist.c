@@ -1063,7 +1063,12 @@ int dist_gather_state(struct run *r)
 			if (b.bad || client >= r->num_clients || owner(d, client) != k)
 				return bad_message(k, "state");
 			struct client_state *cs = run_client_state(r, client, &rc);
-			if (!cs || (rc = cstore_checkout(r, cs)) < 0)
+			if (!cs)
+				return rc;
+			/* The message holds the client's whole state: its file (a
+			 * checkpoint's before) is replaced, not read. */
+			cs->stored = false;
+			if ((rc = cstore_checkout(r, cs)) < 0)
 				return rc;
 			cs->step = step;
 			if (optim && cs->optim)
