@@ -112,7 +112,9 @@ grep -q 'model.tokenizer.key_bits: expected an integer in \[2048, 8192\], got 16
 # that it lands in the key generation however fast the machine is; the
 # KILL guard only ends a fedrun that ignores it (status 137).
 sigterm_in_keygen() {
-	timeout -s KILL 60 "$FEDRUN" "$@" >/dev/null 2>err &
+	# --foreground: timeout passes the signal on to fedrun once (without it
+	# it signals its whole process group too, and fedrun gets two)
+	timeout --foreground -s KILL 60 "$FEDRUN" "$@" >/dev/null 2>err &
 	pid=$!
 	i=0
 	while ! grep -q "makes a Paillier key of 8192 bits" err && kill -0 $pid 2>/dev/null &&
