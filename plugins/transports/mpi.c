@@ -69,7 +69,7 @@ static pthread_cond_t beat_cond;
  * buffers; MPI_Finalize, which waits for every rank, is not called (the
  * launcher ends the job when this process exits without it). */
 static atomic_bool gone;
-static char gone_msg[512];
+static char gone_msg[640]; /* list (384) + the text around it */
 /* What the control messages of the call under way (one at a time) are
  * sent from and received into: static, as a pending request may outlive
  * the call when a peer times out. */
