@@ -19,6 +19,38 @@ for page in "$srcdir"/man/*.[1-9]; do
 	[ -z "$out" ] || { printf 'FAIL: groff warns on %s:\n%s\n' "$page" "$out"; fail=1; }
 done
 [ $n -gt 0 ] || { echo "FAIL: no manual pages under $srcdir/man"; exit 1; }
+# The alternating-font macros (.BR, .IR, ...) join their arguments without
+# a space, so two plain words in a row print as one ("attentionas", found
+# in fedrun-models.7, and "Localtraining" in fedrun-plugin.7). Words that
+# are meant to touch (a variable part of a name, \(dq quotes) end or start
+# otherwise and pass.
+together=$(awk '
+# Lines of the alternating-font macros (.BR, .IR, ...) join their
+# arguments without a space: two unquoted words in a row print as one.
+/^\.(BR|IR|RB|RI|BI|IB)[ \t]/ {
+	s = substr($0, 5); n = 0
+	while (length(s) > 0) {
+		sub(/^[ \t]+/, "", s)
+		if (s == "") break
+		if (substr(s, 1, 1) == "\"") {
+			m = match(substr(s, 2), /"/)
+			tok[++n] = ""; q[n] = 1
+			s = m ? substr(s, m + 2) : ""
+		} else {
+			m = match(s, /[ \t]/)
+			tok[++n] = m ? substr(s, 1, m - 1) : s; q[n] = 0
+			s = m ? substr(s, m) : ""
+		}
+	}
+	for (i = 1; i < n; i++)
+		if (!q[i] && !q[i + 1] && tok[i] ~ /[a-z][a-z]$/ && tok[i] !~ /\\\(..$/ &&
+		    tok[i + 1] ~ /^[A-Za-z][a-z]/) {
+			printf "%s:%d: \"%s\" and \"%s\" print as one word: %s\n", FILENAME, FNR, tok[i], tok[i + 1], $0
+			break
+		}
+}
+' "$srcdir"/man/*.[1-9])
+[ -z "$together" ] || { printf 'FAIL: words run together:\n%s\n' "$together"; fail=1; }
 # The plugin guide states the ABI version of the header (it said 1.1 for
 # five minors).
 h="$srcdir/core/include/fedrun/plugin.h"
