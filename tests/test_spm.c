@@ -407,12 +407,12 @@ START_TEST(test_vocab_too_large)
 		fedrun_error_clear();
 		ck_assert_int_eq(tfm_spm_train(corpus, 2, &o, model), FEDRUN_EINVAL);
 		ck_msg("vocab_size 8000 is too large");
-		ck_msg("smaller tokenizer.vocab_size (<= ");
+		ck_msg("set model.tokenizer.vocab_size to ");
 		ck_msg("train,en.txt");
 		check_model_untouched(model);
-		/* The limit it gives is right: training with it works. */
-		const char *p = strstr(fedrun_error_message(), "(<= ");
-		o.vocab_size = (uint32_t)strtoul(p + 4, NULL, 10);
+		/* The size it gives is right: training with it works. */
+		const char *p = strstr(fedrun_error_message(), "set model.tokenizer.vocab_size to ");
+		o.vocab_size = (uint32_t)strtoul(p + strlen("set model.tokenizer.vocab_size to "), NULL, 10);
 		ck_assert_uint_gt(o.vocab_size, 4);
 		ck_assert_uint_lt(o.vocab_size, 8000);
 		char ok[128];
@@ -424,6 +424,39 @@ START_TEST(test_vocab_too_large)
 }
 END_TEST
 
+/* SentencePiece's "Please set it to a value <= N" is no maximum: on
+ * tests/data/spm-prune (README there) 600 trains, 584 is refused with
+ * "<= 560", and 8000 with "<= 647". The message names a size that was
+ * seen to train (the bound of 584, 560) and the sizes tried, and says
+ * nothing of "at most". */
+START_TEST(test_vocab_bound)
+{
+	char en[4096], de[4096], model[128];
+	const char *top = getenv("top_srcdir");
+	snprintf(en, sizeof en, "%s/tests/data/spm-prune/train.en", top ? top : ".");
+	snprintf(de, sizeof de, "%s/tests/data/spm-prune/train.de", top ? top : ".");
+	const char *files[2] = {en, de};
+	path_in(model, sizeof model, "spm.model");
+	struct tfm_spm_train_opts o = opts("unigram", 584);
+	fedrun_error_clear();
+	ck_assert_int_eq(tfm_spm_train(files, 2, &o, model), FEDRUN_EINVAL);
+	ck_msg("vocab_size 584 is too large for this text");
+	ck_msg("(tried 584, 560); 560 trains: set model.tokenizer.vocab_size to 560");
+	ck_assert_ptr_null(strstr(fedrun_error_message(), "at most"));
+	ck_assert_int_ne(access(model, F_OK), 0);
+	o.vocab_size = 560;
+	train_ok(files, 2, &o, model);
+	o.vocab_size = 600; /* above the bound 584 was given, and trains */
+	train_ok(files, 2, &o, model);
+	struct tfm_spm *s = load_ok(model);
+	ck_assert_uint_eq(tfm_spm_size(s), 600);
+	tfm_spm_destroy(s);
+	o.vocab_size = 8000;
+	ck_assert_int_eq(tfm_spm_train(files, 2, &o, model), FEDRUN_EINVAL);
+	ck_msg("(tried 8000, 647); 647 trains");
+}
+END_TEST
+
 START_TEST(test_vocab_too_small)
 {
 	char model[128];
@@ -432,7 +465,7 @@ START_TEST(test_vocab_too_small)
 	struct tfm_spm_train_opts o = opts("unigram", 12);
 	ck_assert_int_eq(tfm_spm_train(corpus, 2, &o, model), FEDRUN_EINVAL);
 	ck_msg("vocab_size 12 is too small");
-	ck_msg("larger tokenizer.vocab_size");
+	ck_msg("larger model.tokenizer.vocab_size");
 	check_model_untouched(model);
 }
 END_TEST
@@ -814,6 +847,7 @@ static Suite *spm_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_vocab_too_large);
+	tcase_add_test(tc, test_vocab_bound);
 	tcase_add_test(tc, test_vocab_too_small);
 	tcase_add_test(tc, test_bad_options);
 	tcase_add_test(tc, test_bad_inputs);

@@ -825,8 +825,9 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 	const char *one[1] = {train_txt};
 	rc = tfm_tok_spm_train(train_txt ? one : files, train_txt ? 1 : nfiles,
 			       (uint32_t)c.vocab_size, c.model_type ? "bpe" : "unigram",
-			       c.character_coverage, m->host->seed(m->host->ctx), model_tmp,
-			       "model.tokenizer.type");
+			       c.character_coverage, m->host->seed(m->host->ctx),
+			       train_txt ? "the generated training text (data.synthetic)" : NULL,
+			       model_tmp, "model.tokenizer.type");
 	if (rc == 0)
 		rc = tfm_tok_spm_load(model_tmp, "model.tokenizer.type", &m->tok);
 	if (rc == 0 && dir)

@@ -78,8 +78,11 @@ int status_code(const Status &st)
 }
 
 /* "a.txt", "a.txt, b.txt" or "a.txt and 9 more files", for messages. */
-std::string describe_files(const char *const *files, uint32_t n)
+std::string describe_files(const char *const *files, uint32_t n,
+			   const struct tfm_spm_train_opts *o = nullptr)
 {
+	if (o && o->text_name)
+		return o->text_name;
 	std::string s = "'" + std::string(files[0]) + "'";
 	if (n == 2)
 		s += ", '" + std::string(files[1]) + "'";
@@ -265,30 +268,33 @@ int has_content(const char *const *files, uint32_t n, std::string *msg)
 	return kept ? 0 : 1;
 }
 
+/* `fits`: the largest size tried after `o->vocab_size` was refused that
+ * trains on this text (0: none); `tried`: the sizes tried, "200, 192". */
 int train_error(const Status &st, const char *const *files, uint32_t n,
-		const struct tfm_spm_train_opts *o)
+		const struct tfm_spm_train_opts *o, uint32_t fits, const std::string &tried)
 {
-	std::string text = status_text(st), where = describe_files(files, n);
+	std::string text = status_text(st), where = describe_files(files, n, o);
 	if (text.find("Vocabulary size too high") != std::string::npos) {
-		long max = max_vocab_of(text);
-		if (max > 0)
+		if (fits)
 			return fedrun_error(
 			    FEDRUN_EINVAL,
-			    "SentencePiece training on %s: vocab_size %u is too large "
-			    "for this text, which yields at most %ld pieces; set a "
-			    "smaller tokenizer.vocab_size (<= %ld) or train on more text",
-			    where.c_str(), (unsigned)o->vocab_size, max, max);
+			    "SentencePiece training on %s: vocab_size %u is too large for "
+			    "this text: SentencePiece made fewer pieces (tried %s); %u trains: "
+			    "set model.tokenizer.vocab_size to %u, or train on more text",
+			    where.c_str(), (unsigned)o->vocab_size, tried.c_str(), (unsigned)fits,
+			    (unsigned)fits);
 		return fedrun_error(FEDRUN_EINVAL,
 				    "SentencePiece training on %s: vocab_size %u is too large for "
-				    "this text (%s); set a smaller tokenizer.vocab_size",
-				    where.c_str(), (unsigned)o->vocab_size, text.c_str());
+				    "this text (%s; tried %s); set a smaller "
+				    "model.tokenizer.vocab_size or train on more text",
+				    where.c_str(), (unsigned)o->vocab_size, text.c_str(), tried.c_str());
 	}
 	if (text.find("smaller than required_chars") != std::string::npos)
 		return fedrun_error(
 		    FEDRUN_EINVAL,
 		    "SentencePiece training on %s: vocab_size %u is too small for "
 		    "the characters of this text (%s); set a larger "
-		    "tokenizer.vocab_size or a smaller tokenizer.character_coverage",
+		    "model.tokenizer.vocab_size or a smaller model.tokenizer.character_coverage",
 		    where.c_str(), (unsigned)o->vocab_size, text.c_str());
 	if (text.find("sentences_.empty()") != std::string::npos)
 		return fedrun_error(FEDRUN_EINVAL,
@@ -297,6 +303,22 @@ int train_error(const Status &st, const char *const *files, uint32_t n,
 				    where.c_str());
 	return fedrun_error(status_code(st), "SentencePiece training on %s failed: %s",
 			    where.c_str(), text.c_str());
+}
+
+/* One SentencePiece training of `vocab` pieces with `args` (whose
+ * vocab_size it replaces) into *model, its status in *st. Returns 0, or a
+ * read error of the files (reported). */
+int train_size(const char *const *files, uint32_t n,
+	       std::unordered_map<std::string, std::string> args, uint32_t vocab,
+	       const char *model_path, std::string *model, Status *st)
+{
+	args["vocab_size"] = std::to_string(vocab);
+	line_reader reader(files, n);
+	*st = spm::SentencePieceTrainer::Train(args, &reader, model);
+	if (reader.rc())
+		return fedrun_error(reader.rc(), "SentencePiece training for '%s': %s", model_path,
+				    reader.message().c_str());
+	return 0;
 }
 
 int train(const char *const *files, uint32_t n, const struct tfm_spm_train_opts *o,
@@ -353,7 +375,7 @@ int train(const char *const *files, uint32_t n, const struct tfm_spm_train_opts 
 		    "it reads (those of at most %zu bytes) have only white space, "
 		    "control and invisible characters (Unicode White_Space, "
 		    "Default_Ignorable_Code_Point)",
-		    describe_files(files, n).c_str(), spm_max_line);
+		    describe_files(files, n, o).c_str(), spm_max_line);
 
 	char cov[64];
 	snprintf(cov, sizeof cov, "%.17g", coverage);
@@ -375,18 +397,44 @@ int train(const char *const *files, uint32_t n, const struct tfm_spm_train_opts 
 	unsigned seed = (unsigned)(o->seed ^ (o->seed >> 32));
 	spm::SetRandomGeneratorSeed(seed == UINT_MAX ? 0 : seed);
 
-	line_reader reader(files, n);
 	std::string model;
-	Status st = spm::SentencePieceTrainer::Train(args, &reader, &model);
-	if (reader.rc())
-		return fedrun_error(reader.rc(), "SentencePiece training for '%s': %s", model_path,
-				    reader.message().c_str());
-	if (!st.ok())
-		return train_error(st, files, n, o);
+	Status st;
+	int rc = train_size(files, n, args, o->vocab_size, model_path, &model, &st);
+	if (rc < 0)
+		return rc;
+	if (!st.ok()) {
+		/* "Vocabulary size too high (V). Please set it to a value <= N."
+		 * is no promise that N trains: the unigram trainer prunes
+		 * towards the size asked for, and a smaller size can end with
+		 * fewer pieces still (200 -> "<= 192", 192 -> "<= 145"; on
+		 * other text 600 and 590 train, 582 -> "<= 560"). Training is
+		 * deterministic (one thread, a fixed seed), so a size that
+		 * trains once trains again: follow the bounds a few times to
+		 * name one that does. Only a text too small for the size asked
+		 * for gets here, and such text trains fast. */
+		std::string tried = std::to_string(o->vocab_size);
+		uint32_t fits = 0;
+		Status retry = st;
+		for (int i = 0; i < 6; i++) {
+			long max = max_vocab_of(status_text(retry));
+			if (max <= TFM_SPM_EOS + 1 || (uint64_t)max >= o->vocab_size)
+				break;
+			tried += ", " + std::to_string(max);
+			std::string unused;
+			if ((rc = train_size(files, n, args, (uint32_t)max, model_path, &unused,
+					     &retry)) < 0)
+				return rc;
+			if (retry.ok()) {
+				fits = (uint32_t)max;
+				break;
+			}
+		}
+		return train_error(st, files, n, o, fits, tried);
+	}
 	if (model.empty())
 		return fedrun_error(FEDRUN_EPLUGIN,
 				    "SentencePiece training on %s produced an empty model",
-				    describe_files(files, n).c_str());
+				    describe_files(files, n, o).c_str());
 	return fedrun_write_file_atomic(model_path, model.data(), model.size());
 }
 

@@ -47,6 +47,9 @@ struct tfm_spm_train_opts {
 	 * training. The options used here draw no random numbers, so the model
 	 * does not depend on it. */
 	uint64_t seed;
+	/* What messages call the text, e.g. "the generated training text"
+	 * when the files are temporary; NULL: the files' names. */
+	const char *text_name;
 };
 
 /* Trains a model on the lines of n text files (UTF-8, one sentence a line;

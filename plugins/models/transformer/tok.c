@@ -406,7 +406,7 @@ int tfm_tok_spm_load(const char *path, const char *what, struct tfm_tok **out)
 
 int tfm_tok_spm_train(const char *const *files, uint32_t n, uint32_t vocab_size,
 		      const char *model_type, double character_coverage, uint64_t seed,
-		      const char *model_path, const char *what)
+		      const char *text_name, const char *model_path, const char *what)
 {
 #ifdef HAVE_SENTENCEPIECE
 	(void)what;
@@ -414,10 +414,12 @@ int tfm_tok_spm_train(const char *const *files, uint32_t n, uint32_t vocab_size,
 				       .model_type = model_type,
 				       .character_coverage = character_coverage,
 				       .threads = 1,
-				       .seed = seed};
+				       .seed = seed,
+				       .text_name = text_name};
 	return tfm_spm_train(files, n, &o, model_path);
 #else
 	(void)files, (void)n, (void)vocab_size, (void)model_type, (void)character_coverage;
+	(void)text_name;
 	(void)seed, (void)model_path;
 	return no_spm(what);
 #endif

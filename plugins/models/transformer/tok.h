@@ -60,7 +60,7 @@ int tfm_tok_spm_load(const char *path, const char *what, struct tfm_tok **out);
 /* SentencePiece: trains on the lines of files into model_path. */
 int tfm_tok_spm_train(const char *const *files, uint32_t n, uint32_t vocab_size,
 		      const char *model_type, double character_coverage, uint64_t seed,
-		      const char *model_path, const char *what);
+		      const char *text_name, const char *model_path, const char *what);
 void tfm_tok_destroy(struct tfm_tok *t);
 
 int tfm_tok_type(const struct tfm_tok *t);
