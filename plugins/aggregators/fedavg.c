@@ -92,7 +92,10 @@ static int fedavg_accumulate(void *state, const struct fedrun_round_info *round,
 			     const struct fedrun_update *u, uint32_t n)
 {
 	struct fedavg *st = state;
-	return aggr_sum_add(&st->sum, round->layout, round, u, n);
+	/* NaN would spread over the whole tensor of the mean: refuse it with
+	 * its place, as every aggregator of this directory does. */
+	int rc = aggr_check_finite("fedavg", round->layout, round, u, n);
+	return rc < 0 ? rc : aggr_sum_add(&st->sum, round->layout, round, u, n);
 }
 
 /* θ_{t+1} = θ_t + Σ_k (n_k / n) Δ_k per tensor, n over its senders. */
