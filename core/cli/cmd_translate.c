@@ -58,8 +58,10 @@ struct tctx {
 	uint64_t seed;
 };
 
-static void t_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
+/* (declared in commands.h: check-aggregator's host has them too) */
+void fedrun_cli_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
 {
+	(void)ctx;
 	if (level > FEDRUN_LOG_WARN)
 		return;
 	va_list ap;
@@ -70,8 +72,9 @@ static void t_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int t_error(void *ctx, int code, const char *fmt, ...)
+int fedrun_cli_error(void *ctx, int code, const char *fmt, ...)
 {
+	(void)ctx;
 	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
@@ -397,7 +400,7 @@ static int run(const struct cli *c)
 	struct fedrun_st_file f;
 	struct tctx tc = {.threads = (uint32_t)c->threads};
 	struct fedrun_host host = {.size = sizeof host, .abi_minor = FEDRUN_ABI_MINOR, .ctx = &tc,
-				   .log = t_log, .error = t_error, .metric = t_metric,
+				   .log = fedrun_cli_log, .error = fedrun_cli_error, .metric = t_metric,
 				   .loss_grad = NULL, .threads = t_threads, .seed = t_seed,
 				   .run_dir = t_run_dir};
 	struct fedrun_decode_opts d = {.size = sizeof d, .batch = 1};

@@ -13,6 +13,7 @@
 #include "fedrun/pipeline.h"
 #include "commands.h"
 #include "cmd_bleu.h"
+#include "cmd_check_aggregator.h"
 #include "cmd_translate.h"
 
 static volatile int interrupted;
@@ -39,6 +40,7 @@ static void usage(FILE *fp)
 		"       fedrun plugins\n"
 		"       fedrun bleu [OPTIONS] REF HYP\n"
 		"       fedrun translate [OPTIONS] RUN_DIR|PIPELINE.json < SOURCE > OUTPUT\n"
+		"       fedrun check-aggregator [OPTIONS] NAME|FILE.so\n"
 		"\n"
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
@@ -188,6 +190,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 	} else if (argc - optind >= 1 &&
 		   (!strcmp(argv[optind], "plugins") || !strcmp(argv[optind], "bleu") ||
 		    !strcmp(argv[optind], "translate") || !strcmp(argv[optind], "run") ||
+		    !strcmp(argv[optind], "check-aggregator") ||
 		    !strcmp(argv[optind], "validate"))) {
 		fprintf(stderr, "fedrun: the options of '%s' go after its name: fedrun %s [OPTIONS] ...\n",
 			argv[optind], argv[optind]);
@@ -281,6 +284,8 @@ int main(int argc, char **argv)
 		return fedrun_cmd_bleu(argc - 1, argv + 1);
 	if (strcmp(cmd, "translate") == 0)
 		return fedrun_cmd_translate(argc - 1, argv + 1);
+	if (strcmp(cmd, "check-aggregator") == 0)
+		return fedrun_cmd_check_aggregator(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return 0;
