@@ -6,7 +6,7 @@
 # that property; robust rules are reported as they are, not as means; and
 # the exit statuses of fedrun-check-aggregator(1).
 . "$top_srcdir/tests/lib.sh"
-plugins="$top_builddir/tests/plugins/.libs"
+plugins="$top_builddir/tests/aggregators/.libs"
 
 # check ARGS...: runs the command, output in out.txt, status in $rc.
 check() {

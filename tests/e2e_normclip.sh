@@ -21,7 +21,7 @@ cat >p.json <<'JSON'
 JSON
 run_ok p.json
 run_ok --allow-plugin-paths --set aggregator.plugin=normclip \
-	--set "aggregator.path=$top_builddir/tests/plugins/.libs/normclip.so" \
+	--set "aggregator.path=$top_builddir/tests/aggregators/.libs/normclip.so" \
 	--set aggregator.max_norm=1e30 --set output.dir=normclip p.json
 # the selector did cut the updates: less was pulled than pushed
 pull=$(sed -n 's/.*"bytes_pull":\([0-9]*\).*/\1/p' fedavg/metrics.jsonl | tail -n 1)
