@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "cmd_bleu.h"
 #include "cmd_check_aggregator.h"
+#include "cmd_new.h"
 #include "cmd_translate.h"
 
 static volatile int interrupted;
@@ -41,6 +42,7 @@ static void usage(FILE *fp)
 		"       fedrun bleu [OPTIONS] REF HYP\n"
 		"       fedrun translate [OPTIONS] RUN_DIR|PIPELINE.json < SOURCE > OUTPUT\n"
 		"       fedrun check-aggregator [OPTIONS] NAME|FILE.so\n"
+		"       fedrun new aggregator NAME [DIR] | experiment [--model M] NAME.json\n"
 		"\n"
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
@@ -190,7 +192,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 	} else if (argc - optind >= 1 &&
 		   (!strcmp(argv[optind], "plugins") || !strcmp(argv[optind], "bleu") ||
 		    !strcmp(argv[optind], "translate") || !strcmp(argv[optind], "run") ||
-		    !strcmp(argv[optind], "check-aggregator") ||
+		    !strcmp(argv[optind], "check-aggregator") || !strcmp(argv[optind], "new") ||
 		    !strcmp(argv[optind], "validate"))) {
 		fprintf(stderr, "fedrun: the options of '%s' go after its name: fedrun %s [OPTIONS] ...\n",
 			argv[optind], argv[optind]);
@@ -286,6 +288,8 @@ int main(int argc, char **argv)
 		return fedrun_cmd_translate(argc - 1, argv + 1);
 	if (strcmp(cmd, "check-aggregator") == 0)
 		return fedrun_cmd_check_aggregator(argc - 1, argv + 1);
+	if (strcmp(cmd, "new") == 0)
+		return fedrun_cmd_new(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return 0;
