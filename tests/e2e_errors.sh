@@ -32,6 +32,35 @@ grep -q "^fedrun: the options of 'plugins' go after its name" err || { cat err; 
 grep -q "^fedrun: expected one pipeline file, got 2 arguments: a.json b.json" err || { cat err; die "no message for two files"; }
 "$FEDRUN" validate "$top_srcdir/examples/toy-fedavg.json" --set clients.bogus=1 2>err
 grep -q "clients.bogus: unknown key (known: .*optimizer" err || { cat err; die "the clients keys omit optimizer"; }
+# "Did you mean" for a misspelt plugin name, key and choice; an error about
+# a key a --set gave names that --set, not only the file.
+t="$top_srcdir/examples/toy-fedavg.json"
+"$FEDRUN" validate "$t" --set aggregator.plugin=fedvag 2>err; [ $? -eq 2 ] || die "plugin fedvag accepted"
+grep -q "no aggregator plugin called 'fedvag' .*did you mean 'fedavg'?" err || { cat err; die "no suggestion for fedvag"; }
+grep -q "toy-fedavg.json --set aggregator.plugin=fedvag: aggregator.plugin:" err ||
+	{ cat err; die "the error is not blamed on --set aggregator.plugin=fedvag"; }
+"$FEDRUN" validate "$t" --set clients.optimizer.nmae=sgd 2>err; [ $? -eq 2 ] || die "key nmae accepted"
+grep -q "clients.optimizer.nmae: unknown key; did you mean 'name'? (known: name, " err ||
+	{ cat err; die "no suggestion for the key nmae"; }
+"$FEDRUN" validate "$t" --set aggregator.weights=unifrom 2>err; [ $? -eq 2 ] || die "weights unifrom accepted"
+grep -q 'got "unifrom"; did you mean "uniform"?' err || { cat err; die "no suggestion for unifrom"; }
+"$FEDRUN" validate "$t" --set aggregator.plugin=zzzzzz 2>err
+grep -q "did you mean" err && { cat err; die "a suggestion for zzzzzz"; }
+# --set inside a section the file has: the message about the value names
+# the --set.
+"$FEDRUN" validate "$t" --set 'clients.optimizer={"name": "sgd", "lr": -1}' 2>err; [ $? -eq 2 ] || die "lr -1 accepted"
+grep -q -- '--set clients.optimizer={"name": "sgd", "lr": -1}: clients.optimizer.lr: ' err ||
+	{ cat err; die "the lr error is not blamed on its --set"; }
+# --unset removes a key, so its default applies; a path the pipeline does
+# not have is an error, not ignored; the order with --set is kept.
+run_ok "$t" --set rounds=1 --unset aggregator.weights --set output.dir=unset
+grep -q '"weights": "samples"' unset/pipeline.json || die "--unset aggregator.weights: not the default"
+run_ok "$t" --set rounds=1 --unset aggregator.weights --set aggregator.weights=uniform --set output.dir=unset2
+grep -q '"weights": "uniform"' unset2/pipeline.json || die "--unset then --set: the --set is lost"
+"$FEDRUN" validate "$t" --unset clients.bogus 2>err; [ $? -eq 2 ] || die "--unset of a missing key accepted"
+grep -q -- "--unset clients.bogus: the pipeline has no key 'bogus'" err || { cat err; die "unclear --unset message"; }
+"$FEDRUN" validate "$t" --unset data.groups.0 2>err; [ $? -eq 2 ] || die "--unset of an array element accepted"
+grep -q "is an element of an array" err || { cat err; die "unclear --unset message for an array element"; }
 "$FEDRUN" --threads 0 x.json 2>err; [ $? -eq 2 ] || die "--threads 0 accepted"
 grep -q "threads: expected an integer in \[1, 1024\], got '0'" err || die "unclear --threads message"
 for v in -1 5s 604801 ''; do

@@ -204,7 +204,19 @@ START_TEST(test_opts)
 	ck_assert_str_eq(fedrun_error_message(), "agg.name: required key is missing");
 	ck_assert_int_eq(parse("{\"name\": \"x\", \"lrr\": 1}", &o), FEDRUN_ECONFIG);
 	ck_assert_str_eq(fedrun_error_message(),
-			 "agg.lrr: unknown key (known: lr, n, flag, norm, name)");
+			 "agg.lrr: unknown key; did you mean 'lr'? (known: lr, n, flag, norm, name)");
+	/* nothing near: no suggestion */
+	ck_assert_int_eq(parse("{\"name\": \"x\", \"momentum\": 1}", &o), FEDRUN_ECONFIG);
+	ck_assert_str_eq(fedrun_error_message(),
+			 "agg.momentum: unknown key (known: lr, n, flag, norm, name)");
+	/* a transposition is one edit; case is ignored */
+	ck_assert_int_eq(parse("{\"name\": \"x\", \"nrom\": \"spectral\"}", &o), FEDRUN_ECONFIG);
+	ck_assert_str_eq(fedrun_error_message(),
+			 "agg.nrom: unknown key; did you mean 'norm'? (known: lr, n, flag, norm, name)");
+	ck_assert_int_eq(parse("{\"name\": \"x\", \"norm\": \"Spectal\"}", &o), FEDRUN_ECONFIG);
+	ck_assert_str_eq(fedrun_error_message(),
+			 "agg.norm: expected one of {frobenius,spectral}, got \"Spectal\"; did you mean "
+			 "\"spectral\"?");
 	ck_assert_int_eq(parse("[1]", &o), FEDRUN_ECONFIG);
 }
 END_TEST

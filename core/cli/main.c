@@ -37,7 +37,7 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"Usage: fedrun [OPTIONS] PIPELINE.json\n"
 		"       fedrun run [OPTIONS] PIPELINE.json\n"
-		"       fedrun validate [--set PATH=VALUE]... PIPELINE.json\n"
+		"       fedrun validate [--set PATH=VALUE | --unset PATH]... PIPELINE.json\n"
 		"       fedrun plugins\n"
 		"       fedrun bleu [OPTIONS] REF HYP\n"
 		"       fedrun translate [OPTIONS] RUN_DIR|PIPELINE.json < SOURCE > OUTPUT\n"
@@ -47,6 +47,8 @@ static void usage(FILE *fp)
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
 		"  -s, --set PATH=VALUE   override a pipeline key (repeatable)\n"
+		"      --unset PATH       remove a pipeline key, so its default applies\n"
+		"                         (repeatable; in order with --set)\n"
 		"  -b, --backend NAME     where the model computes: cpu, cuda (the same as\n"
 		"                         --set model.backend=NAME)\n"
 		"  -r, --resume           continue the run from its last checkpoint\n"
@@ -120,6 +122,21 @@ static int cmd_plugins(void)
 	return rc < 0 ? fail(rc) : 0;
 }
 
+/* The last of the n --set/--unset options whose path the message is
+ * about ("clients.bogus: unknown key" for --set clients.bogus=1, or
+ * "model.tokenizer.vocab_size: ..." for --set model.tokenizer={...}):
+ * the message begins with the path, then ':' or '.'. -1 if none. */
+static int blamed_option(const char *msg, const char *const *sets, int n)
+{
+	for (int i = n; i-- > 0;) {
+		const char *eq = strchr(sets[i], '=');
+		size_t len = eq ? (size_t)(eq - sets[i]) : strlen(sets[i]);
+		if (len && strncmp(msg, sets[i], len) == 0 && (msg[len] == ':' || msg[len] == '.'))
+			return i;
+	}
+	return -1;
+}
+
 static int cmd_run(int argc, char **argv, int validate_only)
 {
 	static const struct option longopts[] = {
@@ -127,18 +144,25 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		{"resume", no_argument, NULL, 'r'},        {"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
 		{"allow-plugin-paths", no_argument, NULL, 'P'}, {"backend", required_argument, NULL, 'b'},
-		{"peer-timeout", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0}};
+		{"peer-timeout", required_argument, NULL, 'T'}, {"unset", required_argument, NULL, 'U'},
+		{NULL, 0, NULL, 0}};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct fedrun_run_opts opts = {.threads = cpus > 0 ? (uint32_t)cpus : 1,
 				       .progress = isatty(STDERR_FILENO) != 0,
 				       .interrupt = &interrupted,
 				       .peer_timeout = PEER_TIMEOUT_DEFAULT};
+	/* --set and --unset, in the order given; unset[i]: sets[i] is a path
+	 * to remove */
 	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	bool *unset = calloc((size_t)argc + 1, sizeof *unset);
 	const char *backend = NULL;
 	int nsets = 0, c;
 	bool allow_paths = false;
-	if (!sets)
+	if (!sets || !unset) {
+		free(sets);
+		free(unset);
 		return fail(fedrun_error(FEDRUN_ENOMEM, "out of memory"));
+	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "t:s:b:rqhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -146,7 +170,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			char *end;
 			long n = strtol(optarg, &end, 10);
 			if (*end || n < 1 || n > 1024) {
-				free(sets);
+				free(sets), free(unset);
 				fprintf(stderr, "fedrun: --threads: expected an integer in [1, 1024], got '%s'\n",
 					optarg);
 				return 2;
@@ -159,7 +183,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			errno = 0;
 			long n = strtol(optarg, &end, 10);
 			if (end == optarg || *end || errno || n < 0 || n > PEER_TIMEOUT_MAX) {
-				free(sets);
+				free(sets), free(unset);
 				fprintf(stderr,
 					"fedrun: --peer-timeout: expected seconds, an integer in "
 					"[0, %d], got '%s'\n",
@@ -170,17 +194,18 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			break;
 		}
 		case 's': sets[nsets++] = optarg; break;
+		case 'U': unset[nsets] = true, sets[nsets++] = optarg; break;
 		case 'b': backend = optarg; break;
 		case 'r': opts.resume = true; break;
 		case 'q': opts.quiet = true; break;
 		case 'P': allow_paths = true; break;
-		case 'h': usage(stdout); free(sets); return 0;
+		case 'h': usage(stdout); free(sets), free(unset); return 0;
 		case 'V':
 			printf("fedrun %s (plugin ABI %d.%d)\n", fedrun_version(), FEDRUN_ABI_MAJOR,
 			       FEDRUN_ABI_MINOR);
-			free(sets);
+			free(sets), free(unset);
 			return 0;
-		default: usage(stderr); free(sets); return 2;
+		default: usage(stderr); free(sets), free(unset); return 2;
 		}
 	}
 	/* `fedrun --threads 2 validate p.json`: the options of run and validate
@@ -196,7 +221,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		    !strcmp(argv[optind], "validate"))) {
 		fprintf(stderr, "fedrun: the options of '%s' go after its name: fedrun %s [OPTIONS] ...\n",
 			argv[optind], argv[optind]);
-		free(sets);
+		free(sets), free(unset);
 		return 2;
 	}
 	if (optind != argc - 1) {
@@ -206,7 +231,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			fprintf(stderr, "fedrun: expected one pipeline file, got %d arguments: %s %s%s\n",
 				argc - optind, argv[optind], argv[optind + 1], argc - optind > 2 ? " ..." : "");
 		usage(stderr);
-		free(sets);
+		free(sets), free(unset);
 		return 2;
 	}
 	const char *file = argv[optind];
@@ -226,7 +251,8 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
 	for (int i = 0; rc == 0 && i < nsets; i++)
-		rc = fedrun_pipeline_set(pipeline, sets[i]);
+		rc = unset[i] ? fedrun_pipeline_unset(pipeline, sets[i])
+			      : fedrun_pipeline_set(pipeline, sets[i]);
 	if (rc == 0)
 		rc = fedrun_registry_create(NULL, &reg);
 	if (rc == 0)
@@ -250,14 +276,22 @@ static int cmd_run(int argc, char **argv, int validate_only)
 			rc = fedrun_pipeline_run(pipeline, &opts, reg);
 		}
 	}
-	/* Name the pipeline in every message about it. */
-	if (rc < 0 && !strstr(fedrun_error_message(), file))
-		fedrun_error_wrap(rc, "%s: ", file);
+	/* Name the pipeline in every message about it, and the --set or
+	 * --unset whose key the message is about. */
+	if (rc < 0 && !strstr(fedrun_error_message(), file)) {
+		int blame = blamed_option(fedrun_error_message(), sets, nsets);
+		if (blame >= 0)
+			fedrun_error_wrap(rc, "%s %s %s: ", file, unset[blame] ? "--unset" : "--set",
+					  sets[blame]);
+		else
+			fedrun_error_wrap(rc, "%s: ", file);
+	}
 	int status = rc < 0 ? fail(rc) : 0;
 	json_decref(pipeline);
 	fedrun_registry_destroy(reg);
 	free(dircopy);
 	free(sets);
+	free(unset);
 	return status;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "fedrun/error.h"
 #include "fedrun/opts.h"
+#include "util/suggest.h"
 #include "internal.h"
 
 static _Thread_local char base_dir[4096];
@@ -139,8 +140,14 @@ static int parse_one(const struct fedrun_opt *o, json_t *section, const char *pa
 			for (char *p = list; *p; p++)
 				if (*p == '|')
 					*p = ',';
-			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected one of {%s}, got %s",
-					    path, *path ? "." : "", o->key, list, got);
+			char near[64];
+			int has = json_is_string(v) && suggest_among(json_string_value(v),
+									 o->choices, '|', near,
+									 sizeof near);
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: expected one of {%s}, got %s%s%s%s",
+					    path, *path ? "." : "", o->key, list, got,
+					    has ? "; did you mean \"" : "", has ? near : "",
+					    has ? "\"?" : "");
 		}
 		*(int *)field = i;
 		return 0;
@@ -214,11 +221,18 @@ int fedrun_opts_parse(const struct fedrun_opt *spec, json_t *section, const char
 		if (!o->key) {
 			char known[512] = "";
 			size_t len = 0;
-			for (o = spec; o->key && len < sizeof known - 1; o++)
-				len += snprintf(known + len, sizeof known - len, "%s%s",
-						len ? ", " : "", o->key);
-			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: unknown key (known: %s)", path,
-					    *path ? "." : "", key, *known ? known : "none");
+			struct suggest near;
+			suggest_init(&near, key);
+			for (o = spec; o->key; o++) {
+				suggest_add(&near, o->key);
+				if (len < sizeof known - 1)
+					len += snprintf(known + len, sizeof known - len, "%s%s",
+							len ? ", " : "", o->key);
+			}
+			return fedrun_error(FEDRUN_ECONFIG, "%s%s%s: unknown key%s%s%s (known: %s)", path,
+					    *path ? "." : "", key, near.best ? "; did you mean '" : "",
+					    near.best ? near.best : "", near.best ? "'?" : "",
+					    *known ? known : "none");
 		}
 	}
 

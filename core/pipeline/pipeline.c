@@ -1,5 +1,6 @@
 /* Loading pipeline files and applying --set overrides. */
 #include "config.h"
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,59 @@ int fedrun_pipeline_load(const char *file, json_t **out)
 	return 0;
 }
 
+/* Walks `path` (dots between components, each a key of an object or an
+ * index of an array) from root to the node that holds its last component:
+ * *parent and *last (a pointer into path, which strtok_r cuts). With
+ * create, missing objects on the way are made. `opt` and `arg` name the
+ * option in messages ("--set", "a.b=1"). */
+static int walk(json_t *root, char *path, bool create, const char *opt, const char *arg,
+		json_t **parent, char **last)
+{
+	/* strtok_r below skips empty components: "..", a leading or a trailing
+	 * dot would otherwise name another key, silently. */
+	if (!*path || path[0] == '.' || path[strlen(path) - 1] == '.' || strstr(path, ".."))
+		return fedrun_error(FEDRUN_EINVAL, "%s %s: empty path component", opt, arg);
+	json_t *node = root;
+	char *save = NULL;
+	char *part = strtok_r(path, ".", &save);
+	for (char *next; (next = strtok_r(NULL, ".", &save)); part = next) {
+		json_t *child;
+		if (json_is_array(node)) {
+			char *end;
+			long idx = strtol(part, &end, 10);
+			if (*end || idx < 0 || (size_t)idx >= json_array_size(node))
+				return fedrun_error(FEDRUN_EINVAL,
+						    "%s %s: '%s' is not an index of the array", opt, arg,
+						    part);
+			child = json_array_get(node, (size_t)idx);
+		} else if (json_is_object(node)) {
+			child = json_object_get(node, part);
+			if (!child && !create)
+				return fedrun_error(FEDRUN_ECONFIG, "%s %s: the pipeline has no key '%s'",
+						    opt, arg, part);
+			/* (jansson refuses a key that is not UTF-8, and frees
+			 * what json_object_set_new was given) */
+			if (!child && (json_object_set_new(node, part, json_object()) < 0 ||
+				       !(child = json_object_get(node, part))))
+				return fedrun_error(FEDRUN_EINVAL,
+						    "%s %s: '%s' is not a valid key (not UTF-8)", opt,
+						    arg, part);
+		} else {
+			return fedrun_error(FEDRUN_EINVAL,
+					    "%s %s: cannot descend into '%s', which is not an object",
+					    opt, arg, part);
+		}
+		node = child;
+	}
+	if (!json_is_array(node) && !json_is_object(node))
+		return fedrun_error(FEDRUN_EINVAL,
+				    "%s %s: cannot descend into '%s', which is not an object", opt,
+				    arg, part);
+	*parent = node;
+	*last = part;
+	return 0;
+}
+
 int fedrun_pipeline_set(json_t *root, const char *assignment)
 {
 	const char *eq = strchr(assignment, '=');
@@ -37,12 +91,6 @@ int fedrun_pipeline_set(json_t *root, const char *assignment)
 	char *path = strndup(assignment, (size_t)(eq - assignment));
 	if (!path)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	/* strtok_r below skips empty components: "..", a leading or a trailing
-	 * dot would otherwise set nothing, silently. */
-	if (path[0] == '.' || path[strlen(path) - 1] == '.' || strstr(path, "..")) {
-		free(path);
-		return fedrun_error(FEDRUN_EINVAL, "--set %s: empty path component", assignment);
-	}
 	json_t *value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
 	if (!value)
 		value = json_string(eq + 1);
@@ -50,53 +98,42 @@ int fedrun_pipeline_set(json_t *root, const char *assignment)
 		free(path);
 		return fedrun_error(FEDRUN_EINVAL, "--set %s: the value is not valid UTF-8", assignment);
 	}
-	int rc = 0;
-	json_t *node = root;
-	char *save = NULL;
-	char *part = strtok_r(path, ".", &save);
-	while (part) {
-		char *next = strtok_r(NULL, ".", &save);
-		if (json_is_array(node)) {
-			char *end;
-			long idx = strtol(part, &end, 10);
-			if (*end || idx < 0 || (size_t)idx >= json_array_size(node)) {
-				rc = fedrun_error(FEDRUN_EINVAL, "--set %s: '%s' is not an index of the array",
-						  assignment, part);
-				break;
-			}
-			if (!next) {
-				if (json_array_set(node, (size_t)idx, value) < 0)
-					rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-				break;
-			}
-			node = json_array_get(node, (size_t)idx);
-		} else if (json_is_object(node)) {
-			/* (jansson refuses a key that is not UTF-8, and frees
-			 * what json_object_set_new was given) */
-			if (!next) {
-				if (json_object_set(node, part, value) < 0)
-					rc = fedrun_error(FEDRUN_EINVAL, "--set %s: '%s' is not a valid key "
-							  "(not UTF-8)", assignment, part);
-				break;
-			}
-			json_t *child = json_object_get(node, part);
-			if (!child) {
-				if (json_object_set_new(node, part, json_object()) < 0) {
-					rc = fedrun_error(FEDRUN_EINVAL, "--set %s: '%s' is not a valid key "
-							  "(not UTF-8)", assignment, part);
-					break;
-				}
-				child = json_object_get(node, part);
-			}
-			node = child;
-		} else {
-			rc = fedrun_error(FEDRUN_EINVAL, "--set %s: cannot descend into '%s', which is not an object",
+	json_t *node;
+	char *part;
+	int rc = walk(root, path, true, "--set", assignment, &node, &part);
+	if (rc == 0 && json_is_array(node)) {
+		char *end;
+		long idx = strtol(part, &end, 10);
+		if (*end || idx < 0 || (size_t)idx >= json_array_size(node))
+			rc = fedrun_error(FEDRUN_EINVAL, "--set %s: '%s' is not an index of the array",
 					  assignment, part);
-			break;
-		}
-		part = next;
+		else if (json_array_set(node, (size_t)idx, value) < 0)
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	} else if (rc == 0 && json_object_set(node, part, value) < 0) {
+		rc = fedrun_error(FEDRUN_EINVAL, "--set %s: '%s' is not a valid key (not UTF-8)",
+				  assignment, part);
 	}
 	json_decref(value);
+	free(path);
+	return rc;
+}
+
+int fedrun_pipeline_unset(json_t *root, const char *path_arg)
+{
+	char *path = strdup(path_arg);
+	if (!path)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	json_t *node;
+	char *part;
+	int rc = walk(root, path, false, "--unset", path_arg, &node, &part);
+	if (rc == 0 && json_is_array(node))
+		rc = fedrun_error(FEDRUN_EINVAL,
+				  "--unset %s: '%s' is an element of an array (set the array "
+				  "with --set instead)",
+				  path_arg, part);
+	else if (rc == 0 && json_object_del(node, part) < 0)
+		rc = fedrun_error(FEDRUN_ECONFIG, "--unset %s: the pipeline has no key '%s'",
+				  path_arg, part);
 	free(path);
 	return rc;
 }

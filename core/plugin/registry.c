@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "util/suggest.h"
 #include "fedrun/io.h"
 #include "fedrun/registry.h"
 
@@ -609,11 +610,20 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 				return 0;
 			}
 		}
-		return fedrun_error(FEDRUN_ENOENT, "%s holds no %s plugin called '%s'", file,
-				    fedrun_kind_name(kind), name);
+		struct suggest near;
+		suggest_init(&near, name);
+		for (uint32_t i = 0; i < n; i++)
+			if (list[i]->kind == kind)
+				suggest_add(&near, list[i]->name);
+		return fedrun_error(FEDRUN_ENOENT, "%s holds no %s plugin called '%s'%s%s%s", file,
+				    fedrun_kind_name(kind), name, near.best ? "; did you mean '" : "",
+				    near.best ? near.best : "", near.best ? "'?" : "");
 	}
 	char refused[1024] = "";
 	size_t rlen = 0;
+	/* names of loaded plugins, which stay loaded with the registry */
+	struct suggest near;
+	suggest_init(&near, name);
 	for (uint32_t d = 0; d < reg->ndirs; d++) {
 		char **files;
 		uint32_t nf;
@@ -635,6 +645,8 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 					free_list(files, nf);
 					return 0;
 				}
+				if (list[i]->kind == kind)
+					suggest_add(&near, list[i]->name);
 			}
 		}
 		free_list(files, nf);
@@ -644,8 +656,10 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 	for (uint32_t d = 0; d < reg->ndirs && plen < sizeof path - 1; d++)
 		plen += snprintf(path + plen, sizeof path - plen, "%s%s", d ? ":" : "", reg->dirs[d]);
 	return fedrun_error(FEDRUN_ENOENT,
-			    "no %s plugin called '%s' in the plugin path %s (see 'fedrun plugins')%s",
-			    fedrun_kind_name(kind), name, path, refused);
+			    "no %s plugin called '%s' in the plugin path %s (%s%s%s'fedrun plugins' "
+			    "lists them)%s",
+			    fedrun_kind_name(kind), name, path, near.best ? "did you mean '" : "",
+			    near.best ? near.best : "", near.best ? "'? " : "", refused);
 }
 
 int fedrun_registry_scan(struct fedrun_registry *reg, fedrun_registry_visit_fn visit, void *ud)

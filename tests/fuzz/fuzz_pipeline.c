@@ -1,7 +1,8 @@
 /* The pipeline reader and the engine's validation of its own sections:
- * the first line of the input is a --set assignment, the rest the pipeline
- * file. Plugins are not created (their option parsing is fedrun_opts_parse,
- * which the core sections exercise). */
+ * the first line of the input is a --set assignment (or, starting with
+ * '-', an --unset path), the rest the pipeline file. Plugins are not
+ * created (their option parsing is fedrun_opts_parse, which the core
+ * sections exercise). */
 #include <string.h>
 #include "fedrun/error.h"
 #include "fedrun/pipeline.h"
@@ -20,7 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_t *root;
 	if (fedrun_pipeline_load(fuzz_file(0, data + skip, size - skip), &root) == 0) {
 		if (sl > 0 && !memchr(set, '\0', sl))
-			(void)fedrun_pipeline_set(root, set);
+			(void)(set[0] == '-' ? fedrun_pipeline_unset(root, set + 1)
+					     : fedrun_pipeline_set(root, set));
 		struct run_cfg cfg;
 		(void)run_config_parse(root, &cfg);
 		json_decref(root);

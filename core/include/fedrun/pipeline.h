@@ -23,6 +23,12 @@ int fedrun_pipeline_load(const char *file, json_t **out);
  * created. */
 int fedrun_pipeline_set(json_t *root, const char *assignment);
 
+/* Removes the key at "a.b.c" (--unset), so that its default applies or
+ * the section goes: FEDRUN_ECONFIG naming the first missing component
+ * when the pipeline has no such key (a misspelt path is not ignored).
+ * Array elements cannot be removed (set the array instead). */
+int fedrun_pipeline_unset(json_t *root, const char *path);
+
 struct fedrun_run_opts {
 	uint32_t threads;         /* worker threads; >= 1 */
 	bool resume;              /* continue from the run directory's last checkpoint */
