@@ -84,8 +84,11 @@ static int read_token(void *ud, const char *word, size_t len)
 	return 0;
 }
 
-int fedrun_corpus_read(struct fedrun_corpus *c, const struct fedrun_vocab *v, const char *path,
-		       const struct fedrun_text_opts *opts)
+/* Reads a file (path) or one line (text, len, line) into c; on error
+ * forgets what it added. */
+static int corpus_add(struct fedrun_corpus *c, const struct fedrun_vocab *v, const char *path,
+		      const char *text, size_t len, uint64_t line,
+		      const struct fedrun_text_opts *opts)
 {
 	int rc = reserve_sentence(c);
 	if (rc < 0)
@@ -93,16 +96,31 @@ int fedrun_corpus_read(struct fedrun_corpus *c, const struct fedrun_vocab *v, co
 	c->sent_off[0] = 0;
 	uint64_t n_tokens = c->n_tokens, n_sent = c->n_sent, n_unk = c->n_unk;
 	struct reader r = {c, v};
-	rc = text_scan_file(path, opts, read_token, &r);
+	rc = text ? text_scan_line(path, line, text, len, opts, read_token, &r)
+		  : text_scan_file(path, opts, read_token, &r);
 	if (rc < 0) {
-		/* Forget what this file added. */
 		c->n_tokens = n_tokens;
 		c->n_sent = n_sent;
 		c->n_unk = n_unk;
-		return rc;
 	}
+	return rc;
+}
+
+int fedrun_corpus_read(struct fedrun_corpus *c, const struct fedrun_vocab *v, const char *path,
+		       const struct fedrun_text_opts *opts)
+{
+	int rc = corpus_add(c, v, path, NULL, 0, 0, opts);
+	if (rc < 0)
+		return rc;
 	c->n_files++;
 	return 0;
+}
+
+int fedrun_corpus_add_line(struct fedrun_corpus *c, const struct fedrun_vocab *v, const char *text,
+			   size_t len, const struct fedrun_text_opts *opts, const char *where,
+			   uint64_t line)
+{
+	return corpus_add(c, v, where, text ? text : "", len, line, opts);
 }
 
 int fedrun_corpus_group(struct fedrun_corpus *c, const uint32_t *assign, uint32_t clients,

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "fedrun/opts.h"
 #include "fedrun/text.h"
 
 /* Called for each token (len >= 1 bytes, not NUL-terminated, already
@@ -18,6 +19,21 @@ typedef int (*text_token_fn)(void *ud, const char *word, size_t len);
  * the file holds no sentence. */
 int text_scan_file(const char *path, const struct fedrun_text_opts *opts, text_token_fn fn,
 		   void *ud);
+
+/* One line [text, text + len) of no newline as text_scan_file scans a
+ * file's line (errors name `where` and `line`): its tokens, then the end
+ * of sentence when it had any. Returns 1 when it had a token, 0 when it was
+ * blank, or fn's or the scan's error. */
+int text_scan_line(const char *where, uint64_t line, const char *text, size_t len,
+		   const struct fedrun_text_opts *opts, text_token_fn fn, void *ud);
+
+/* The data.tokenizer key of a fedrun_opts spec, stored as an int (enum
+ * fedrun_text_tokenizer) at member m of struct type T: optional, so that
+ * the default (whitespace, which the caller sets) is not written back and
+ * a run's pipeline stays as it was before the key existed. */
+#define TEXT_TOKENIZER_OPT(T, m)                                                                   \
+	{"tokenizer", FEDRUN_OPT_CHOICE, offsetof(T, m), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,       \
+	 "whitespace|13a|intl"}
 
 /* Length of the valid UTF-8 sequence starting at p (1 to 4), or 0 when the
  * bytes there are not valid UTF-8 (overlong, surrogate, > U+10FFFF,

@@ -1,10 +1,12 @@
 /* The corpus scanner: one sentence per line, ASCII white space between
- * tokens, UTF-8 checked byte by byte so that a bad file is reported with its
- * line and column instead of producing garbage words. */
+ * tokens (after sacreBLEU's 13a or intl tokenizer where data.tokenizer asks
+ * for one), UTF-8 checked byte by byte so that a bad file is reported with
+ * its line and column instead of producing garbage words. */
 #include "config.h"
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fedrun/bleu.h"
 #include "fedrun/error.h"
 #include "fedrun/io.h"
 #include "text_internal.h"
@@ -76,12 +78,53 @@ static int emit(const char *word, size_t len, const struct fedrun_text_opts *opt
 	return fn(ud, s->buf, len);
 }
 
+/* 13a or intl: the line (valid UTF-8, no NUL) through sacreBLEU's
+ * tokenizer, lowercased by it when asked (Python's str.lower()), then cut at
+ * ASCII white space as a whitespace line is. */
+static int scan_bleu(const unsigned char *p, const unsigned char *end,
+		     const struct fedrun_text_opts *opts, struct scratch *s, text_token_fn fn,
+		     void *ud, bool *any)
+{
+	size_t len = (size_t)(end - p);
+	if (len + 1 > s->cap) {
+		char *b = realloc(s->buf, len + 1);
+		if (!b)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		s->buf = b;
+		s->cap = len + 1;
+	}
+	memcpy(s->buf, p, len);
+	s->buf[len] = 0;
+	char *tok;
+	int rc = fedrun_bleu_tokenize(opts->tokenizer == FEDRUN_TEXT_TOK_13A ? FEDRUN_BLEU_TOK_13A
+									: FEDRUN_BLEU_TOK_INTL,
+				      opts->lowercase, s->buf, &tok);
+	if (rc < 0)
+		return rc;
+	const char *q = tok, *word = NULL;
+	for (;; q++) {
+		if (*q == 0 || is_space((unsigned char)*q) || *q == '\n') {
+			if (word && (rc = fn(ud, word, (size_t)(q - word))) < 0)
+				break;
+			*any |= word != NULL;
+			word = NULL;
+			if (*q == 0)
+				break;
+		} else if (!word) {
+			word = q;
+		}
+	}
+	free(tok);
+	return rc < 0 ? rc : 0;
+}
+
 /* Tokens of one line [p, end). *any is set when the line had a token. */
 static int scan_line(const char *path, uint64_t line, const unsigned char *p,
 		     const unsigned char *end, const struct fedrun_text_opts *opts,
 		     struct scratch *s, text_token_fn fn, void *ud, bool *any)
 {
-	const unsigned char *line_start = p, *word = NULL;
+	const unsigned char *line_start = p, *word = NULL, *start = p;
+	const bool bleu = opts && opts->tokenizer != FEDRUN_TEXT_TOK_WHITESPACE;
 	*any = false;
 	while (p < end) {
 		size_t n = *p < 0x80 && *p ? 1 : text_utf8_len(p, end);
@@ -90,7 +133,9 @@ static int scan_line(const char *path, uint64_t line, const unsigned char *p,
 					    (unsigned long long)line,
 					    (unsigned long long)(p - line_start + 1),
 					    *p ? "invalid UTF-8" : "NUL byte in text");
-		if (n == 1 && is_space(*p)) {
+		if (bleu) {
+			/* validated here, cut by scan_bleu */
+		} else if (n == 1 && is_space(*p)) {
 			if (word) {
 				int rc =
 				    emit((const char *)word, (size_t)(p - word), opts, s, fn, ud);
@@ -104,6 +149,8 @@ static int scan_line(const char *path, uint64_t line, const unsigned char *p,
 		}
 		p += n;
 	}
+	if (bleu)
+		return scan_bleu(start, end, opts, s, fn, ud, any);
 	if (word) {
 		int rc = emit((const char *)word, (size_t)(p - word), opts, s, fn, ud);
 		if (rc < 0)
@@ -150,4 +197,17 @@ out:
 	free(s.buf);
 	free(data);
 	return rc;
+}
+
+int text_scan_line(const char *where, uint64_t line, const char *text, size_t len,
+		   const struct fedrun_text_opts *opts, text_token_fn fn, void *ud)
+{
+	struct scratch s = {NULL, 0};
+	bool any;
+	const unsigned char *p = (const unsigned char *)text;
+	int rc = scan_line(where, line, p, p + len, opts, &s, fn, ud, &any);
+	if (rc == 0 && any)
+		rc = fn(ud, NULL, 0);
+	free(s.buf);
+	return rc < 0 ? rc : any;
 }

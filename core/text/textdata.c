@@ -23,7 +23,10 @@
  *               <eos>, 0 for none (default 0); "min_count": (default 1);
  *               size and min_count only without file}
  *   lowercase  fold ASCII letters of the corpus to lower case (default
- *              false); a vocabulary file is taken as it is
+ *              false; Unicode, str.lower(), with tokenizer 13a or intl); a
+ *              vocabulary file is taken as it is
+ *   tokenizer  "whitespace" (default, not written back), "13a" or "intl":
+ *              how lines are cut (fedrun_text_opts_from_json, text_opts.c)
  */
 #include "config.h"
 #include <inttypes.h>
@@ -34,6 +37,7 @@
 #include "fedrun/error.h"
 #include "fedrun/opts.h"
 #include "fedrun/text.h"
+#include "text_internal.h"
 
 #define NSPLIT 3
 
@@ -154,6 +158,7 @@ enum { EVAL_SERVER, EVAL_CLIENTS };
 struct data_opts {
 	json_t *train, *valid, *test, *clients, *partition, *vocab;
 	bool lowercase;
+	int tokenizer;
 };
 
 static const struct fedrun_opt data_spec[] = {
@@ -170,6 +175,7 @@ static const struct fedrun_opt data_spec[] = {
     {"vocab", FEDRUN_OPT_OBJECT, offsetof(struct data_opts, vocab), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
      NULL, NULL},
     {"lowercase", FEDRUN_OPT_BOOL, offsetof(struct data_opts, lowercase), 0, 0, 0, 0, NULL, NULL},
+    TEXT_TOKENIZER_OPT(struct data_opts, tokenizer),
     FEDRUN_OPT_END_,
 };
 
@@ -575,7 +581,7 @@ static int parse_partition(json_t *section, const char *path, struct partition_o
 
 static int build(struct fedrun_textdata *td, json_t *section, const char *path, uint64_t seed)
 {
-	struct data_opts d;
+	struct data_opts d = {.tokenizer = FEDRUN_TEXT_TOK_WHITESPACE};
 	struct partition_opts po = {0};
 	struct vocab_opts vo;
 	struct files pool[NSPLIT] = {{0}};
@@ -583,7 +589,7 @@ static int build(struct fedrun_textdata *td, json_t *section, const char *path, 
 	int rc = fedrun_opts_parse(data_spec, section, path, &d);
 	if (rc < 0)
 		return rc;
-	struct fedrun_text_opts to = {d.lowercase};
+	struct fedrun_text_opts to = {d.lowercase, (uint32_t)d.tokenizer};
 
 	if (d.clients) {
 		const char *clash = d.train	  ? "train"

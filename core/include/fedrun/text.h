@@ -16,8 +16,10 @@ extern "C" {
 
 /* ---- corpus format -------------------------------------------------------
  * A corpus file is UTF-8 text with one sentence per line. Tokens are
- * separated by ASCII white space (space, tab, CR, VT, FF); no other
- * tokenisation is done. Lines holding only white space are skipped: they are
+ * separated by ASCII white space (space, tab, CR, VT, FF); with the
+ * whitespace tokenizer (the default) no other tokenisation is done, with
+ * 13a or intl each line goes through sacreBLEU's tokenizer of that name
+ * first (fedrun/bleu.h), so that punctuation becomes tokens of its own. Lines holding only white space are skipped: they are
  * not sentences. Each sentence gets the end-of-sentence token <eos> appended,
  * so a sentence of n words is n + 1 tokens. Words outside the vocabulary, and
  * the literal word "<unk>", become <unk>; the literal word "<eos>" becomes
@@ -30,10 +32,26 @@ extern "C" {
 #define FEDRUN_VOCAB_UNK_WORD "<unk>"
 #define FEDRUN_VOCAB_EOS_WORD "<eos>"
 
+/* How a line is cut into tokens (data.tokenizer). */
+enum fedrun_text_tokenizer {
+	FEDRUN_TEXT_TOK_WHITESPACE = 0, /* the runs of non-blank bytes, as described above */
+	FEDRUN_TEXT_TOK_13A = 1,	/* sacreBLEU's 13a (fedrun_bleu_tokenize), then spaces */
+	FEDRUN_TEXT_TOK_INTL = 2	/* sacreBLEU's intl: Unicode punctuation and symbols */
+};
+
 /* How words are read from corpus files. Caller-owned plain data. */
 struct fedrun_text_opts {
-	bool lowercase; /* fold ASCII A-Z to a-z (other letters are kept) */
+	/* whitespace: fold ASCII A-Z to a-z (other letters are kept); 13a and
+	 * intl: Python's str.lower() of the line before it is cut (Unicode
+	 * case folding, as sacreBLEU's lowercase). */
+	bool lowercase;
+	uint32_t tokenizer; /* enum fedrun_text_tokenizer */
 };
+
+/* The data.tokenizer and data.lowercase keys of `section` (JSON path
+ * `path`), which must be absent or valid; other keys are not looked at.
+ * What a model needs to read new text as its training data was read. */
+int fedrun_text_opts_from_json(json_t *section, const char *path, struct fedrun_text_opts *out);
 
 /* ---- vocabulary ----------------------------------------------------------
  * A bijection between words and ids 0 .. size-1, with <unk> = 0 and
@@ -126,6 +144,14 @@ void fedrun_corpus_fini(struct fedrun_corpus *c);
  * c->n_files, which is then incremented. On error the corpus is unchanged. */
 int fedrun_corpus_read(struct fedrun_corpus *c, const struct fedrun_vocab *v, const char *path,
 		       const struct fedrun_text_opts *opts);
+
+/* Appends line[0..len) (no newline) as one sentence, tokenised as a corpus
+ * file's line is; a line without a token adds nothing. `where` and `line`
+ * name it in errors (invalid UTF-8, NUL). Returns 1 when a sentence was
+ * added, 0 for a blank line, or an error (the corpus is then unchanged). */
+int fedrun_corpus_add_line(struct fedrun_corpus *c, const struct fedrun_vocab *v, const char *text,
+			   size_t len, const struct fedrun_text_opts *opts, const char *where,
+			   uint64_t line);
 
 /* ---- partitions ----------------------------------------------------------
  * A partition assigns each sentence s of a corpus a client assign[s] in
