@@ -3,23 +3,17 @@
  * sentences on stdin (one a line) and writes exactly one translation line per
  * input line on stdout. Returns an exit status, never exits. */
 #include "config.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "fedrun/fedrun.h"
-#include "fedrun/pipeline.h"
 #include "commands.h"
 #include "cmd_translate.h"
+#include "run_model.h"
 
 static void usage(FILE *fp)
 {
@@ -53,68 +47,9 @@ static void usage(FILE *fp)
 	      fp);
 }
 
-struct tctx {
-	uint32_t threads;
-	uint64_t seed;
-};
-
-/* (declared in commands.h: check-aggregator's host has them too) */
-void fedrun_cli_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
-{
-	(void)ctx;
-	if (level > FEDRUN_LOG_WARN)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "fedrun: %s: ", level == FEDRUN_LOG_ERROR ? "error" : "warning");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-int fedrun_cli_error(void *ctx, int code, const char *fmt, ...)
-{
-	(void)ctx;
-	char msg[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return fedrun_error(code, "%s", msg);
-}
-
-static int t_metric(void *ctx, const char *name, int64_t client, const char *tensor, double v)
-{
-	return 0; /* no run, no metrics */
-}
-
-static uint32_t t_threads(void *ctx)
-{
-	return ((struct tctx *)ctx)->threads;
-}
-
-static uint64_t t_seed(void *ctx)
-{
-	return ((struct tctx *)ctx)->seed;
-}
-
-static const char *t_run_dir(void *ctx)
-{
-	return NULL;
-}
-
 static int parse_num(const char *opt, const char *arg, double lo, double hi, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "fedrun translate: %s: expected a number in [%g, %g], got '%s'\n", opt,
-			lo, hi, arg);
-		return -1;
-	}
-	*out = v;
-	return 0;
+	return run_model_parse_num("translate", opt, arg, lo, hi, out);
 }
 
 /* Decoding defaults: the pipeline's model.decode (the transformer's keys),
@@ -388,143 +323,27 @@ int fedrun_translate_read(FILE *in, size_t max_bytes, uint32_t batch,
 
 static int run(const struct cli *c)
 {
-	struct stat st;
-	char *pipe_path = NULL, *ckpt = NULL, *dircopy = NULL;
-	json_t *pipeline = NULL;
-	struct fedrun_registry *reg = NULL;
-	const struct fedrun_plugin *desc = NULL;
-	const struct fedrun_model_ops *ops = NULL;
-	void *model = NULL, *worker = NULL;
-	float *params = NULL;
+	struct run_model rm;
 	struct expert ex = {NULL, NULL};
-	struct fedrun_st_file f;
-	struct tctx tc = {.threads = (uint32_t)c->threads};
-	struct fedrun_host host = {.size = sizeof host, .abi_minor = FEDRUN_ABI_MINOR, .ctx = &tc,
-				   .log = fedrun_cli_log, .error = fedrun_cli_error, .metric = t_metric,
-				   .loss_grad = NULL, .threads = t_threads, .seed = t_seed,
-				   .run_dir = t_run_dir};
 	struct fedrun_decode_opts d = {.size = sizeof d, .batch = 1};
-	fedrun_st_init(&f);
-	int rc = 0;
-
-	/* RUN_DIR holds pipeline.json; otherwise the argument is a pipeline
-	 * and its directory is where the default checkpoint is looked for. */
-	bool isdir = stat(c->target, &st) == 0 && S_ISDIR(st.st_mode);
-	size_t tl = strlen(c->target);
-	if (!(pipe_path = malloc(tl + 32))) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	int rc = run_model_open(&rm, c->target, c->checkpoint, c->backend, c->allow_plugin_paths,
+				(uint32_t)c->threads);
+	if (rc < 0)
 		goto out;
-	}
-	if (isdir)
-		snprintf(pipe_path, tl + 32, "%s/pipeline.json", c->target);
-	else
-		snprintf(pipe_path, tl + 32, "%s", c->target);
-	if (!(dircopy = strdup(pipe_path))) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto out;
-	}
-	const char *rundir = dirname(dircopy);
-	if ((rc = fedrun_pipeline_load(pipe_path, &pipeline)) < 0)
-		goto out;
-	json_t *msec = json_object_get(pipeline, "model");
-	if (!json_is_object(msec)) {
-		rc = fedrun_error(FEDRUN_ECONFIG, "%s: no \"model\" section", pipe_path);
-		goto out;
-	}
-	/* --backend: a run trained on a GPU translated on a CPU, or back */
-	if (c->backend && json_object_set_new(msec, "backend", json_string(c->backend)) < 0) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto out;
-	}
-	json_t *seed = json_object_get(pipeline, "seed");
-	tc.seed = json_is_integer(seed) ? (uint64_t)json_integer_value(seed) : 0;
-	/* Relative paths in a pipeline are relative to its directory, as for
-	 * `fedrun run`: a run's pipeline.json names the tokenizer the run
-	 * keeps ("spm.model"), so the run directory may be moved. */
-	fedrun_opts_set_base_dir(rundir);
-
-	if (c->checkpoint) {
-		ckpt = strdup(c->checkpoint);
-	} else if ((ckpt = malloc(strlen(rundir) + 32))) {
-		snprintf(ckpt, strlen(rundir) + 32, "%s/final.safetensors", rundir);
-	}
-	if (!ckpt) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto out;
-	}
-	/* Read the checkpoint before the model is built: a missing file is
-	 * the commonest mistake and the cheapest to report. */
-	if ((rc = fedrun_st_read(&f, ckpt)) < 0) {
-		fedrun_error_wrap(rc, "checkpoint: ");
-		goto out;
-	}
-
-	json_t *name = json_object_get(msec, "plugin"), *path = json_object_get(msec, "path");
-	if (!json_is_string(name) || (path && !json_is_string(path))) {
-		rc = fedrun_error(FEDRUN_ECONFIG, "%s: model.plugin: expected a plugin name", pipe_path);
-		goto out;
-	}
-	char *file = NULL;
-	if (path && !(file = strdup(json_string_value(path)))) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		goto out;
-	}
-	const char *loaded_from;
-	if ((rc = fedrun_registry_create(NULL, &reg)) == 0) {
-		fedrun_registry_allow_files(reg, c->allow_plugin_paths);
-		rc = fedrun_registry_find(reg, FEDRUN_KIND_MODEL, json_string_value(name), file, &desc,
-					  &loaded_from);
-	}
-	free(file);
-	if (rc < 0) {
-		fedrun_error_wrap(rc, "model.plugin: ");
-		goto out;
-	}
-	ops = desc->ops;
-	if (!FEDRUN_MODEL_HAS(ops, translate)) {
+	const struct fedrun_plugin *desc = rm.desc;
+	if (!FEDRUN_MODEL_HAS(rm.ops, translate)) {
 		rc = fedrun_error(FEDRUN_EUNSUPPORTED,
 				  "model '%s' (%s, ABI %u.%u) cannot translate: it has no translate op",
-				  desc->name, loaded_from, desc->abi_major, desc->abi_minor);
+				  desc->name, rm.loaded_from, desc->abi_major, desc->abi_minor);
 		goto out;
 	}
-	if ((rc = ops->create(&host, msec, NULL, &model)) < 0) {
-		fedrun_error_wrap(rc, "model '%s': ", desc->name);
-		model = NULL;
+	if ((rc = run_model_create(&rm, false)) < 0)
 		goto out;
-	}
-	const struct fedrun_layout *l = ops->layout(model);
-	if (!l || l->n == 0) {
-		rc = fedrun_error(FEDRUN_EPLUGIN, "model '%s' has no parameters", desc->name);
+	if (c->expert &&
+	    (rc = expert_load(c->expert, rm.rundir, rm.ops, rm.model, desc, rm.layout, &ex)) < 0)
 		goto out;
-	}
-	if (!(params = fedrun_arena_alloc(l->total))) {
-		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for %" PRIu64 " parameters", l->total);
-		goto out;
-	}
-	if ((rc = fedrun_st_load_layout(&f, l, params, "__")) < 0) {
-		fedrun_error_wrap(rc, "checkpoint %s does not fit model '%s' of %s: ", ckpt, desc->name,
-				  pipe_path);
-		goto out;
-	}
-	fedrun_st_fini(&f);
-	fedrun_st_init(&f);
-	if (c->expert && (rc = expert_load(c->expert, rundir, ops, model, desc, l, &ex)) < 0)
-		goto out;
-	/* As in a run: one BLAS thread, and the model's kernels and matrix
-	 * products (in blocks) on --threads OpenMP threads, so that the
-	 * translations are the same bits for any --threads. */
-	if (fedrun_backend_cpu_set_blas_threads(1) < 0)
-		fedrun_error_clear(); /* another CBLAS: its own threading */
-#ifdef _OPENMP
-	omp_set_num_threads((int)tc.threads);
-#endif
-	if (ops->worker_create && (rc = ops->worker_create(model, &worker)) < 0) {
-		fedrun_error_wrap(rc, "model '%s': ", desc->name);
-		worker = NULL;
-		goto out;
-	}
 
-	decode_defaults(msec, &d);
+	decode_defaults(rm.msec, &d);
 	if (!isnan(c->beam))
 		d.beam = (uint32_t)c->beam;
 	if (!isnan(c->len_penalty))
@@ -537,22 +356,12 @@ static int run(const struct cli *c)
 		d.batch = (uint32_t)c->batch;
 	d.long_src = c->long_src;
 
-	struct batch_ctx bc = {ops, model, worker, params, &ex, &d};
+	struct batch_ctx bc = {rm.ops, rm.model, rm.worker, rm.params, &ex, &d};
 	rc = fedrun_translate_read(stdin, (size_t)c->max_line_bytes, d.batch, translate_batch, &bc);
 out:
-	fedrun_st_fini(&f);
-	if (worker && ops->worker_destroy)
-		ops->worker_destroy(model, worker);
-	if (model)
-		ops->destroy(model);
-	fedrun_arena_free(params);
+	run_model_close(&rm);
 	fedrun_arena_free(ex.params);
 	free(ex.gate);
-	fedrun_registry_destroy(reg);
-	json_decref(pipeline);
-	free(ckpt);
-	free(dircopy);
-	free(pipe_path);
 	return rc;
 }
 

@@ -16,6 +16,7 @@
 #include "cmd_check_aggregator.h"
 #include "cmd_new.h"
 #include "cmd_translate.h"
+#include "cmd_lm.h"
 
 static volatile int interrupted;
 
@@ -43,6 +44,8 @@ static void usage(FILE *fp)
 		"       fedrun translate [OPTIONS] RUN_DIR|PIPELINE.json < SOURCE > OUTPUT\n"
 		"       fedrun check-aggregator [OPTIONS] NAME|FILE.so\n"
 		"       fedrun new aggregator NAME [DIR] | experiment [--model M] NAME.json\n"
+		"       fedrun score [OPTIONS] RUN_DIR < TEXT\n"
+		"       fedrun sample [OPTIONS] RUN_DIR\n"
 		"\n"
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
@@ -218,6 +221,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		   (!strcmp(argv[optind], "plugins") || !strcmp(argv[optind], "bleu") ||
 		    !strcmp(argv[optind], "translate") || !strcmp(argv[optind], "run") ||
 		    !strcmp(argv[optind], "check-aggregator") || !strcmp(argv[optind], "new") ||
+		    !strcmp(argv[optind], "score") || !strcmp(argv[optind], "sample") ||
 		    !strcmp(argv[optind], "validate"))) {
 		fprintf(stderr, "fedrun: the options of '%s' go after its name: fedrun %s [OPTIONS] ...\n",
 			argv[optind], argv[optind]);
@@ -324,6 +328,10 @@ int main(int argc, char **argv)
 		return fedrun_cmd_check_aggregator(argc - 1, argv + 1);
 	if (strcmp(cmd, "new") == 0)
 		return fedrun_cmd_new(argc - 1, argv + 1);
+	if (strcmp(cmd, "score") == 0)
+		return fedrun_cmd_score(argc - 1, argv + 1);
+	if (strcmp(cmd, "sample") == 0)
+		return fedrun_cmd_sample(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return 0;

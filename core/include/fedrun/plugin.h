@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 8
+#define FEDRUN_ABI_MINOR 9
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 
@@ -307,6 +307,29 @@ struct fedrun_decode_opts {
 };
 enum fedrun_long_src { FEDRUN_LONG_CUT = 0, FEDRUN_LONG_REFUSE = 1 };
 
+/* ABI 1.9: what a language model's score op measures on new text. */
+struct fedrun_lm_score {
+	uint32_t size;	  /* sizeof(struct fedrun_lm_score) as the host has it */
+	double loss;	  /* out: mean cross-entropy in nats per predicted token */
+	uint64_t tokens;  /* out: predicted tokens (<eos> included) */
+	uint64_t oov;	  /* out: tokens outside the vocabulary (read as <unk>) */
+	/* NULL: the lines are one text, scored as the model evaluates a split.
+	 * Otherwise n entries: each line's log-probability (natural log) on
+	 * its own, from a fresh state, and line_tokens (n entries) the tokens
+	 * it predicts (0 for a blank line, whose log-probability is 0). */
+	double *line_logprob;
+	uint64_t *line_tokens;
+};
+
+/* ABI 1.9: sampling text from a language model (sample). */
+struct fedrun_sample_opts {
+	uint32_t size;	    /* sizeof(struct fedrun_sample_opts) */
+	uint32_t tokens;    /* tokens to draw (<eos> included) */
+	double temperature; /* softmax(logits / T); 0: the most probable token */
+	uint64_t seed;	    /* the draws' fedrun_rng stream */
+	const char *prompt; /* UTF-8 text read before drawing, or NULL */
+};
+
 /* ABI 1.6: how a domain expert's gate is fitted (gate_fit). */
 struct fedrun_gate_opts {
 	uint32_t size;  /* sizeof(struct fedrun_gate_opts) */
@@ -392,6 +415,21 @@ struct fedrun_model_ops {
 	int (*gate_translate)(void *model, void *worker, const float *global, const float *priv,
 			      const float *gate, const struct fedrun_decode_opts *opts,
 			      const char *const *src, uint32_t n, char **out);
+	/* ---- ABI 1.9: language models (fedrun score, fedrun sample). Both
+	 * optional. The host creates the model with data_config NULL and
+	 * host->run_dir the run directory it reads (the model writes nothing
+	 * there), from which the model takes what reading text needs (its
+	 * vocabulary). Called from the main thread. */
+	/* Scores n lines of UTF-8 text (no newlines), tokenised as the
+	 * model's training text, with `params`; fills out (see struct
+	 * fedrun_lm_score). Bad text fails with a message naming the line
+	 * (the first line is line 1). */
+	int (*score)(void *model, void *worker, const float *params, const char *const *lines,
+		     uint32_t n, struct fedrun_lm_score *out);
+	/* Draws opts->tokens tokens after the prompt; *out receives them as
+	 * malloc'd UTF-8 text (words joined by spaces, each <eos> a newline). */
+	int (*sample)(void *model, void *worker, const float *params,
+		      const struct fedrun_sample_opts *opts, char **out);
 };
 
 /* True when a model ops table has the (ABI 1.6) domain-expert ops, all

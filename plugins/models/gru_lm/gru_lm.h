@@ -30,7 +30,10 @@ struct gru_lm {
 	int32_t device;	  /* the "device" option */
 	bool deterministic; /* the "deterministic" option */
 	bool report_xfer; /* not "cpu": host<->device bytes become metrics */
-	struct fedrun_textdata *td;
+	struct fedrun_textdata *td;	     /* NULL when created to read text only */
+	const struct fedrun_vocab *vocab;    /* td's, or own_vocab */
+	struct fedrun_vocab *own_vocab;	     /* RUN/vocab.txt (fedrun score, sample) */
+	struct fedrun_text_opts text;	     /* how text is read (data.tokenizer, ...) */
 	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */
 	uint32_t bptt, eval_batch, eval_groups;
 	float dropout;
@@ -96,9 +99,35 @@ int gru_lm_worker_reserve(const struct gru_lm *m, struct gru_lm_worker *w, uint6
  * memory (w->params). */
 int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
 		  const struct gru_lm_pass *p, double *loss, uint64_t *count);
+/* Forward over the window of w->in_u (T,B) as gru_lm_window does, without
+ * a loss: the logits of its last input (V floats) into host memory
+ * `logits`, the state left in w->h0. */
+int gru_lm_next_logits(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		       const struct gru_lm_pass *p, float *logits);
 /* Sends n floats of host memory to the worker's device array dst. */
 int gru_lm_send(const struct gru_lm *m, struct gru_lm_worker *w, float *dst, const float *src,
 		uint64_t n);
+
+/* Mean loss per predicted token of stream s in `batch` rows, as a split is
+ * evaluated (eval_groups groups; with `parallel` on the host's threads, the
+ * same bits); FEDRUN_ENOENT "N tokens, too few to predict one" when it is
+ * too short. With with_grad its gradient into w->grad. */
+int gru_lm_stream_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		       const struct fedrun_stream *s, uint32_t batch, bool with_grad, bool parallel,
+		       double *loss, uint64_t *tokens);
+
+int gru_lm_score(void *model, void *worker, const float *params, const char *const *lines,
+		 uint32_t n, struct fedrun_lm_score *out);
+int gru_lm_sample(void *model, void *worker, const float *params,
+		  const struct fedrun_sample_opts *opts, char **out);
+/* host->run_dir(), or NULL where there is none (or no such op). */
+const char *gru_lm_run_dir(const struct fedrun_host *host);
+/* In a run (host->run_dir), writes the vocabulary as RUN/vocab.txt, which
+ * fedrun score and sample read (gru_lm_read_run). */
+int gru_lm_save_vocab(const struct gru_lm *m);
+/* Created with no data section (fedrun score, sample): the vocabulary and
+ * text options of the run directory host->run_dir names. */
+int gru_lm_read_run(struct gru_lm *m);
 
 int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args, float *params,
 		 struct fedrun_train_stats *stats);

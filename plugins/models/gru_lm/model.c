@@ -83,6 +83,7 @@ static void gru_lm_destroy(void *model)
 	if (!m)
 		return;
 	fedrun_textdata_destroy(m->td);
+	fedrun_vocab_destroy(m->own_vocab);
 	fedrun_layout_fini(&m->layout);
 	free(m->train_tokens);
 	free(m->backend);
@@ -147,7 +148,8 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 				    "model.tied: the decoder shares the embedding, so embed (%lld) "
 				    "must equal hidden (%lld); set \"tied\": false for other sizes",
 				    (long long)c.embed, (long long)c.hidden);
-	if (!data_config)
+	/* No data: fedrun score or sample, which name the run to read. */
+	if (!data_config && !gru_lm_run_dir(host))
 		return fedrun_error(FEDRUN_ECONFIG, "data: required section is missing (gru-lm "
 						    "reads text: data.train or data.clients)");
 	const struct fedrun_backend_ops *be = NULL;
@@ -176,10 +178,21 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	m->tied = c.tied;
 	m->init_range = c.init_range;
 	m->speed_metric = c.speed_metric;
-	rc = fedrun_textdata_from_json(data_config, "data", host->seed(host->ctx), &m->td);
+	if (data_config) {
+		rc = fedrun_textdata_from_json(data_config, "data", host->seed(host->ctx), &m->td);
+		if (rc == 0)
+			rc = fedrun_text_opts_from_json(data_config, "data", &m->text);
+		if (rc == 0)
+			m->vocab = fedrun_textdata_vocab(m->td);
+		/* Asked only now: the host makes the run directory when asked. */
+		if (rc == 0 && gru_lm_run_dir(host))
+			rc = gru_lm_save_vocab(m);
+	} else {
+		rc = gru_lm_read_run(m);
+	}
 	if (rc < 0)
 		goto fail;
-	uint32_t V = fedrun_vocab_size(fedrun_textdata_vocab(m->td));
+	uint32_t V = fedrun_vocab_size(m->vocab);
 	if (V > INT32_MAX / 2) {
 		rc = fedrun_error(FEDRUN_ECONFIG, "data.vocab: %u words is too many", V);
 		goto fail;
@@ -187,7 +200,7 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	m->V = V;
 	if ((rc = build_layout(m)) < 0)
 		goto fail;
-	uint32_t K = fedrun_textdata_num_clients(m->td);
+	uint32_t K = m->td ? fedrun_textdata_num_clients(m->td) : 0;
 	m->train_tokens = calloc(K ? K : 1, sizeof *m->train_tokens);
 	if (!m->train_tokens) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -248,13 +261,14 @@ static int gru_lm_init(void *model, uint64_t seed, float *params)
 
 static uint32_t gru_lm_num_clients(void *model)
 {
-	return fedrun_textdata_num_clients(((struct gru_lm *)model)->td);
+	struct gru_lm *m = model;
+	return m->td ? fedrun_textdata_num_clients(m->td) : 0;
 }
 
 static uint64_t gru_lm_client_size(void *model, uint32_t client)
 {
 	struct gru_lm *m = model;
-	return client < fedrun_textdata_num_clients(m->td) ? m->train_tokens[client] : 0;
+	return client < gru_lm_num_clients(m) ? m->train_tokens[client] : 0;
 }
 
 static const struct fedrun_model_ops gru_lm_ops = {
@@ -270,6 +284,8 @@ static const struct fedrun_model_ops gru_lm_ops = {
     .train = gru_lm_train,
     .evaluate = gru_lm_evaluate,
     .loss_grad = gru_lm_loss_grad,
+    .score = gru_lm_score,
+    .sample = gru_lm_sample,
 };
 
 static const struct fedrun_plugin gru_lm_plugin = FEDRUN_PLUGIN_INIT(

@@ -218,19 +218,14 @@ int gru_lm_send(const struct gru_lm *m, struct gru_lm_worker *w, float *dst, con
 	return mdev_to_device(m->be, w->ctx, &w->xfer, dst, src, n * sizeof(float));
 }
 
-int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
-		  const struct gru_lm_pass *p, double *loss, uint64_t *count)
+/* A window's forward pass up to the logits (N,V) in w->logits: sends the
+ * ids and targets, embeds (and drops), runs the GRU stack; *top is its
+ * output, which backward needs. */
+static int window_forward(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+			  const struct gru_lm_pass *p, const float **top)
 {
 	const struct fedrun_backend_ops *be = m->be;
 	const uint32_t N = p->T * p->B;
-	const float *dec_w = params + m->off_dec_w, *dec_b = params + m->off_dec_b;
-	const bool fused = p->train && FEDRUN_BACKEND_HAS(be, softmax_xent_db);
-	/* The unfused path has no device op to scale the loss's gradient by. */
-	if (p->train && !fused && p->grad_scale != 1.0f)
-		return fedrun_error(FEDRUN_EUNSUPPORTED,
-				    "gru-lm: backend %s has no softmax_xent_db op, which the "
-				    "gradient of a split's loss (loss_grad) needs",
-				    be->name ? be->name : m->backend);
 	/* The window's ids and targets, in one copy: in (N) then tgt (N). */
 	for (uint32_t i = 0; i < N; i++) {
 		w->hids[i] = (int32_t)w->in_u[i];
@@ -238,17 +233,45 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 	}
 	CHECK(mdev_to_device(be, w->ctx, &w->xfer, w->ids, w->hids,
 			     2 * (uint64_t)N * sizeof(int32_t)));
-	const int32_t *in = w->ids, *tgt = w->ids + N;
 	/* emb (T,B,D) = E[in], dropped in place */
-	CHECK(be->embedding_forward(w->ctx, N, m->V, m->D, in, params + m->off_emb, w->emb));
+	CHECK(be->embedding_forward(w->ctx, N, m->V, m->D, w->ids, params + m->off_emb, w->emb));
 	if (p->dropout > 0)
 		CHECK(be->dropout_forward(w->ctx, (uint64_t)N * m->D, p->dropout, p->rng, w->emb,
 					  w->emb, w->mask_emb));
-	const float *top;
-	CHECK(stack_forward(m, w, params, p, &top));
+	CHECK(stack_forward(m, w, params, p, top));
 	/* logits (N,V) = top (N,H) . dec_w^T + dec_b; the loss's gradient
 	 * then replaces them */
-	CHECK(be->linear_forward(w->ctx, N, m->H, m->V, top, dec_w, dec_b, w->logits));
+	return be->linear_forward(w->ctx, N, m->H, m->V, *top, params + m->off_dec_w,
+				  params + m->off_dec_b, w->logits);
+}
+
+int gru_lm_next_logits(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		       const struct gru_lm_pass *p, float *logits)
+{
+	const float *top;
+	CHECK(window_forward(m, w, params, p, &top));
+	CHECK(carry_state(m, w, p));
+	const uint64_t last = (uint64_t)(p->T * p->B - 1) * m->V;
+	return mdev_to_host(m->be, w->ctx, &w->xfer, logits, w->logits + last,
+			    (uint64_t)m->V * sizeof(float));
+}
+
+int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		  const struct gru_lm_pass *p, double *loss, uint64_t *count)
+{
+	const struct fedrun_backend_ops *be = m->be;
+	const uint32_t N = p->T * p->B;
+	const float *dec_w = params + m->off_dec_w;
+	const bool fused = p->train && FEDRUN_BACKEND_HAS(be, softmax_xent_db);
+	/* The unfused path has no device op to scale the loss's gradient by. */
+	if (p->train && !fused && p->grad_scale != 1.0f)
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "gru-lm: backend %s has no softmax_xent_db op, which the "
+				    "gradient of a split's loss (loss_grad) needs",
+				    be->name ? be->name : m->backend);
+	const float *top;
+	CHECK(window_forward(m, w, params, p, &top));
+	const int32_t *in = w->ids, *tgt = w->ids + N;
 	float *grad = w->grad, *dlogits = w->logits;
 	if (p->train)
 		w->grad_zero = false;

@@ -88,6 +88,8 @@ int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args
 {
 	struct gru_lm *m = model;
 	struct fedrun_stream s;
+	if (!m->td)
+		return fedrun_error(FEDRUN_EINVAL, "gru-lm: created without data, nothing to train");
 	int rc = fedrun_textdata_stream(m->td, FEDRUN_SPLIT_TRAIN, args->client, &s);
 	if (rc < 0)
 		return rc;
@@ -205,37 +207,26 @@ static int group_loss(struct gru_lm *m, struct gru_lm_worker *w, const struct fe
 	return rc;
 }
 
-/* Mean NLL per predicted token of a split (forward only, no dropout) at the
- * host parameters `params`, and with with_grad its gradient in w->grad.
- * The eval_batch rows are split into eval_groups fixed groups computed
+/* Mean NLL per predicted token of a stream (forward only, no dropout) at
+ * the host parameters `params`, and with with_grad its gradient in w->grad.
+ * The `batch` rows (eval_batch for a split) are split into eval_groups fixed groups computed
  * independently (their losses added in group order), so that with
  * `parallel` the groups run on the run's threads and give the same bits as
  * one after the other: the grouping, never the thread count, decides the
  * result. Each worker that computes a group has the parameters sent to
  * its own device copy; the copies of the other groups' temporary workers
  * are counted in w->xfer. */
-static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *params,
-		      enum fedrun_split split, int64_t client, bool with_grad, bool parallel,
-		      double *loss, uint64_t *tokens)
+int gru_lm_stream_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		       const struct fedrun_stream *s, uint32_t batch, bool with_grad, bool parallel,
+		       double *loss, uint64_t *tokens)
 {
-	struct fedrun_stream s;
-	int rc = fedrun_textdata_stream(m->td, split, client, &s);
-	if (rc < 0)
-		return rc;
-	uint32_t B = rows_for(s.n_tokens, m->eval_batch);
+	uint32_t B = rows_for(s->n_tokens, batch);
 	if (B == 0)
-		return fedrun_error(FEDRUN_ENOENT,
-				    "gru-lm: %s data of %s has %llu tokens, too few "
-				    "to predict one",
-				    split == FEDRUN_SPLIT_TRAIN	  ? "training"
-				    : split == FEDRUN_SPLIT_VALID ? "validation"
-								  : "test",
-				    client == FEDRUN_ALL_CLIENTS
-					? "all clients"
-					: fedrun_textdata_client_name(m->td, (uint32_t)client),
-				    (unsigned long long)s.n_tokens);
+		return fedrun_error(FEDRUN_ENOENT, "%llu tokens, too few to predict one",
+				    (unsigned long long)s->n_tokens);
 	struct fedrun_bptt it;
-	if ((rc = fedrun_bptt_init(&it, &s, B, m->bptt)) < 0)
+	int rc = fedrun_bptt_init(&it, s, B, m->bptt);
+	if (rc < 0)
 		return rc;
 	const double total = (double)fedrun_bptt_targets(&it);
 	const uint32_t G = m->eval_groups < B ? m->eval_groups : B;
@@ -290,6 +281,29 @@ static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *pa
 	*loss = cnt ? sum / (double)cnt : 0;
 	*tokens = cnt;
 	return 0;
+}
+
+static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *params,
+		      enum fedrun_split split, int64_t client, bool with_grad, bool parallel,
+		      double *loss, uint64_t *tokens)
+{
+	struct fedrun_stream s;
+	if (!m->td)
+		return fedrun_error(FEDRUN_EINVAL, "gru-lm: created without data, nothing to evaluate");
+	int rc = fedrun_textdata_stream(m->td, split, client, &s);
+	if (rc < 0)
+		return rc;
+	/* fedrun score computes its loss with the same call (score.c). */
+	rc = gru_lm_stream_loss(m, w, params, &s, m->eval_batch, with_grad, parallel, loss, tokens);
+	if (rc == FEDRUN_ENOENT)
+		fedrun_error_wrap(rc, "gru-lm: %s data of %s has ",
+				  split == FEDRUN_SPLIT_TRAIN	? "training"
+				  : split == FEDRUN_SPLIT_VALID ? "validation"
+								: "test",
+				  client == FEDRUN_ALL_CLIENTS
+				      ? "all clients"
+				      : fedrun_textdata_client_name(m->td, (uint32_t)client));
+	return rc;
 }
 
 static void put(struct fedrun_eval *out, const char *name, double v)
