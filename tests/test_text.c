@@ -14,7 +14,7 @@
 
 #define D TEXT_DATA_DIR "/"
 
-static const struct fedrun_text_opts cased = {false}, lower = {true};
+static const struct fedrun_text_opts cased = {.lowercase = false}, lower = {.lowercase = true};
 
 /* The message of the last error contains `what`. */
 #define ck_msg(what)                                                                               \
@@ -25,7 +25,7 @@ static struct fedrun_vocab *build(const char *file, uint32_t max_size, uint64_t 
 				  bool lowercase)
 {
 	const char *files[] = {file};
-	struct fedrun_vocab_opts o = {max_size, min_count, {lowercase}};
+	struct fedrun_vocab_opts o = {max_size, min_count, {.lowercase = lowercase}};
 	struct fedrun_vocab *v = NULL;
 	int rc = fedrun_vocab_build(files, 1, &o, &v);
 	ck_assert_msg(rc == 0, "%s", fedrun_error_message());
@@ -239,7 +239,7 @@ END_TEST
 START_TEST(test_vocab_build_errors)
 {
 	const char *files[] = {D "train.txt", D "missing.txt"};
-	struct fedrun_vocab_opts o = {0, 1, {false}};
+	struct fedrun_vocab_opts o = {0, 1, {.lowercase = false}};
 	struct fedrun_vocab *v = (void *)1;
 	ck_assert_int_eq(fedrun_vocab_build(files, 2, &o, &v), FEDRUN_ENOENT);
 	ck_assert_ptr_null(v);
