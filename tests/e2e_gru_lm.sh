@@ -1,8 +1,8 @@
 #!/bin/sh
 # gru-lm end to end: a small federated run (2 GRU layers, dropout, 8
 # clients) gives a byte-identical final.safetensors across runs, across
-# --threads 1 and 2, and after SIGTERM + --resume; its validation
-# perplexity falls.
+# --threads 1 and 2, and after SIGTERM + --resume (its vocab.txt too); its
+# validation perplexity falls.
 . "$top_srcdir/tests/lib.sh"
 p="$top_srcdir/tests/pipelines/gru_lm.json"
 run_ok --threads 1 "$p" --set output.dir=a
@@ -40,4 +40,6 @@ done_round=$(ls term/checkpoints | tail -n 1 | sed 's/round-0*\([0-9]*\).*/\1/')
 [ "$done_round" -lt 6 ] || die "run went past round 6 before the signal"
 run_ok --threads 1 --resume "$p" --set output.dir=term
 cmp a/final.safetensors term/final.safetensors || die "SIGTERM + resume differs"
+# The vocabulary is kept with the model, the same after the resume.
+cmp a/vocab.txt term/vocab.txt || die "the resumed run's vocab.txt differs"
 echo "gru-lm: identical models across runs, threads and a resumed run; valid ppl $first -> $last"

@@ -86,6 +86,7 @@ echo "mine" >fresh/vocab.txt
 "$FEDRUN" -q "$p" --set output.dir=fresh --set rounds=1 >/dev/null 2>err && die "foreign vocab.txt replaced"
 grep -q "output.overwrite" err || die "no output.overwrite advice: $(cat err)"
 [ "$(cat fresh/vocab.txt)" = mine ] || die "the user's vocab.txt was changed"
+[ "$(ls -A fresh)" = vocab.txt ] || die "the refused run left files: $(ls -A fresh)"
 run_ok "$p" --set output.dir=fresh --set rounds=1 --set output.overwrite=true
 cmp -s fresh/vocab.txt lm/vocab.txt || die "overwrite did not write the run's vocabulary"
 

@@ -14,6 +14,7 @@
 #ifndef GRU_LM_H
 #define GRU_LM_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <fedrun/fedrun.h>
@@ -34,6 +35,8 @@ struct gru_lm {
 	const struct fedrun_vocab *vocab;    /* td's, or own_vocab */
 	struct fedrun_vocab *own_vocab;	     /* RUN/vocab.txt (fedrun score, sample) */
 	struct fedrun_text_opts text;	     /* how text is read (data.tokenizer, ...) */
+	char *vocab_path;		     /* RUN/vocab.txt while still to be written */
+	pthread_mutex_t vocab_lock;	     /* over vocab_path */
 	uint32_t V, D, H, L; /* vocabulary, embedding, hidden units, layers */
 	uint32_t bptt, eval_batch, eval_groups;
 	float dropout;
@@ -122,9 +125,13 @@ int gru_lm_sample(void *model, void *worker, const float *params,
 		  const struct fedrun_sample_opts *opts, char **out);
 /* host->run_dir(), or NULL where there is none (or no such op). */
 const char *gru_lm_run_dir(const struct fedrun_host *host);
-/* In a run (host->run_dir), writes the vocabulary as RUN/vocab.txt, which
- * fedrun score and sample read (gru_lm_read_run). */
-int gru_lm_save_vocab(const struct gru_lm *m);
+/* In a run (host->run_dir), at create: whether RUN/vocab.txt, which fedrun
+ * score and sample read (gru_lm_read_run), may become the run's
+ * vocabulary; if it is to be written, vocab_path says where. */
+int gru_lm_check_vocab(struct gru_lm *m);
+/* Writes it there, once, at the run's first train or evaluate: a run that
+ * fails before it started leaves the run directory as it found it. */
+int gru_lm_keep_vocab(struct gru_lm *m);
 /* Created with no data section (fedrun score, sample): the vocabulary and
  * text options of the run directory host->run_dir names. */
 int gru_lm_read_run(struct gru_lm *m);

@@ -84,6 +84,8 @@ static void gru_lm_destroy(void *model)
 		return;
 	fedrun_textdata_destroy(m->td);
 	fedrun_vocab_destroy(m->own_vocab);
+	free(m->vocab_path);
+	pthread_mutex_destroy(&m->vocab_lock);
 	fedrun_layout_fini(&m->layout);
 	free(m->train_tokens);
 	free(m->backend);
@@ -159,6 +161,7 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	if (!m)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	fedrun_layout_init(&m->layout);
+	pthread_mutex_init(&m->vocab_lock, NULL);
 	m->host = host;
 	m->be = be;
 	m->device = (int32_t)c.device;
@@ -186,7 +189,7 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 			m->vocab = fedrun_textdata_vocab(m->td);
 		/* Asked only now: the host makes the run directory when asked. */
 		if (rc == 0 && gru_lm_run_dir(host))
-			rc = gru_lm_save_vocab(m);
+			rc = gru_lm_check_vocab(m);
 	} else {
 		rc = gru_lm_read_run(m);
 	}

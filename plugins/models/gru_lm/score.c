@@ -5,6 +5,7 @@
  * sample (text drawn from the model), for fedrun score and fedrun sample. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,10 +44,13 @@ static int same_file(const char *a, const char *b, bool *same, bool *b_exists)
 	return rc;
 }
 
-/* The vocabulary goes to RUN/.vocab.txt.new first; it replaces RUN/vocab.txt
- * only when that file is absent, already the same, or (output.overwrite)
- * the user's to lose, so a refused run leaves the directory as it was. */
-int gru_lm_save_vocab(const struct gru_lm *m)
+/* At create: RUN/vocab.txt may be replaced only when it is absent, already
+ * the same bytes, or (output.overwrite) the user's to lose. The bytes are
+ * compared through a file of the run's vocabulary written and removed
+ * here, so that a run that fails to set up leaves the directory as it was
+ * (the host removes it when it made it and it is empty); the file itself is
+ * written by gru_lm_keep_vocab once the run works. */
+int gru_lm_check_vocab(struct gru_lm *m)
 {
 	const struct fedrun_host *h = m->host;
 	const char *dir = gru_lm_run_dir(h);
@@ -58,6 +62,8 @@ int gru_lm_save_vocab(const struct gru_lm *m)
 		rc = fedrun_vocab_save(m->vocab, tmp);
 	if (rc == 0)
 		rc = same_file(tmp, path, &same, &exists);
+	if (tmp)
+		remove(tmp);
 	if (rc == 0 && exists && !same) {
 		if (host_flag(h, offsetof(struct fedrun_host, resuming), &h->resuming))
 			rc = fedrun_error(FEDRUN_ECONFIG,
@@ -72,16 +78,29 @@ int gru_lm_save_vocab(const struct gru_lm *m)
 					  path);
 		else
 			h->log(h->ctx, FEDRUN_LOG_WARN,
-			       "data.vocab: %s held another vocabulary; replacing it "
+			       "data.vocab: %s holds another vocabulary; the run replaces it "
 			       "(output.overwrite)",
 			       path);
 	}
-	if (rc == 0 && !same && rename(tmp, path) != 0)
-		rc = fedrun_error(FEDRUN_EIO, "cannot write '%s': %s", path, strerror(errno));
-	if (tmp)
-		remove(tmp);
+	if (rc == 0 && !same) {
+		m->vocab_path = path;
+		path = NULL;
+	}
 	free(path);
 	free(tmp);
+	return rc;
+}
+
+int gru_lm_keep_vocab(struct gru_lm *m)
+{
+	int rc = 0;
+	pthread_mutex_lock(&m->vocab_lock);
+	if (m->vocab_path) {
+		rc = fedrun_vocab_save(m->vocab, m->vocab_path);
+		free(m->vocab_path);
+		m->vocab_path = NULL;
+	}
+	pthread_mutex_unlock(&m->vocab_lock);
 	return rc;
 }
 

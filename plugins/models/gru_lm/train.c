@@ -90,7 +90,9 @@ int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args
 	struct fedrun_stream s;
 	if (!m->td)
 		return fedrun_error(FEDRUN_EINVAL, "gru-lm: created without data, nothing to train");
-	int rc = fedrun_textdata_stream(m->td, FEDRUN_SPLIT_TRAIN, args->client, &s);
+	int rc = gru_lm_keep_vocab(m);
+	if (rc == 0)
+		rc = fedrun_textdata_stream(m->td, FEDRUN_SPLIT_TRAIN, args->client, &s);
 	if (rc < 0)
 		return rc;
 	stats->loss = 0;
@@ -290,7 +292,9 @@ static int split_loss(struct gru_lm *m, struct gru_lm_worker *w, const float *pa
 	struct fedrun_stream s;
 	if (!m->td)
 		return fedrun_error(FEDRUN_EINVAL, "gru-lm: created without data, nothing to evaluate");
-	int rc = fedrun_textdata_stream(m->td, split, client, &s);
+	int rc = gru_lm_keep_vocab(m);
+	if (rc == 0)
+		rc = fedrun_textdata_stream(m->td, split, client, &s);
 	if (rc < 0)
 		return rc;
 	/* fedrun score computes its loss with the same call (score.c). */
