@@ -120,6 +120,12 @@ expect2 "score of a translation model" "not a language model" \
 	"$FEDRUN" score --allow-plugin-paths wr
 expect2 "sample of a translation model" "not a language model" \
 	"$FEDRUN" sample --allow-plugin-paths wr
+# An ABI 1.0 plugin (its ops table ends long before score) loads and is
+# refused the same way.
+sed 's/wordrev\.so/wordrev10.so/; s/"wordrev"/"wordrev10"/' wr.json >wr10.json
+run_ok --allow-plugin-paths wr10.json --set output.dir=wr10
+expect2 "score of an ABI 1.0 model" "ABI 1.0) is not a language model" \
+	"$FEDRUN" score --allow-plugin-paths wr10
 printf 'the dog\n\377 x\n' >bad.txt
 "$FEDRUN" score lm <bad.txt >/dev/null 2>err
 [ $? -eq 2 ] && grep -q "line 2: invalid UTF-8" err || die "invalid UTF-8: $(cat err)"

@@ -292,7 +292,7 @@ int gru_lm_window(const struct gru_lm *m, struct gru_lm_worker *w, const float *
 	 * already added */
 	CHECK(be->linear_backward(w->ctx, N, m->H, m->V, top, dec_w, dlogits, w->da,
 				  grad + m->off_dec_w, fused ? NULL : grad + m->off_dec_b));
-	float *demb;
+	float *demb = NULL; /* set by stack_backward (GCC -O1 cannot tell) */
 	CHECK(stack_backward(m, w, params, grad, p, w->da, &demb));
 	if (p->dropout > 0)
 		CHECK(be->dropout_backward(w->ctx, (uint64_t)N * m->D, p->dropout, w->mask_emb,
