@@ -77,6 +77,14 @@ done
 grep -q '"tokenizer": *"13a"' tok/pipeline.json || die "pipeline.json does not record the tokenizer"
 "$FEDRUN" score tok <u.txt >s3.txt || die "score of the 13a run failed"
 grep -q '^oov	0$' s3.txt || die "13a: score read the training text with OOV words: $(cat s3.txt)"
+# intl: every Unicode punctuation character, guillemets and the hyphen too.
+printf '\302\253Bonjour\302\273, dit-il.\n' >fr.txt
+run_ok --threads 1 "$p" --set output.dir=intl --set rounds=1 --set data.train="$PWD/fr.txt" \
+	--set data.valid="$PWD/fr.txt" --set data.partition.clients=1 --set clients.fraction=1 \
+	--set data.tokenizer=intl
+for w in "$(printf '\302\253')" Bonjour "$(printf '\302\273')" , dit - il .; do
+	cut -f1 intl/vocab.txt | grep -qxF -- "$w" || die "intl: no '$w' in vocab.txt: $(cut -f1 intl/vocab.txt)"
+done
 "$FEDRUN" validate "$p" --set data.tokenizer=bpe >/dev/null 2>err && die "tokenizer bpe accepted"
 grep -q "whitespace|13a|intl\|whitespace, 13a\|13a" err || die "bad tokenizer: $(cat err)"
 

@@ -123,7 +123,7 @@ static int scan_line(const char *path, uint64_t line, const unsigned char *p,
 		     const unsigned char *end, const struct fedrun_text_opts *opts,
 		     struct scratch *s, text_token_fn fn, void *ud, bool *any)
 {
-	const unsigned char *line_start = p, *word = NULL, *start = p;
+	const unsigned char *line_start = p, *word = NULL;
 	const bool bleu = opts && opts->tokenizer != FEDRUN_TEXT_TOK_WHITESPACE;
 	*any = false;
 	while (p < end) {
@@ -150,7 +150,7 @@ static int scan_line(const char *path, uint64_t line, const unsigned char *p,
 		p += n;
 	}
 	if (bleu)
-		return scan_bleu(start, end, opts, s, fn, ud, any);
+		return scan_bleu(line_start, end, opts, s, fn, ud, any);
 	if (word) {
 		int rc = emit((const char *)word, (size_t)(p - word), opts, s, fn, ud);
 		if (rc < 0)
