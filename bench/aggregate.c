@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/aggregate: what fedavg's aggregation costs.
  *
  * 1. The kernel: fedavg over K = 10 and 100 updates of --floats floats (one

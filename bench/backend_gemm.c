@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/backend_gemm: the FP32 matrix-product rate of a backend
  * (fedrun_backend_find), the ceiling against which training's rate is put
  * (bench/gpu.sh: the fraction of it that transformer training reaches).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/checkpoint.sh: what a checkpoint costs as the clients grow. One
 # round of meanest ("gaussian", 2 floats, 4 samples a client, every client
 # trains and keeps its step count: one checkpoint entry a client) for each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/cudnn_gru: the CUDA backend's GRU layer (cuBLAS products and one
  * fused gate kernel per step, plugins/backends/cuda/gru.cu) against
  * cuDNN's GRU (cudnnRNNForward, cudnnRNNBackwardData_v8,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/aggregate's peer: fedavg as a plugin built for ABI 1.2 would be,
  * its ops table ending before the streaming ops, so the host holds a whole
  * round's updates for aggregate(). The same code as plugins/fedavg.so: its

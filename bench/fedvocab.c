@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/fedvocab: what the federated vocabulary costs at the scale of a
  * real run (FedNMT's reproduction: about 45,000 words, 2 clients, 2048-bit
  * keys): seconds for one fedrun_fedvocab_order on --words words.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/gpu.sh: the CUDA backend against fedrun's CPU backend on the same
 # machine, and against the GPU's own FP32 GEMM rate measured in the same run.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/gru_lm: training speed of the gru-lm plugin, in tokens per second,
  * called through its ops as the engine calls them (one backend context per
  * worker, BLAS on one thread, one client per worker thread), and the

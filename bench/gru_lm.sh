@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # gru-lm training speed against PyTorch in the same run, on the small
 # configuration of the FedAtt paper: vocabulary 10,000, embed = hidden =
 # 300, one GRU layer, tied decoder, batch 20, BPTT 35, dropout 0.2, SGD

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # gru-lm against PyTorch on quality: the small configuration (vocabulary
 # 10,000, embed = hidden = 300, one GRU layer, tied, dropout 0.2, batch 20,
 # BPTT 35, SGD at lr 20 with clipping at 0.25, as PyTorch's

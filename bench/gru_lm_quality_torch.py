@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch side of bench/gru_lm_quality.sh: trains the small gru-lm
 configuration centrally on a corpus for a fixed number of truncated-BPTT
 windows, with the vocabulary, batching, window order and hyperparameters

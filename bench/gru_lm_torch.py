@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of bench/gru_lm: the same GRU language model (embedding,
 GRU, dropout, decoder tied to the embedding), trained by truncated BPTT with
 the hidden state carried and detached between windows, SGD with momentum 0.5

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/mpi.sh: the cost of running over several processes. gru-lm "small"
 # (the FedAtt preset: embedding and hidden 300, vocabulary of the shipped
 # toy-English corpus) on 16 clients, all of them every round, each training

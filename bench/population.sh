@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Populations of clients with kept state: gru-lm with clients.optimizer_state
 # "keep" (SGD momentum: one float per parameter and client), 100 clients a
 # round, populations of 1,000, 10,000 and 100,000 clients, a checkpoint

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/transformer: training and decoding speed of the transformer network
  * (plugins/models/transformer/net.c, beam.c) on random data, to be put
  * beside PyTorch's nn.Transformer doing the same work in the same run

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Transformer speed against PyTorch in the same run, on the "small" preset
 # of issue 5: vocabulary 8000, width 256, 3+3 layers, 4 heads, feed-forward
 # 1024, post-norm, one embedding matrix for source, target and output.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of bench/transformer: the same encoder-decoder
 Transformer (torch.nn.Transformer, batch_first, post-norm; embeddings scaled
 by sqrt(dim) plus sinusoidal positions; one embedding matrix shared by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=sh disable=SC2154 # $prog and $top: set by the sourcing script
 # repro/common.sh: what every repro/<paper>/run.sh shares; sourced (POSIX
 # sh) after it sets $prog (its name in messages) and $top (the source tree).

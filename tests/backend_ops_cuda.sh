@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every op of the CUDA backend plugin against the CPU backend
 # (tests/test_backend_ops.c), deterministic (the default) and with
 # allow_nondeterministic (its atomic embedding backward). Exits 77 (SKIP)

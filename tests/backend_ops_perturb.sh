@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The harness can fail: with FEDRUN_TEST_BACKEND_PERTURB=1 it changes one
 # float of the tested backend's first result (an sgemm) before comparing,
 # and the run against the CPU backend must then exit 1, both with exact

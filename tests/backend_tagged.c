@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* "tagged": a checking backend for the models' tests (built for make check,
  * never installed). It is the CPU backend, except that device memory is
  * handed out as TAGGED pointers: the address from the CPU backend's alloc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the "tagged" test backend (tests/backend_tagged.c), so that the
  * models' tests that run on it can trust it: it is found by name, its
  * device pointers crash when host code dereferences them, it refuses host

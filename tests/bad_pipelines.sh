@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every malformed pipeline in tests/pipelines/bad/ is refused by
 # `fedrun validate` and `fedrun run` with its specific message on stderr, the
 # expected exit status, and no crash (a crash exits with 128 + signal).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checkpoints of many clients: a round of 30,000 meanest clients that keep
 # their step, optimizer state and parameters (90,000 client entries in the
 # checkpoint) is written, resumed and written again in time linear in the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The clients' kept state on disk (clients.state_store, core/run/cstore.c):
 #  - "disk" and "memory" give the same model, with kept Adam moments and
 #    with push selection (each client's own parameters);

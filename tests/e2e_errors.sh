@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Failures during a run: a diverging run stops with one clear message
 # naming the round, the client and the tensor, exit status 1, and keeps
 # what it had written (metrics of the rounds done, the last checkpoint).

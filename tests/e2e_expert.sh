@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Domain experts (FedNMT sec. 2.5; the pipeline's expert section) on the
 # synthetic copy task of examples/transformer-copy.json, a few steps:
 #  - the expert's nll_global equals the model's own evaluation of the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The transformer's words tokenizer with "federated": true (FedNMT's federated
 # vocabulary under Paillier encryption, 2048-bit keys): on three clients whose
 # training files differ (words of one client only, equal totals), the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Evaluation-only clients, the fine-tuning phase and the model-by-domain
 # table with meanest (gaussian mean estimation): three domains "a", "b", "c"
 # with training data and one evaluation-only domain "held" (samples 0).

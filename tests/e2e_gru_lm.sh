@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # gru-lm end to end: a small federated run (2 GRU layers, dropout, 8
 # clients) gives a byte-identical final.safetensors across runs, across
 # --threads 1 and 2, and after SIGTERM + --resume (its vocab.txt too); its

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # MeritFed against FedAvg on the problems of the MeritFed paper and talk:
 # the toy quadratics, mean estimation with 150 clients of three
 # distributions, and 50 of 55 clients flipping their updates' signs.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs over several processes (mpirun, the "mpi" transport): every example
 # pipeline that trains, shrunk to a few rounds and steps, gives under
 # mpirun -np 2 and -np 3 (and -np 1 and 4 for the small problems) the

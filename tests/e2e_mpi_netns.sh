@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs over two "hosts": two network namespaces on this machine joined by
 # a veth pair. mpirun starts in the first and launches the second rank in
 # the other through an rsh agent that enters it; the ranks talk TCP over

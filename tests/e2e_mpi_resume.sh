@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs over several processes that stop and go on: a run stopped after
 # round 5 under mpirun -np 3 and resumed under -np 2, or in one process,
 # or the reverse, ends with the final model and metrics of a run never

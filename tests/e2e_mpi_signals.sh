@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Signals to the ranks of a run over several processes. SIGTERM to a worker
 # rank (a preempted node) stops the whole job after a round, as one to rank 0
 # does: rank 0 writes the checkpoint, every rank exits 130, and --resume

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Loading plugins (core/plugin/registry.c): a plugin file is loaded once per
 # process, however many registries search the plugin path (fedrun's own,
 # the backends' and the transport's each search it) and however many

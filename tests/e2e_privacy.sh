@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # DP-FedAvg end to end: a central gaussian run with reproducible noise
 # reports a privacy.epsilon that grows every round; interrupted (SIGTERM
 # after a checkpoint) and resumed, it ends with the same model and the same

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Selection in the push direction: the server sends each client only the
 # tensors its selector picks (from their change since the last round), the
 # client keeps its own values of the others; with "both" push and pull each

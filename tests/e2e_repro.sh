@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Reproducibility: the same pipeline and seed give a byte-identical
 # final.safetensors across runs and across thread counts; another seed does
 # not.

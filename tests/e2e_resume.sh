@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Interrupted runs: SIGTERM (checkpoint at the round's end, exit 130) and
 # SIGKILL (dies anywhere) are both resumed with --resume to the same
 # final.safetensors as an uninterrupted run, also without periodic

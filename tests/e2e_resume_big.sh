@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Resuming a run with large metrics: a round of 40,000 clients' lines (16 MB
 # of metrics.jsonl, 7 MB of metrics.csv, the lines a real run writes) is cut
 # back to the checkpoint's round to the right bytes, in time linear in the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The run directory and the files a run reads, as fedrun(1) promises:
 #  - an output.dir that is not a directory (/dev/null, a FIFO, a regular
 #    file, a path under a file) is an invalid pipeline: exit 2 from

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Federated learning-rate schedules (clients.lr_clock, clients.optimizer_state)
 # on a small transformer with two clients of different sizes (so that they
 # make different numbers of updates a round):

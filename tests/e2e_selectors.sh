@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Dynamic Pulling end to end: dp_greater on a multi-tensor meanest model
 # pulls fewer bytes than "all" once clients have a previous round, random
 # with count "median" sends as many tensors per group, and a run interrupted

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A run killed while it wrote a file (SIGKILL, or a second signal during a
 # checkpoint's write) leaves the temporary file of that write beside it,
 # NAME.tmp.PID, as big as a checkpoint; the next run or resume in that

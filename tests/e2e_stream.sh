@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Streaming aggregation (ABI 1.3). With fedavg the clients of a round train
 # a chunk at a time (4 per thread, at least 8) and each chunk's updates are
 # summed into the aggregator before the next trains, so

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A run keeps its tokenizer: the transformer on the copy task of
 # examples/transformer-copy.json with a SentencePiece tokenizer (tiny, a few
 # rounds of a few steps):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The toy problem of the MeritFed talk: f_1 = x², f_2..f_10 = (x − 0.001)²,
 # f_11..f_100 = (x − 10)². FedAvg with uniform weights and every client each
 # round converges to the mean of the minimisers, 9.00009.

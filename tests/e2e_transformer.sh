@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # transformer end to end, on the synthetic copy task of
 # examples/transformer-copy.json (2 clients, fedavg, tiny preset):
 #  - the server model learns the task: test BLEU above 90 (the issue asks

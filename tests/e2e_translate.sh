@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # fedrun translate with the test-only model "wordrev" (reverses the words of
 # each line): one output line per input line, empty lines kept, batches do
 # not change the output, checkpoints of the run (fine-tuned ones too), and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # aggregator.weights "steps": FedNMT's weighted average (Wang et al. 2021,
 # eq. 3). With clients.epochs the clients make different numbers of local
 # steps; fedavg's weight for client k in a round must be its logged

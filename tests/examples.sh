@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every example pipeline validates. Examples that read corpora built by
 # data/*/build.sh ("../data/..." paths, e.g. the Brown examples reading
 # data/brown/out) validate against the real files when they have been built;

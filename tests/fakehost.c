@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A host for testing plugins without the engine (see fakehost.h). */
 #include "config.h"
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A host for testing plugins without the engine: records metrics, logs to
  * stderr, and optionally forwards loss_grad to a test function. */
 #ifndef TESTS_FAKEHOST_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/fedrun-plot with hostile text: every string that reaches gnuplot
 # (titles, axis labels, legend labels, the output path, --yrange) must be
 # taken as text, never as gnuplot commands or shell commands run by

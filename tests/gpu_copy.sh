@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The copy task of examples/transformer-copy.json learnt on the CUDA
 # backend (fedrun --backend cuda): test BLEU above 90, as on the CPU
 # (tests/e2e_transformer.sh), and fedrun translate on the GPU copies its

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/test_gpu_models on the tagged test backend: the CPU backend's
 # arithmetic behind device pointers the host cannot touch, so every
 # difference from the CPU run must be exactly 0.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The layers of core/ (README.md, Layout): from the objects of libfedrun,
 # an edge A -> B for each function or datum A uses that B defines; tsort(1)
 # must order the files (no two call each other in a loop), and each edge

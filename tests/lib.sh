@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers for the end-to-end test scripts. Each script runs in its own
 # temporary directory; `die` fails the test with a message.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Writes a small ten-language corpus for the low-resource translation stage
 # of repro/tupitsa2024 (run.sh --quick --only lowres), through
 # data/gettext/build-multi.sh --from-dir, so that CI runs that stage end to

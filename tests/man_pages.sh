@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The manual pages are plain ASCII troff (a Greek letter is \(*h, not UTF-8:
 # groff reads its input as Latin-1, so a raw θ prints as two wrong
 # characters) and groff formats them without a warning. The groff check

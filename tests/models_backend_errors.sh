@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A model's "backend" that does not exist, or whose context cannot be made
 # (a GPU backend without its GPU; the tagged test backend with
 # FEDRUN_TAGGED_NO_DEVICE), fails `fedrun validate`, a run and `fedrun

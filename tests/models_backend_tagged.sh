@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # gru-lm and transformer on the "tagged" backend (tests/backend_tagged.c:
 # the CPU backend behind non-canonical device pointers, so that host code
 # that touches device memory crashes and an op given host memory where

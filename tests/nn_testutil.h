@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the nn test programs: random arrays drawn from a fixed
  * fedrun_rng stream, float/double copies, and the error measures the tests
  * state their tolerances in. */

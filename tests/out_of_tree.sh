@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The SDK, against an installed fedrun (run by `make installcheck`): build
 # the example aggregators of the installed examples (FEDRUN_DOCDIR/examples/
 # plugins) with pkg-config alone, run normclip's pipeline with the installed

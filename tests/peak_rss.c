@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* peak_rss COMMAND [ARG...]: runs COMMAND, then prints its peak resident
  * memory in KiB (getrusage's ru_maxrss, from wait4) on file descriptor 3,
  * and exits with its status. For tests of memory that must not grow. */

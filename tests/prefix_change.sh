@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A new --prefix in a tree built for another one: configure, make and make
 # install must just work (libtool refused to install plugins linked for the
 # old prefix, "cannot install ... to a directory not ending in ...", until

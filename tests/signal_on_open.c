@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Preloaded into fedrun by tests (LD_PRELOAD): the first time the process
  * opens a file whose path ends with $SIGNAL_ON_OPEN, it raises signal
  * $SIGNAL_ON_OPEN_SIG (a number; SIGTERM without it) in itself, just after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the aggregator plugins (fedatt, fedopt, median, trimmed_mean,
  * krum, meritfed), each loaded from its .so and driven through its ops with a
  * fake host; every result is checked against a direct computation written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every op of a backend compared with the built-in CPU backend on the same
  * random inputs, ggml's test-backend-ops for fedrun: inputs go to each
  * backend's device memory with to_device, results come back with to_host.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the transformer's beam search and greedy decoding
  * (plugins/models/transformer/beam.c) on toy models.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* BLEU and chrF against sacreBLEU 2.6.0 itself: every vector of
  * tests/data/sacrebleu/vectors.jsonl (see its README) must give the same
  * counts, totals and lengths exactly, the score within 1e-9 relative, and the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # `fedrun bleu` end to end through tests/bleu_cli_driver: sacreBLEU's text
 # output on small files (scores checked against sacreBLEU's rules in
 # Python), and clear errors with exit status 1 (input) or 2 (usage).

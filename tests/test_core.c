@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of libfedrun's foundations: errors, RNG, layout, options,
  * vector kernels, optimizers, safetensors and messages. */
 #include "config.h"

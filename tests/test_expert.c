@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the domain expert's gate (plugins/models/transformer/expert.c,
  * FedNMT sec. 2.5): λ ∈ (0, 1) and its derivative, the mixture's
  * log-probability against the direct formula and its limits (λ → 1 gives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The federated vocabulary: Paillier (round trip, homomorphic operations,
  * re-randomisation, serialisation), the protocol's order against the
  * plaintext order on random tables, its refusals, and what its transcript

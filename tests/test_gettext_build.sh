@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks the processing part of data/gettext/build.sh (--from-dir) on
 # handmade catalogues (tests/data/gettext/tree, compiled with msgfmt here):
 # plural forms, msgctxt, multi-line strings, escapes, Latin-1, untranslated

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks data/gettext/build-multi.sh (--from-dir, no network) on catalogues
 # written here: three languages (target is, helpers da and de) in two
 # domains, with strings that only some languages translate, a pair in two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whole-model gradient check of gru-lm and the transformer on a backend
  * (default "cuda") against the CPU backend: the same model, data and
  * parameters created twice, once with model.backend "cpu" and once with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the gru-lm model plugin, loaded as the engine loads it.
  *
  * Gradient: the plugin's loss_grad (float, the backend's CPU ops) against

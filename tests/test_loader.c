@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plugin loader: every refusal names the file and both values, and a
  * refused file is never half-loaded. Uses the test-only plugins in
  * tests/plugins/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finite-difference gradient checks of every layer of the nn backend: gemm,
  * linear, embedding, GRU (inputs, h0, all weights and biases, several
  * steps), softmax cross-entropy, dropout (fixed mask) and the activations.

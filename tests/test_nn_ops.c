@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Each op of the CPU backend against its plain double-precision reference
  * (core/nn/ref_*.c) on random shapes, odd sizes included, plus the backend
  * table, argument checks, the dropout stream contract, the fast exp/tanh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Transformer layers of the nn backend: layer norm, attention (key
  * padding and causal masks, dropout on the weights, fused and strided
  * layouts), positional encodings, label-smoothed cross-entropy, and the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/fedrun-plot on two tiny fake run directories (metrics.csv in the
 # format fedrun writes) and two tables: the numbers in OUT.dat, PNGs that
 # are PNGs, SVGs that are XML and hold the legend's labels, and one-line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The first plugins through their ops: fedavg against a direct computation,
  * the noise of gaussian and laplace against their distributions, the
  * selectors, and the meanest model. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differential privacy: the RDP accountant against published and closed-form
  * figures, ChaCha20 against RFC 8439, the secure noise's distributions,
  * clipping, and the gaussian and laplace plugins through their ops

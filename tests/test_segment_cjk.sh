@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # data/gettext/segment-cjk.awk: every CJK character (Han, kana, bopomofo,
 # CJK punctuation, full-width forms) becomes a space-separated token; other
 # text keeps its bytes, runs of spaces become one; mawk and gawk (whichever

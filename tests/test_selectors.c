@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The selectors dp_greater, dp_less (Passban et al. 2022, eqs. 2 and 3) and
  * random with count "median", through their ops with a fake host: masks on
  * constructed updates over several rounds and clients, the quantile, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the SentencePiece shim (plugins/models/transformer/spm.h):
  * training on generated English and German text, round trips, special ids,
  * identical bytes for identical input, and a clear error (never a crash)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the text layer: vocabularies, corpus reading, partitions, BPTT
  * windows and the pipeline's "data" section, on the small corpora in
  * tests/data/text (counts worked out by hand in the comments). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the transformer's words tokenizer (plugins/models/transformer/
  * tok.c), compiled in:
  *  - "whitespace" splitting: tokens are the runs of non-blank characters;

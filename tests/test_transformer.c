@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the transformer model plugin, loaded as the engine loads it
  * (tests/fakehost.c), and of its batching (batch.c, compiled in):
  *  - options: presets fill the sizes and write them back, overrides win,

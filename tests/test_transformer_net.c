@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Transformer network (plugins/models/transformer/net.c): layout and
  * initialisation, a finite-difference check of the whole model's loss
  * gradient (post- and pre-norm, every tying, padding in source and target,

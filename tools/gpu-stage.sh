@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu-stage.sh DIR [PROGRAM...]: copies a built tree's binaries into
 # DIR so that they run on a GPU machine that has the NVIDIA driver and CUDA
 # but none of fedrun's build dependencies (no jansson, OpenBLAS, check):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `fedrun bleu [OPTIONS] REF HYP`: reads one segment per line, scores the
  * hypotheses with BLEU and chrF through libfedrun and prints sacreBLEU's text
  * output (signature included). Returns an exit status, never exits. */

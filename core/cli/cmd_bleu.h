@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `fedrun bleu`: scores a hypothesis file against reference files with
  * BLEU and chrF exactly as sacreBLEU 2.6.0 does (see fedrun-bleu(1)). */
 #ifndef FEDRUN_CLI_CMD_BLEU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `fedrun translate [OPTIONS] RUN_DIR|PIPELINE`: loads the model plugin of a
  * run's resolved pipeline with a checkpoint of the run, reads source
  * sentences on stdin (one a line) and writes exactly one translation line per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `fedrun translate`: translates standard input with a run's model and a
  * checkpoint (see fedrun(1), TRANSLATE). */
 #ifndef FEDRUN_CLI_CMD_TRANSLATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Subcommands of the fedrun command, each in its own file. */
 #ifndef FEDRUN_COMMANDS_H
 #define FEDRUN_COMMANDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fedrun command: run, validate and list plugins. Only here do error
  * codes become exit statuses and messages. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* After the last round: the per-client fine-tuning phase and the
  * model-by-domain evaluation table (the domain experts come after them,
  * expert.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Attacking clients (see attack.h): bit flipping (−Δ), Gaussian noise,
  * "A Little Is Enough" (Baruch, Baruch, Goldberg 2019) and inner product
  * manipulation (Xie, Koyejo, Gupta 2020), the attacks of the MeritFed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Attacking clients, for robustness experiments: the pipeline's "attack"
  * section makes some clients send corrupted updates. Bit flipping and noise
  * are applied by the attacker to its own update; ALIE and IPM need the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One client's turn in a round: from the push message to the pull
  * message (DESIGN.md section 4). Called by the round (engine.c) in one
  * process and by the ranks of a distributed run (dist.c), so that neither

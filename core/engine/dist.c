@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A run over several processes (dist.h): the protocol between rank 0 (the
  * server) and the worker ranks, on top of a transport plugin. Buffers are
  * in the byte order of the machines, which must all be the same kind

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A run over several processes (ranks): rank 0 is the server, and every
  * rank, rank 0 included, trains the sampled clients it owns (client c
  * belongs to rank c mod N, for the whole run, so that what a client keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The round engine (DESIGN.md section 4): sample clients, push θ_t, train
  * clients in parallel, select and privatise their updates, pull them as
  * messages, aggregate, evaluate, write metrics and checkpoints. Results are

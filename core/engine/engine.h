@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the engine's files (core/engine/) give each other: wiring the
  * plugins of a pipeline into a run, the phases after the last round, and
  * client names. Built on the run's API (run/run.h); nothing below the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* After the last round: domain experts (FedNMT paper, sec. 2.5). Each chosen
  * client trains a private model M_P from the run's initial parameters on its
  * own training data (with the clients' batch and optimizer), then fits the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Push/pull message format (little-endian host order, checked by magic):
  *   header (48 bytes) | n_sent uint32 tensor indices, padded to 8 bytes |
  *   the sent tensors' floats, in index order. */

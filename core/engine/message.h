@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Push and pull messages: the bytes that travel between server and clients.
  * Even in one process they are real serialized buffers, so traffic is
  * counted exactly and a distributed transport can ship the same bytes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Wiring a run: the host table handed to plugins, and creating the model,
  * selector, privacy and aggregator plugins named by the pipeline. */
 #include "config.h"

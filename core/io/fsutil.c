@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Directories, whole-file reads and atomic writes (see fedrun/io.h). */
 #include "config.h"
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writers of core/io for the library's own use, not exported: atomic
  * writes that skip fsync, for files whose durability a later sync covers
  * (the clients' state store, core/run/cstore.c, syncs before a checkpoint

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The safetensors format (Hugging Face): an 8-byte little-endian header
  * length, a JSON header naming each tensor's dtype, shape and byte range,
  * then the raw data. fedrun adds a "fedrun.checksum" metadata entry so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Element-wise activations on the CPU backend, forward and backward (the
  * backward recomputes f'(x) from the forward's input). GELU is the tanh
  * approximation of Hendrycks and Gimpel (2016, sec. 2), as in GPT-2:

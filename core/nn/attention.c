@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scaled dot-product attention on the CPU backend (Vaswani et al. 2017,
  * eq. 1), over the heads of a (B,T,H,dh) layout, with key padding and
  * causal masks and dropout on the weights. Both masks hide a suffix of each

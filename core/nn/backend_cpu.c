@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in CPU backend: its execution contexts, host memory standing in
  * for device memory, the ops table that gathers the kernels of core/nn/,
  * and control of the CBLAS library's own threads. */

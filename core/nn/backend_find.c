@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fedrun_backend_find: the backend a model asks for by name. Backends other
  * than the built-in CPU one are plugins (kind FEDRUN_KIND_BACKEND), loaded
  * from the plugin search path through a registry of their own that lives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bias helpers of the CPU backend: broadcasting a bias over the rows of a
  * matrix (before an sgemm with beta = 1) and summing gradient rows into a
  * bias gradient. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the CPU backend: its execution context, the helpers the
  * kernels share, and the ops each file of core/nn defines for the table in
  * backend_cpu.c. Names here have no fedrun_ prefix, so libfedrun does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inverted dropout on the CPU backend. The mask comes from the caller's
  * counter-based stream as FEDRUN_DROPOUT (fedrun/backend.h) specifies: each
  * block of four elements takes its own Philox block, so threads draw in any

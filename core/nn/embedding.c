@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Embedding lookup on the CPU backend: forward copies rows of the table,
  * backward scatter-adds gradient rows into it. The backward splits the
  * columns between threads, so that no two threads touch one float and each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Branch-free float exp, sigmoid and tanh that the compiler can vectorize
  * inside `#pragma omp simd` loops (libm calls cannot be, without
  * -ffast-math), for the fused element-wise kernels of the CPU backend.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Matrix products of the CPU backend: thin, checked wrappers over
  * cblas_sgemm (row-major), which every other kernel uses for its products.
  * Any CBLAS works; OpenBLAS is the default. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One GRU layer over a sequence on the CPU backend, forward and
  * backpropagation through time, with PyTorch's equations and gate order
  * (see fedrun/backend.h). The products are as few and as large as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Row reductions in a fixed order of lanes for the CPU kernels (layer norm,
  * attention softmax, label-smoothed cross-entropy): element j goes into lane
  * j % NN_LANES and the lanes are added in order at the end, so a sum rounds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layer normalization over the last dimension on the CPU backend (Ba et al.
  * 2016, sec. 3; the biased variance, as PyTorch's nn.LayerNorm). Forward:
  * each row is read from L1 three times (sum, squared deviations, output),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fully connected layer y = x w^T + b (PyTorch's nn.Linear layout) on the
  * CPU backend: the bias is broadcast into y and one sgemm adds the product;
  * the backward pass is two sgemms and a column sum. */

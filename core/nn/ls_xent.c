@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Label-smoothed cross-entropy (Szegedy et al. 2016, sec. 7) on the CPU
  * backend, loss, plain NLL and gradient in one pass per row after the
  * maximum. With the target distribution q = (1 - eps) onehot(t) + eps / V

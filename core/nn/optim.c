@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Local optimizers (see fedrun/optim.h). */
 #include "config.h"
 #include <math.h>

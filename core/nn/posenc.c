@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sinusoidal positional encodings (Vaswani et al. 2017, sec. 3.5) added to
  * embeddings scaled by sqrt(D) (sec. 3.4), on the CPU backend. Each
  * encoding value is computed once per call, in double, and added to the B

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plain reference versions of the backend ops: naive loops in double
  * precision, written for clarity, not speed. They are the oracle of the
  * tests (tests/test_nn_ops.c compares each CPU op with them, and

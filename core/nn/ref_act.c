@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference activations and their derivatives, from libm in double. */
 #include "config.h"
 #include <math.h>

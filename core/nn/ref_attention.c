@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference scaled dot-product attention (Vaswani et al. 2017, eq. 1) in
  * double, element by element: every hidden key gets the score -infinity,
  * tested key by key against both masks, rather than the prefix the CPU

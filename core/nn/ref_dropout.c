@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference inverted dropout: the mask drawn word by word from the stream,
  * as fedrun/backend.h defines it. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference embedding lookup and its scatter-add gradient. */
 #include "config.h"
 #include "ref.h"

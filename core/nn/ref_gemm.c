@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference matrix product: the textbook triple loop in double, the oracle
  * for the CPU backend's sgemm and everything built on it. */
 #include "config.h"

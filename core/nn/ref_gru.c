@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference GRU layer: PyTorch's equations (fedrun/backend.h) evaluated
  * element by element in double, and backpropagation through time written
  * straight from the chain rule, one (step, batch row) at a time. Nothing is

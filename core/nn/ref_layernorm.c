@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference layer normalization in double: the statistics by two passes,
  * and the backward pass through the explicit Jacobian of each row,
  *   d xhat_j / d x_k = rstd (delta_jk - 1/D - xhat_j xhat_k / D),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference fully connected layer y = x w^T + b, element by element. */
 #include "config.h"
 #include "ref.h"

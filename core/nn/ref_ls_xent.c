@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference label-smoothed cross-entropy from its definition (Szegedy et
  * al. 2016, sec. 7): the cross-entropy -sum_j q_j log p_j between the
  * smoothed target q = (1 - eps) onehot(t) + eps / V and the softmax p. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference sinusoidal positional encoding, straight from sec. 3.5 of
  * Vaswani et al. 2017: PE(p, 2i) = sin(p / 10000^(2i/D)),
  * PE(p, 2i+1) = cos(p / 10000^(2i/D)). */

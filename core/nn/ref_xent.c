@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference softmax cross-entropy, with the log-sum-exp shifted by the row
  * maximum, in double. */
 #include "config.h"

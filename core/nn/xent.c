@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Softmax cross-entropy over logits on the CPU backend, loss and gradient in
  * one pass per row: -log softmax(l)[t] = log sum_j e^{l_j - m} + m - l_t with
  * m the row's maximum. The mean is summed in fixed blocks of rows, so it

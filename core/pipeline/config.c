@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The core's pipeline sections: top level, clients, eval and output. Plugin
  * sections (model, data, selector, privacy, aggregator) are checked by their
  * plugins; here only their "plugin" and "path" keys. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Declarations shared inside libfedrun, not exported. */
 #ifndef FEDRUN_INTERNAL_H
 #define FEDRUN_INTERNAL_H

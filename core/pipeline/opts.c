@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Declarative validation of pipeline sections (see fedrun/opts.h). */
 #include "config.h"
 #include <errno.h>

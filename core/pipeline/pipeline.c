@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loading pipeline files and applying --set overrides. */
 #include "config.h"
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The core's own pipeline keys (man 5 fedrun-pipeline), parsed from the
  * pipeline into struct run_cfg (config.c). */
 #ifndef FEDRUN_PIPELINE_RUN_CFG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plugin loader: dlopen, the entry symbol, and every ABI check, in the
  * order DESIGN.md section 2 gives, each refusal naming the file and both
  * values. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ChaCha20 (RFC 8439) as a keystream generator keyed from getrandom(2), and
  * the uniform, Gaussian and Laplace draws privacy noise is built from (see
  * fedrun/csprng.h). */

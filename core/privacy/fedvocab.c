@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The federated vocabulary (fedrun/fedvocab.h): FedNMT's protocol (Wang et
  * al. 2021, sec. 2.3) run in one process, one group of functions per role
  * (party_*, server_*, holder_*), each given only what that role would

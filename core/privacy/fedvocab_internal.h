@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the tests of the federated vocabulary need beyond fedrun/fedvocab.h:
  * the protocol with keys smaller than 2048 bits, so that a test can run it
  * many times. Internal to libfedrun; nothing outside tests/ may call it. */

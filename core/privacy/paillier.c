@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Paillier encryption on GMP (see paillier.h): key generation from the
  * system's random source, encryption, CRT decryption and the homomorphic
  * operations the federated vocabulary needs. */

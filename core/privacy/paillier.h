@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Paillier's additively homomorphic encryption (Paillier 1999) on GMP, for
  * the federated vocabulary (fedvocab.c). g = n + 1 and the short-exponent
  * randomizer of Damgard, Jurik and Nielsen (2010, sec. 4.1): E(m; a) =

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RDP accountant of the sampled Gaussian mechanism (see fedrun/rdp.h):
  * log A_α of Mironov, Talwar and Zhang 2019, in log space so that large
  * orders and small sampling rates neither overflow nor underflow. */

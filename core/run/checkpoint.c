@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checkpoints (everything --resume needs: θ, aggregator state, clients'
  * optimizer state), the final model, and "init" from a safetensors file.
  * All are safetensors files written atomically. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The clients' kept state between the rounds they train: the optimizer
  * moments of clients.optimizer_state "keep" and, with push selection, each
  * client's own parameters (run/run.h, struct client_state). In memory, or

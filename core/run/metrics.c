@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The run's metrics: events collected during a round (from the engine and
  * from plugins through host->metric), written at the round's end in a fixed
  * order to metrics.jsonl and its CSV view metrics.csv. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The run layer's services (run/run.h): the clock, the workers and their
  * thread pool, and the state kept of clients across rounds. */
 #include "config.h"

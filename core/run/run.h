@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The run's API: the state of one run (struct run) and the services the
  * layers above build on. The run layer (core/run/: run.c, checkpoint.c,
  * metrics.c) calls nothing in core/engine/; the engine (rounds, wiring,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* BLEU (Papineni et al., 2002) as sacreBLEU 2.6.0 computes it
  * (metrics/bleu.py): clipped n-gram matches against the per-n-gram maximum
  * over references, the closest reference length, Chen and Cherry (2014)

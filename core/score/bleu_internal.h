@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to libfedrun: the pieces BLEU and chrF share. Segments become
  * token lists (sacreBLEU's tokenizers followed by str.split()), and n-grams
  * are counted in a hash table keyed by runs of code points. */

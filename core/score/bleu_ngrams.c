@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The n-gram count table behind BLEU and chrF (sacreBLEU's Counter): open
  * addressing with linear probing over keys that are runs of code points,
  * copied into one arena so that entries outlive the segment they came from. */

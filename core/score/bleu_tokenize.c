@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sacreBLEU's tokenizers on code points: 13a (mteval-v13a; the regexes of
  * tokenizers/tokenizer_re.py), intl (mteval-v14 international) and none,
  * followed by Python's str.split(). Each regex pass of sacreBLEU is one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Code-point strings, strict UTF-8 and the Unicode class look-ups behind
  * the sacreBLEU-exact tokenizers: sacreBLEU works on Python str (code
  * points), so everything here does too, never on bytes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to libfedrun: code-point strings, strict UTF-8, and the Unicode
  * classes that sacreBLEU's tokenizers and chrF depend on (Python's
  * whitespace and lowercasing, the regex module's \p{P}, \p{S}, \p{N}).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chrF (Popović, 2015) and chrF++ (Popović, 2017) as sacreBLEU 2.6.0
  * computes them (metrics/chrf.py): character n-grams of the segment with
  * its whitespace removed, optional word n-grams, per-order precision and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streams and truncated back-propagation through time: a client's token
  * stream laid out as `batch` parallel rows and cut into windows of `bptt`
  * steps, the layout of PyTorch's word_language_model (batchify, get_batch). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tokenised corpora: every token id in one uint32 array with sentence
  * offsets, so that a client's data is a contiguous run of it and a hundred
  * clients cost nothing more than the corpus itself. */

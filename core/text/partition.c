@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Client partitions of a corpus's sentences: iid shards (FedAtt) and
  * Dirichlet allocation over categories (Hsu et al. 2019; FedNLP), each a
  * pure function of its arguments and the seed. */

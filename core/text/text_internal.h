@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to libfedrun's text layer: the corpus scanner shared by vocabulary
  * building and corpus reading, and the word hash table behind a vocabulary.
  * Not installed; names carry no fedrun_ prefix so they are not exported. */

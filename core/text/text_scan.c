@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The corpus scanner: one sentence per line, ASCII white space between
  * tokens (after sacreBLEU's 13a or intl tokenizer where data.tokenizer asks
  * for one), UTF-8 checked byte by byte so that a bad file is reported with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A pipeline's "data" section for word language models: which files, how
  * they become clients, and the vocabulary; parsed with fedrun_opts_parse and
  * built into one tokenised corpus per split with per-client ranges.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vocabularies: an open-addressing hash table over words kept in one byte
  * arena, building from corpus files by count with byte-order ties, and a
  * plain "word<TAB>count" file format. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes, their names, and the per-thread message that carries the
  * detail of a failure up to main(). */
 #include "config.h"

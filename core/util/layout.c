@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The layout table of the parameter arena, and aligned arena allocation. */
 #include "config.h"
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Philox4x32-10 counter-based generator (Salmon, Moraes, Dror, Shaw 2011,
  * "Parallel random numbers: as easy as 1, 2, 3") and the distributions fedrun
  * draws from it. A stream's key mixes the seed and the purpose; its counter

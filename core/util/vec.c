@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parallel, deterministic vector kernels (see fedrun/vec.h). Reductions sum
  * blocks of BLOCK elements each into their own slot, then add the slots in
  * order: the same bits whatever the thread count. */

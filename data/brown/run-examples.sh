@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs the two Brown pipelines of examples/ (brown-fedavg.json: 100 iid
 # clients, 10 a round, as in the FedAtt paper; brown-genres.json: one client
 # per genre) for a few rounds and prints their validation perplexity after

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds a multilingual English->X corpus from Debian's gettext catalogues
 # for low-resource translation with helper languages: one target language
 # held to a small training set, helper languages with all their data, and
@@ -66,7 +67,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*) die "unknown option $1 (see --help)" ;;

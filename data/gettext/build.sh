@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds parallel corpora for machine translation from the gettext message
 # catalogues that Debian packages ship: English source strings and their
 # translations, one domain per package family (domains.txt), with
@@ -65,7 +66,7 @@ while [ $# -gt 0 ]; do
 		exit 0
 		;;
 	-h | --help)
-		sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*) die "unknown option $1 (see --help)" ;;

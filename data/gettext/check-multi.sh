@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks a corpus written by build-multi.sh: the tags, the alignment of the
 # files, and that no held-out English string of any language (the target's
 # included) is in any language's training or dev data.
@@ -29,7 +30,7 @@ die() {
 
 case ${1:-} in
 -h | --help)
-	sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 '' | -*) die "usage: check-multi.sh OUTDIR [LANG...] (see --help)" ;;

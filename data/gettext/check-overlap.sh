@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks a corpus written by build.sh (or domains and unions laid out the
 # same way) for held-out sentences that occur in a training set.
 #
@@ -53,7 +54,7 @@ while [ $# -gt 0 ]; do
 		;;
 	--tagged) tagged=1 ;;
 	-h | --help)
-		sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	--) shift; break ;;

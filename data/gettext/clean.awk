@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cleans the pairs of one domain, as po.awk prints them ("ENGLISH<TAB>
 # TRANSLATION", one per line), and prints the pairs it keeps in the same
 # form, first occurrences in input order. POSIX awk; run with LC_ALL=C.

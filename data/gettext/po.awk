@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Reads a PO file (as msgunfmt | msgconv -t UTF-8 writes it) and prints one
 # translated message per line: "ENGLISH<TAB>TRANSLATION".
 # POSIX awk; run with LC_ALL=C so strings are handled as bytes.

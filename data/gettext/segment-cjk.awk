@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # segment-cjk.awk: puts a space on each side of every CJK character (Han
 # ideographs, kana, bopomofo, CJK radicals and punctuation, full-width forms)
 # and squeezes runs of spaces, so that a tokenizer splitting at spaces sees

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Deterministic dev/test splits for the gettext corpora, keyed on the
 # English string, without randomness. POSIX awk; run with LC_ALL=C. Three
 # steps, chosen with -v step=...:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* normclip: an example aggregator built out of tree. Federated averaging of
  * norm-bounded updates: each client's update is scaled to an L2 norm of at
  * most `max_norm` before the weighted average (the norm-bounding defence of

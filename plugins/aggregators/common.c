@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checks and bookkeeping shared by the aggregator plugins (see common.h). */
 #include "config.h"
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What every aggregator plugin of this directory needs: its own copy of the
  * layout, the checks a round must pass, the senders of a tensor, metrics, and
  * the norm of the step the server took. Compiled into each plugin (internal,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Selection and the per-coordinate loop behind median and trimmed_mean (see
  * coordwise.h). */
 #include "config.h"

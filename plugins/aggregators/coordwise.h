@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Coordinate-wise robust aggregation, shared by median and trimmed_mean:
  * each coordinate of each tensor gets a statistic of the values the clients
  * that sent the tensor have there (Yin, Chen, Ramchandran, Bartlett 2018,

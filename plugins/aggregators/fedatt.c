@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fedatt: layer-wise attentive aggregation (Ji, Pan, Long, Li, Jiang, Huang
  * 2019, "Learning Private Neural Language Modeling with Attentive
  * Aggregation", Algorithm 3), with the optional server noise of its eq. 6. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fedavg: federated averaging. θ_{t+1} = Σ_k (n_k / n) θ_k (eq. 1 of Passban
  * et al. 2022; McMahan et al. 2017), computed as θ_t + Σ_k (n_k / n) Δ_k.
  * Per tensor, the sum runs over the clients that sent it; a tensor no client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fedopt: adaptive server optimizers on the pseudo-gradient (Reddi, Charles,
  * Zaheer, Garrett, Rush, Konečný, Kumar, McMahan 2021, "Adaptive Federated
  * Optimization", Algorithm 2: FedAdam, FedYogi, FedAdagrad) and server

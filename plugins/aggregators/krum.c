@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* krum: Krum and Multi-Krum (Blanchard, El Mhamdi, Guerraoui, Stainer 2017,
  * "Machine Learning with Adversaries: Byzantine Tolerant Gradient Descent",
  * NeurIPS, section 4): the update (or the mean of the m updates) closest to

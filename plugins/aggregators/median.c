@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* median: the coordinate-wise median of the clients' updates (Yin, Chen,
  * Ramchandran, Bartlett 2018, "Byzantine-Robust Distributed Learning:
  * Towards Optimal Statistical Rates", Definition 1). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* meritfed: aggregation weights chosen each round for one target client
  * (Tupitsa, Horváth, Takáč, Gorbunov 2024, "Federated Learning Can Find
  * Friends That Are Advantageous", arXiv:2402.05050; as presented in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Largest singular value by Golub-Kahan-Lanczos bidiagonalisation (Golub and
  * Van Loan, "Matrix Computations", 4th ed., section 10.4): k steps build
  * orthonormal U_k, V_k and an upper bidiagonal B_k with A V_k = U_k B_k,

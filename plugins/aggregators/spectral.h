@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The spectral norm (largest singular value) of a float matrix, for FedAtt's
  * "spectral" distance: what the authors' code computes with
  * scipy.linalg.norm(ord=2). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Server optimizer steps (see srvopt.h). One element at a time in double,
  * stored in float; the loops are element-wise, so the result does not depend
  * on the number of threads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Server optimizers over the parameter arena, shared by fedopt and meritfed
  * (MeritOpt): the adaptive rules of Reddi et al. 2021, "Adaptive Federated
  * Optimization", Algorithm 2 (FedAdagrad, FedAdam, FedYogi), and server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trimmed_mean: the coordinate-wise β-trimmed mean of the clients' updates
  * (Yin, Chen, Ramchandran, Bartlett 2018, "Byzantine-Robust Distributed
  * Learning: Towards Optimal Statistical Rates", Definition 2). */

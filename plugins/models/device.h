@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the model plugins gru-lm and transformer (header only, so that
  * the check programs and benchmarks that compile a model's network get it
  * too): the backend a model runs on, named by its "backend" option, and the

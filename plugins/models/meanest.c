@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* meanest: the test problems of the MeritFed paper (Tupitsa et al. 2024;
  * Gorbunov 2024 slides). Problem "gaussian": client k holds samples
  * ξ ~ N(μ_k, I) in d dimensions and minimises E||x − ξ||² by SGD. Problem

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gaussian: DP-FedAvg (McMahan, Ramage, Talwar and Zhang 2018, "Learning
  * Differentially Private Recurrent Language Models"): clients clip their
  * update to L2 norm C and Gaussian noise of standard deviation z·C is added,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* laplace: the Laplace mechanism on each client's update, as FedNMT (Wang et
  * al. 2021, section 2.4 and algorithm 1) adds Lap(σ/ε): σ is the L1
  * sensitivity, which clipping each update to L1 norm σ enforces, and ε the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the privacy plugins: the two noise sources (the secure one,
  * ChaCha20 keyed from getrandom(2), and the reproducible one, the stream
  * (seed, FEDRUN_RNG_PRIVACY, round, client)), clipping an update's sent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* all: every tensor of every update travels (the FedAvg default). */
 #include <string.h>
 #include <fedrun/fedrun.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared internals of the selectors (see common.h): groups of tensors by
  * name prefix, the quantile that gives a group's threshold, and the
  * traffic metrics every selector reports. */

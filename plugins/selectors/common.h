@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared internals of the selectors: tensor groups by name prefix (the
  * encoder/decoder split of Passban et al. 2022), the quantile that sets a
  * group's threshold, and the per-client traffic metrics. Compiled into each

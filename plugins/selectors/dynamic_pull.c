@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dp_greater and dp_less: Dynamic Pulling (Passban et al. 2022, eqs. 2 and 3).
  * A client sends the tensors whose change since its previous round,
  * ||w_r − w_{r−1}||, is at least (dp_greater) or below (dp_less) a threshold

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* random: each client sends a random subset of its tensors, drawn from the
  * stream (seed, FEDRUN_RNG_SELECT, round, client): either a given fraction of
  * them (at least one), or per group as many as the median rule of dp_greater

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "mpi" transport (fedrun/transport.h): the processes of a run started
  * by mpirun or srun exchange fedrun's messages through MPI. Built with
  * configure --with-mpi; the only fedrun code that links MPI.

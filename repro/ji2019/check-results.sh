@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks that a results.md of repro/ji2019 has the table of every stage that
 # ran, each with its rows and a number in every cell, and a verdict for
 # each of those stages' goals (CI runs it on the --quick reproduction). The

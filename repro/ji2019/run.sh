@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Reproduces the experiments of Ji, Pan, Long, Li, Jiang and Huang (2019),
 # "Learning Private Neural Language Modeling with Attentive Aggregation"
 # (FedAtt), on the Brown corpus with the GRU language model, and writes
@@ -68,7 +69,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks that a results.md of repro/passban2022 has every table, each row
 # with a number in every column (CI runs it on the --quick reproduction).
 # Usage: check-results.sh RESULTS.md

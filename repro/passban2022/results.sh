@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT/results.md and OUT/fig-*.{png,svg} from the run directories
 # that repro/passban2022/run.sh left in OUT (it calls this at its end; run it
 # again on its own to remake the tables and figures).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Reproduces the experiments of Passban, Roosta, Gupta, Chadha and Chung
 # (2022), "Training Mixed-Domain Translation Models via Federated Learning",
 # on the gettext corpora (English -> German, five domain clients), and writes
@@ -57,7 +58,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;

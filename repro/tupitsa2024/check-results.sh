@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks that a results.md of repro/tupitsa2024 has every table of the
 # stages it reports (at least one), each row with numbers, and the verdicts
 # on their goals (CI runs it on the --quick reproduction).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """exact_check.py MEANS_FILE [RUN_DIR...]: with the exact sample means of a
 run's data (sample_means.c), the error of the ideal (the mean of the first
 |G| = 5 clients' means), of the exact minimiser x* of the target's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The direct computation for the five seeds of experiments.sh: the exact
 # sample means of each run's data (sample_means.c), the exact minimiser of
 # the target's validation loss, and fedrun's runs set against it

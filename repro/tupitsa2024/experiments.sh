@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every experiment of mean-estimation-analysis.md, in its order; each line
 # "LABEL MEAN ..." is the mean over seeds 1..5 (run5.sh). About 1.5 hours
 # on one core. Runs go under ${OUT:-/tmp/tupitsa2024}.

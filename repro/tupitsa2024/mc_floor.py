@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The error of the exact minimiser of the target's validation loss, by Monte
 Carlo, for the example's protocol (one full-batch local step with lr 0.5:
 client i's update lands on its sample mean m_i, so MeritFed's candidate is

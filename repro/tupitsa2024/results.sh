@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # results.sh OUT: results.md, tables (TSV) and figures of a
 # repro/tupitsa2024/run.sh output directory, from its run directories' metrics
 # (the sections, tables and goals of the stages that ran; results.md names

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Reproduces the mean-estimation experiments of Tupitsa, Horvath, Takac and
 # Gorbunov (2024), "Federated Learning Can Find Friends That Are
 # Advantageous" (MeritFed), as on Gorbunov's slides: the 150-client problem
@@ -71,7 +72,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # run5.sh LABEL PIPELINE [--set k=v ...]: the pipeline over seeds 1..5
 # (seed = s, data.seed = s + 4: the example itself is s = 1), runs under ${OUT:-/tmp/tupitsa2024}/LABEL/s<s>,
 # then summarise.py over the five.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_means DATA_SEED DIM VALID_SAMPLES GROUP...: the sample means that
  * meanest draws (plugins/models/meanest.c: sample j of client k is
  * mean + std·N(0, 1) from the stream (data.seed, FEDRUN_RNG_DATA, j, k), the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # seeds.awk: one method's runs over several seeds (their metrics.csv files
 # as arguments) summarised for results.sh.
 #   -v bounds=5,100,150   cumulative client counts of the groups (group g

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Summarise fedrun meanest runs: final error ||x - mu_target||^2 (meanest's
 err_group0 on the test split), the lowest error of any evaluated round
 ("best": an oracle that knew when to stop), meritfed's weight share per group

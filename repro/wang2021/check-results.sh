@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks that a results.md of repro/wang2021 has Table 1 and Table 2, each
 # row with "BLEU (chrF)" numbers in every column, and the domain-expert rows
 # (CI runs it on the --quick reproduction).

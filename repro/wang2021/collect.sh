@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Copies what a full run of repro/wang2021/run.sh left in OUT for one
 # language pair into DEST, the form in which repro/wang2021/results/en-LANG
 # is committed: results.md, settings, times.tsv, the tables, the data sizes

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT/results.md, OUT/table{1,2}.tsv and OUT/fig-*.{png,svg} from the
 # run directories that repro/wang2021/run.sh left in OUT (it calls this at
 # its end; run it again on its own to remake the tables and figures).

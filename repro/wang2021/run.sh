@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Reproduces the experiments of Wang, Huang, Kong, Li and Xiao (2021),
 # "Modeling Without Sharing Privacy: Federated Neural Machine Translation"
 # (FedNMT), Tables 1 and 2 and Figure 2, on the gettext corpora: two
@@ -69,7 +70,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown argument $1 (see --help)" ;;

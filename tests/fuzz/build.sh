@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets (`make fuzz`): each target with the library's
 # sources, all compiled by clang with -fsanitize=fuzzer,address,undefined.
 # Usage: tests/fuzz/build.sh SRCDIR BUILDDIR [CC [EXTRA_LIBS]]

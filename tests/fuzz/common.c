@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scratch files of the fuzz targets (fuzz.h). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fuzz targets share: the libFuzzer entry point, and a file that
  * holds the input (fedrun's readers take paths). Built two ways: with
  * clang's libFuzzer by `make fuzz`, and with standalone.c's main() as the

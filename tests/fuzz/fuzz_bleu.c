@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `fedrun bleu`: its reader (UTF-8 and NUL checks, line splitting) and
  * BLEU and chrF with every tokenizer, corpus and sentence level. The first
  * byte picks the options; the rest, cut at its first 0xff byte (never in

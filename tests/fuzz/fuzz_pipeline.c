@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The pipeline reader and the engine's validation of its own sections:
  * the first line of the input is a --set assignment (or, starting with
  * '-', an --unset path), the rest the pipeline file. Plugins are not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The safetensors reader (checkpoints, final models, init files): any
  * bytes are read or refused, never crash or leak; what is read is looked
  * up like resume and init do. */

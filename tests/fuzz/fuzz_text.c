@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text readers of the language models: a vocabulary file, and a
  * corpus read with the vocabulary built from the same text. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `fedrun translate`'s input reader (fedrun_translate_read): the bytes of
  * standard input to batches of checked lines. The first byte picks the line
  * limit and the batch size; every line handed on must be NUL-free valid

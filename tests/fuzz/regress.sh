@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make check: each fuzz target, built without libFuzzer, replays its seeds
 # and every input that once failed (under AddressSanitizer in CI's
 # sanitizer stage), so a fixed defect stays fixed without clang.

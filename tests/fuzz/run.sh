@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs each libFuzzer target built by `make fuzz` for SECONDS (default 60),
 # starting from its seeds (tests/fuzz/corpus/TARGET) and the inputs that
 # once failed (tests/fuzz/regress/TARGET). Fails on any crash, leak,

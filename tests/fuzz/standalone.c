@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main() for the fuzz targets without libFuzzer: runs the target once on
  * each file named (directories: each file in them), so that `make check`
  * replays the seeds and every input that once crashed (tests/fuzz/corpus/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin: a kind this host does not know. */
 #include "common.h"
 

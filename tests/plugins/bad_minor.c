@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin: refused for its ABI version. */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin: an aggregator without its required aggregate op. */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test-only plugins that break one loader rule each. A valid aggregator ops
  * table to start from. */
 #ifndef TEST_PLUGINS_COMMON_H

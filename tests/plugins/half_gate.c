@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin: a model with the domain-expert op gate_fit but without
  * gate_size, gate_evaluate and gate_translate (ABI 1.6: all four or none).
  * The required model ops are stubs: the loader refuses it before any runs. */

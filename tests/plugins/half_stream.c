@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin: an aggregator with accumulate but without begin and finish
  * (ABI 1.3 streaming ops come all three or none). */
 #include "common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin file holding two valid plugins (enumeration by index), and,
  * as "half_bad", a valid plugin followed by a broken one. */
 #include "common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin: an ops table declared shorter than ABI 1.0's. */
 #include "common.h"
 

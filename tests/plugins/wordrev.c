@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test-only model "wordrev": a few parameters, quadratic clients (client k
  * pulls every parameter towards k + 1), and a translate op that reverses the
  * order of the words of each sentence, so that translating twice gives the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The neural-network backend: an append-only table of layer-level ops that
  * models are written against, so that a model does not know which device it
  * runs on (ggml-backend style). The CPU backend is built into libfedrun;

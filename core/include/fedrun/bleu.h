@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* BLEU and chrF computed exactly as sacreBLEU 2.6.0 computes them: the same
  * tokenizers (13a, intl, none), n-gram statistics, smoothing, effective
  * order, multi-reference rules and signature strings, on UTF-8 text

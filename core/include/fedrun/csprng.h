@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A cryptographically secure random source for privacy noise: the ChaCha20
  * block function (RFC 8439) run as a keystream generator, each stream keyed
  * from the kernel's getrandom(2). Unlike fedrun_rng (fedrun/rng.h), whose

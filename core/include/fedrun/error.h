@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fedrun error codes and the per-thread error message.
  * Library functions return 0 or a negative FEDRUN_E* code; the detail of the
  * most recent failure on the calling thread is kept for fedrun_error_message(). */

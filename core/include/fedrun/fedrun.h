@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fedrun: the umbrella header of libfedrun. */
 #ifndef FEDRUN_FEDRUN_H
 #define FEDRUN_FEDRUN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The federated vocabulary of FedNMT (Wang et al. 2021, sec. 2.3): parties
  * that each hold (word, count) pairs learn the order of the joint vocabulary
  * by total count, while the counts stay under Paillier homomorphic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the host offers plugins: an append-only table of services.
  * Rules (SQLite sqlite3ext.h style): members are only ever added at the end;
  * a plugin MUST check `size` before using a member newer than ABI 1.0. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Files: atomic writes, directories, and the safetensors format. */
 #ifndef FEDRUN_IO_H
 #define FEDRUN_IO_H

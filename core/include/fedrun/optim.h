@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Local optimizers over a parameter arena: SGD with momentum (Algorithm 2 of
  * the FedAtt paper; PyTorch's convention), Adam and AdamW. */
 #ifndef FEDRUN_OPTIM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Declarative parsing of a pipeline section into a C struct.
  * Used by the core for its own sections and by plugins for theirs, so that
  * every section is validated the same way: unknown keys, wrong types and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The parameter arena and its layout table.
  * A model's parameters live in one contiguous float array; the layout names
  * each tensor and gives its offset, size and shape (llm.c style). Gradients,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pipeline files: loading, --set overrides, validation and running.
  * A pipeline is one JSON document; fedrun_pipeline_validate() resolves it
  * (defaults filled in, relative input paths made relative to the pipeline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fedrun plugin ABI.
  *
  * A plugin is a shared object that exports exactly one symbol,

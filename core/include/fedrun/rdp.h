@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rényi differential privacy (RDP) accounting for the sampled Gaussian
  * mechanism (Mironov, Talwar and Zhang 2019, "Rényi Differential Privacy of
  * the Sampled Gaussian Mechanism"), and its conversion to (ε, δ)-DP. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding and loading plugins.
  * Search order: an explicit file (the pipeline's "path" key), then each
  * directory of $FEDRUN_PLUGIN_PATH (a colon-separated list), then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Counter-based random streams (Philox4x32-10, Salmon et al. 2011).
  * Every stream is a pure function of (seed, purpose, round, client): no state
  * is shared between clients or threads, so results do not depend on the

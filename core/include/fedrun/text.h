@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Text data for word language models: vocabularies, tokenised corpora, client
  * partitions (iid shards, one client per file, Dirichlet over categories) and
  * batching for truncated back-propagation through time. */

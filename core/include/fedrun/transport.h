@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transport between the processes of one run: a plugin of kind
  * FEDRUN_KIND_TRANSPORT whose ops member points at a struct
  * fedrun_transport_ops. fedrun ships one, "mpi" (plugins/transports/mpi.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vector kernels over parameter arenas, for aggregators, selectors and
  * privacy plugins. Parallel (OpenMP) and deterministic: every reduction adds
  * fixed-size blocks in a fixed order, so results do not depend on the

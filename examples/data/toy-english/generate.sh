@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Generates "toy English", the corpus of examples/quickstart.json: sentences
 # from a small probabilistic grammar with number agreement (the dog sleeps,
 # the dogs sleep) and verbs that prefer some objects (people read books and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend's multi-head attention (Vaswani et al. 2017, sec. 3.2,
  * eq. 1): the score and value products are one cuBLAS batched GEMM each
  * over all B H (sequence, head) pairs, whose matrix pointers a kernel

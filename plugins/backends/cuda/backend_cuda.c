@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend plugin (kind FEDRUN_KIND_BACKEND, name "cuda"): the ops
  * table of fedrun/backend.h over the kernels of the .cu files beside this
  * one. Models reach it with fedrun_backend_find("cuda"); a context is one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend's contexts and memory: one stream and one cuBLAS handle
  * per context, device memory from cudaMalloc, copies queued on the stream,
  * and the error reporting that every op shares. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend's ops, one function per member of struct
  * fedrun_backend_ops (fedrun/backend.h, which specifies each of them), as
  * the .cu files define them and backend_cuda.c gathers them into the table.

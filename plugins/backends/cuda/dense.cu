@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend's matrix products (cuBLAS, FP32) and element-wise
  * layers: linear, embedding, dropout, activations, positional encoding, and
  * the local optimizer. Kernels are built with --fmad=false, so each float

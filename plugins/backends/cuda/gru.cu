@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend's GRU layer: cuBLAS for the products and one fused
  * kernel per time step for the gates (PyTorch's equations and gate order
  * r, z, n; fedrun/backend.h). The input projections of all steps are one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the CUDA backend: its execution context, error checking and
  * the helpers that several .cu files share. */
 #ifndef FEDRUN_CUDA_INTERNAL_CUH

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend's row-wise ops: softmax cross-entropy (plain, with the
  * bias gradient, label-smoothed) and layer normalization. One block per
  * row; every sum runs in an order fixed by the shape (block reductions,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru-lm: a word-level GRU language model (the client model of the FedAtt
  * paper, sec. III-C and IV-B) written against the backend vtable, on the
  * backend its "backend" option names. Internal to the plugin: the model,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru-lm: options, presets, the parameter layout and initialisation, and the
  * plugin descriptor. The network itself is in net.c, the training and
  * evaluation loops in train.c; fedrun-models(7) documents every option. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru-lm's network over one truncated-BPTT window, forward and backward,
  * as calls of the backend vtable: embedding, dropout, GRU layers, dropout,
  * the decoder (tied to the embedding or its own matrix) and softmax

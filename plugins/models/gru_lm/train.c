@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru-lm's loops: local training by truncated BPTT with the hidden state
  * carried across the windows of a client's stream (SGD or Adam through the
  * backend's optim_step, FedProx's proximal term through its prox_grad),

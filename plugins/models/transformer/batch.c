@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Token-count batching (fairseq's --max-tokens): pairs sorted by length, so
  * that consecutive pairs form buckets of similar length, cut into batches of
  * at most `tokens` rows x longest side, and padded into the network's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Beam search and greedy decoding over a step callback (tfm_decode_step's
  * contract); beam.h states the exact semantics, the stopping rule and why it
  * is exact. Rows stay B * beam throughout so that the caller's batch shape

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Beam search and greedy decoding for the transformer, generic over a step
  * callback with the contract of tfm_decode_step (net.h), so that they can be
  * tested with toy models and run unchanged on the real incremental decoder.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tfm_text_blank (blank.h): libfedrun's strict UTF-8 decoder and a lookup
  * in the table of White_Space and Default_Ignorable_Code_Point ranges that
  * tools/gen_blank_table.py makes from the Unicode data files. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whether text has anything for SentencePiece to learn from. Its trainer
  * aborts the process (a CHECK, not a status) when the normalized text has
  * no character at all, so data.c and spm.cc ask this first. */

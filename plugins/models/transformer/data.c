@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer's data: parallel corpora (one client per entry of
  * data.clients, files PREFIX.SRC and PREFIX.TGT aligned line by line) or a
  * synthetic copy/reverse task, and the tokenizer trained on (or loaded for)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The domain expert's gate (FedNMT sec. 2.5), λ(x) = (1 + tanh(θ·x)) / 2,
  * its mixture of two models' token log-probabilities, the mixture's NLL
  * and gradient, and the Adam fit of θ; see expert.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The domain expert's gate (FedNMT paper, sec. 2.5): a client translates
  * with the token-level mixture of the global model M_G and its private
  * model M_P,

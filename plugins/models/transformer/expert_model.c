@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer's domain expert (FedNMT sec. 2.5; the gate itself in
  * expert.c): a client's private model M_P mixed with the global model M_G
  * token by token, weighted by λ(x) = (1 + tanh θ·x) / 2 of the source

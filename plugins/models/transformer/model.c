@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer model plugin: options and presets, the layout and
  * initialisation (net.c), and the plugin descriptor. Data in data.c,
  * batching in batch.c, the loops in train.c; fedrun-models(7) documents

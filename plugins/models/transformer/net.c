@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The encoder-decoder Transformer (Vaswani et al. 2017) as calls of the
  * backend vtable: layout, initialisation, forward and backward over a
  * batch, incremental decoding. See net.h for the architecture and the

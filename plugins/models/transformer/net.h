@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The encoder-decoder Transformer network (Vaswani et al. 2017, "Attention
  * is all you need", NeurIPS): parameter layout and initialisation, one
  * training/evaluation pass (forward and full backward) over a batch of

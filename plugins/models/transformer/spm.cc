@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SentencePiece shim (spm.h): the only C++ of fedrun. Each extern "C" entry
  * point catches every exception and turns SentencePiece's util::Status into
  * a FEDRUN_E* code with a fedrun_error() message naming the file. */

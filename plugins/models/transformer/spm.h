@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SentencePiece subword tokenizers for the transformer model: a C interface
  * to Debian's libsentencepiece (C++, 0.1.97) that trains a model on text
  * files, loads it, and turns text into token ids and back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer's tokenizers: words (split at white space, and at
  * punctuation when asked) over a fedrun_vocab, or
  * SentencePiece through spm.h when fedrun was built with it. */

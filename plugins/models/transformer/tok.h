@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer's tokenizers behind one interface: "words" (tokens split
  * at ASCII white space, a fedrun_vocab shared by source and target, with
  * the specials <unk>, <eos>, <pad>, <bos>) and "sentencepiece" (spm.h; only

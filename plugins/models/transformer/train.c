@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer's loops: local training over token-count batches (the
  * clients' optimizer through the backend's optim_step, with the
  * inverse_sqrt or noam warm-up schedules computed on the host and

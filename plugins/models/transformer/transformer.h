@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer model plugin's private header: the model (options, data,
  * tokenizer, network configuration), its parallel data (data.c), the
  * token-count batching (batch.c) and the loops (train.c). fedrun-models(7)
