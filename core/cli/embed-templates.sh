@@ -8,6 +8,7 @@
 set -e
 srcdir=$1
 shift
+echo '/* SPDX-License-Identifier: Apache-2.0 */'
 echo '/* Generated from core/cli/templates/ by core/cli/embed-templates.sh: do not edit. */'
 echo '#include "cmd_new.h"'
 i=0
