@@ -13,6 +13,7 @@
 #include "dist.h"
 #include "engine.h"
 #include "pipeline/internal.h"
+#include "plugin/plugin_internal.h"
 
 
 static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
@@ -182,7 +183,7 @@ static int find_plugin(struct fedrun_registry *reg, json_t *root, const char *ke
 	free(file);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "%s.plugin: ", key);
-	return 0;
+	return registry_check_code_keys(reg, slot->desc, *sec, key);
 }
 
 int run_plugins_create(struct run *r, struct fedrun_registry *reg)

@@ -17,6 +17,7 @@
 #include "util/suggest.h"
 #include "fedrun/io.h"
 #include "fedrun/registry.h"
+#include "plugin_internal.h"
 
 /* FEDRUN_PLUGINDIR: the configured plugin directory, kept in a header
  * the build rewrites when the prefix changes (Makefile.am). */
@@ -584,6 +585,34 @@ static void free_list(char **files, uint32_t n)
 	for (uint32_t i = 0; i < n; i++)
 		free(files[i]);
 	free(files);
+}
+
+/* The section keys that name code a plugin runs, besides "path": a plugin
+ * here reads them knowing nothing of --allow-plugin-paths (the host table
+ * does not say), so the core refuses them for it. */
+static const struct {
+	uint32_t kind;
+	const char *plugin, *key;
+} code_keys[] = {
+	{FEDRUN_KIND_AGGREGATOR, "python", "file"}, /* a Python file, run by the interpreter */
+};
+
+int registry_check_code_keys(const struct fedrun_registry *reg, const struct fedrun_plugin *p,
+			     json_t *section, const char *section_path)
+{
+	if (reg->allow_files)
+		return 0;
+	for (size_t i = 0; i < sizeof code_keys / sizeof code_keys[0]; i++) {
+		json_t *v = json_object_get(section, code_keys[i].key);
+		if (p->kind != code_keys[i].kind || strcmp(p->name, code_keys[i].plugin) != 0 || !v)
+			continue;
+		return fedrun_error(FEDRUN_EPLUGIN,
+				    "%s.%s: %s: a file of code named by the pipeline is run only "
+				    "with --allow-plugin-paths (as a \"path\" key is loaded)",
+				    section_path, code_keys[i].key,
+				    json_is_string(v) ? json_string_value(v) : "(not a file name)");
+	}
+	return 0;
 }
 
 int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char *name,
