@@ -17,6 +17,9 @@ py="$top_builddir/plugins/.libs/python.so"
 cnova="$top_builddir/examples/plugins/.libs/fednova.so"
 [ -f "$cnova" ] || die "$cnova is not built"
 ex="$top_srcdir/examples/python"
+# Under AddressSanitizer: the interpreter's memory at exit is not a leak.
+LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/python_plugin.supp:print_suppressions=0"
+export LSAN_OPTIONS
 
 # Clients of 4 and 24 samples make 1 and 6 local steps (batch 4); the
 # random selector sends half of the three tensors.
