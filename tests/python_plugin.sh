@@ -144,4 +144,10 @@ fails 2 "aggregator.file: cannot read file '.*missing.py'" \
 	-q --allow-plugin-paths p.json --set output.dir=missing --set aggregator.file=missing.py
 fails 1 "Keep.aggregate kept the tensor '[abc]' of client [0-9]* (or a view of it) after returning" \
 	-q --allow-plugin-paths p.json --set output.dir=keep --set aggregator.file=bad.py --set aggregator.class=Keep
+# The shipped example pipelines run as they are (the C one with the module
+# built here in place of the examples/plugins/fednova.so it names).
+run_ok --allow-plugin-paths "$ex/fednova.json" --set rounds=2 --set output.dir=ex_py
+run_ok --allow-plugin-paths "$ex/fednova-c.json" --set rounds=2 --set output.dir=ex_c \
+	--set aggregator.path="$cnova"
+cmp ex_py/final.safetensors ex_c/final.safetensors || die "examples/python/fednova*.json differ"
 echo "python plugin: FedNova Python = C, Python fedavg = fedavg (bit for bit); views, errors, trust rule"
