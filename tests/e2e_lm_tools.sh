@@ -21,7 +21,13 @@ V=$(sed -n 's/.*gru-lm: vocabulary \([0-9]*\),.*/\1/p' lm/log.txt)
 [ "$(sed -n 2p lm/vocab.txt | cut -f1)" = "<eos>" ] || die "vocab.txt: <eos> is not id 1"
 
 # score on the test file: the run's test loss and token count.
+sum_run() { (cd "$1" && find . -type f | LC_ALL=C sort | xargs cksum); }
+before=$(sum_run lm)
 "$FEDRUN" score lm <"$toy/test.txt" >s.txt 2>err || { cat err; die "score exited $?"; }
+"$FEDRUN" sample --tokens 5 lm >/dev/null 2>err || { cat err; die "sample exited $?"; }
+# score and sample read the run directory and write nothing there (a
+# model made there without data once rewrote partition.tsv, and crashed)
+[ "$(sum_run lm)" = "$before" ] || die "score or sample changed the run directory"
 ce=$(awk -F'\t' '$1 == "cross_entropy" { print $2 }' s.txt)
 ppl=$(awk -F'\t' '$1 == "perplexity" { print $2 }' s.txt)
 tok=$(awk -F'\t' '$1 == "tokens" { print $2 }' s.txt)

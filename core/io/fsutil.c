@@ -268,10 +268,9 @@ int fedrun_file_check(const char *path, int fd)
 	return 0;
 }
 
-int fedrun_read_file(const char *path, char **data, size_t *n)
+int fedrun_open_read(const char *path, FILE **out)
 {
-	*data = NULL;
-	*n = 0;
+	*out = NULL;
 	/* O_NONBLOCK: opening a FIFO does not wait for a writer; the check
 	 * then refuses it (and devices), and reading is blocking again. */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -295,6 +294,18 @@ int fedrun_read_file(const char *path, char **data, size_t *n)
 		close(fd);
 		return rc;
 	}
+	*out = fp;
+	return 0;
+}
+
+int fedrun_read_file(const char *path, char **data, size_t *n)
+{
+	*data = NULL;
+	*n = 0;
+	FILE *fp;
+	int rc = fedrun_open_read(path, &fp);
+	if (rc < 0)
+		return rc;
 	rc = fedrun_read_stream(fp, path, data, n);
 	fclose(fp);
 	return rc;

@@ -19,6 +19,7 @@ void fedrun_corpus_fini(struct fedrun_corpus *c)
 	free(c->ids);
 	free(c->sent_off);
 	free(c->sent_file);
+	free(c->sent_label);
 	memset(c, 0, sizeof *c);
 }
 
@@ -49,7 +50,10 @@ static int reserve_sentence(struct fedrun_corpus *c)
 	uint32_t *file = realloc(c->sent_file, cap * sizeof file[0]);
 	if (file)
 		c->sent_file = file;
-	if (!off || !file)
+	uint32_t *label = c->labels ? realloc(c->sent_label, cap * sizeof label[0]) : NULL;
+	if (label)
+		c->sent_label = label;
+	if (!off || !file || (c->labels && !label))
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	c->cap_sent = cap;
 	return 0;
@@ -58,7 +62,14 @@ static int reserve_sentence(struct fedrun_corpus *c)
 struct reader {
 	struct fedrun_corpus *c;
 	const struct fedrun_vocab *v;
+	uint32_t label; /* of the sentence being read */
 };
+
+static int read_label(void *ud, const char *label, size_t len)
+{
+	struct reader *r = ud;
+	return fedrun_labels_id(r->c->labels, label, len, &r->label);
+}
 
 static int read_token(void *ud, const char *word, size_t len)
 {
@@ -73,6 +84,8 @@ static int read_token(void *ud, const char *word, size_t len)
 		if (rc < 0)
 			return rc;
 		c->sent_file[c->n_sent] = c->n_files;
+		if (c->labels)
+			c->sent_label[c->n_sent] = r->label;
 		c->sent_off[++c->n_sent] = c->n_tokens;
 		return 0;
 	}
@@ -96,9 +109,13 @@ static int corpus_add(struct fedrun_corpus *c, const struct fedrun_vocab *v, con
 		return rc;
 	c->sent_off[0] = 0;
 	uint64_t n_tokens = c->n_tokens, n_sent = c->n_sent, n_unk = c->n_unk;
-	struct reader r = {c, v};
-	rc = text ? text_scan_line(path, line, text, len, opts, read_token, &r)
-		  : text_scan_file(path, opts, read_token, &r);
+	struct reader r = {c, v, 0};
+	if (text)
+		rc = text_scan_line(path, line, text, len, opts, read_token, &r);
+	else if (c->labels && opts && opts->format && opts->format->kind != FEDRUN_RECORDS_TEXT)
+		rc = text_scan_records(path, opts, read_token, read_label, &r);
+	else
+		rc = text_scan_file(path, opts, read_token, &r);
 	if (rc < 0) {
 		c->n_tokens = n_tokens;
 		c->n_sent = n_sent;
@@ -148,7 +165,9 @@ int fedrun_corpus_group(struct fedrun_corpus *c, const uint32_t *assign, uint32_
 	uint32_t *file = malloc(cap_sent * sizeof file[0]);
 	uint64_t *next = malloc(clients * sizeof next[0]);
 	uint64_t *order = malloc((c->n_sent ? c->n_sent : 1) * sizeof order[0]);
-	if (!ids || !off || !file || !next || !order) {
+	uint32_t *label = c->sent_label ? malloc(cap_sent * sizeof label[0]) : NULL;
+	if (!ids || !off || !file || !next || !order || (c->sent_label && !label)) {
+		free(label);
 		free(ids);
 		free(off);
 		free(file);
@@ -167,12 +186,16 @@ int fedrun_corpus_group(struct fedrun_corpus *c, const uint32_t *assign, uint32_
 		t += len;
 		off[i + 1] = t;
 		file[i] = c->sent_file[s];
+		if (label)
+			label[i] = c->sent_label[s];
 	}
 	free(next);
 	free(order);
 	free(c->ids);
 	free(c->sent_off);
 	free(c->sent_file);
+	free(c->sent_label);
+	c->sent_label = label;
 	c->ids = ids;
 	c->sent_off = off;
 	c->sent_file = file;

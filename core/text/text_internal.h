@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "fedrun/opts.h"
+#include "fedrun/records.h"
 #include "fedrun/text.h"
 
 /* Called for each token (len >= 1 bytes, not NUL-terminated, already
@@ -35,6 +36,14 @@ int text_scan_line(const char *where, uint64_t line, const char *text, size_t le
 #define TEXT_TOKENIZER_OPT(T, m)                                                                   \
 	{"tokenizer", FEDRUN_OPT_CHOICE, offsetof(T, m), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,       \
 	 "whitespace|13a|intl"}
+/* Called with the label of each sentence (data.format tsv or jsonl with a
+ * label column or field), after its tokens and before its end. */
+typedef int (*text_label_fn)(void *ud, const char *label, size_t len);
+
+/* text_scan_file for opts->format tsv and jsonl: the text of each record
+ * (fedrun_records_read) is a line; label_fn (may be NULL) gets labels. */
+int text_scan_records(const char *path, const struct fedrun_text_opts *opts, text_token_fn fn,
+		      text_label_fn label_fn, void *ud);
 
 /* Length of the valid UTF-8 sequence starting at p (1 to 4), or 0 when the
  * bytes there are not valid UTF-8 (overlong, surrogate, > U+10FFFF,

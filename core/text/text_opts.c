@@ -36,6 +36,7 @@ int fedrun_text_opts_from_json(json_t *section, const char *path, struct fedrun_
 		rc = fedrun_opts_parse(text_spec, keys, path ? path : "data", &k);
 	json_decref(keys);
 	if (rc == 0)
-		*out = (struct fedrun_text_opts){k.lowercase, (uint32_t)k.tokenizer};
+		*out = (struct fedrun_text_opts){.lowercase = k.lowercase,
+						 .tokenizer = (uint32_t)k.tokenizer};
 	return rc;
 }

@@ -164,6 +164,8 @@ static int scan_line(const char *path, uint64_t line, const unsigned char *p,
 int text_scan_file(const char *path, const struct fedrun_text_opts *opts, text_token_fn fn,
 		   void *ud)
 {
+	if (opts && opts->format && opts->format->kind != FEDRUN_RECORDS_TEXT)
+		return text_scan_records(path, opts, fn, NULL, ud);
 	char *data;
 	size_t size;
 	int rc = fedrun_read_file(path, &data, &size);
@@ -211,4 +213,42 @@ int text_scan_line(const char *where, uint64_t line, const char *text, size_t le
 		rc = fn(ud, NULL, 0);
 	free(s.buf);
 	return rc < 0 ? rc : any;
+}
+
+/* ---- tsv and jsonl (data.format): the text of each record ---- */
+
+struct rec_scan {
+	const char *path;
+	const struct fedrun_text_opts *opts;
+	struct scratch s;
+	text_token_fn fn;
+	text_label_fn label_fn;
+	void *ud;
+	uint64_t sentences;
+};
+
+static int scan_record(void *ud, uint64_t line, const char *const *value, const size_t *len)
+{
+	struct rec_scan *rs = ud;
+	const unsigned char *p = (const unsigned char *)value[0];
+	bool any;
+	int rc = scan_line(rs->path, line, p, p + len[0], rs->opts, &rs->s, rs->fn, rs->ud, &any);
+	if (rc < 0 || !any)
+		return rc; /* blank text, like a blank line, is no sentence */
+	if (rs->label_fn && value[1] && (rc = rs->label_fn(rs->ud, value[1], len[1])) < 0)
+		return rc;
+	rs->sentences++;
+	return rs->fn(rs->ud, NULL, 0);
+}
+
+int text_scan_records(const char *path, const struct fedrun_text_opts *opts, text_token_fn fn,
+		      text_label_fn label_fn, void *ud)
+{
+	struct rec_scan rs = {path, opts, {NULL, 0}, fn, label_fn, ud, 0};
+	int rc = fedrun_records_read(path, opts->format, 0, scan_record, &rs);
+	free(rs.s.buf);
+	if (rc == 0 && rs.sentences == 0)
+		rc = fedrun_error(FEDRUN_EFORMAT, "%s: no sentence: every record's text is blank",
+				  path);
+	return rc;
 }

@@ -28,6 +28,10 @@
  *              vocabulary file is taken as it is
  *   tokenizer  "whitespace" (default, not written back), "13a" or "intl":
  *              how lines are cut (fedrun_text_opts_from_json, text_opts.c)
+ *   format     "text" (default: one sentence a line), "tsv" or "jsonl":
+ *              every file is records, the sentence in "columns"/"fields"
+ *              key "text" and, optionally, a category in key "label";
+ *              "header" (tsv): the first line is skipped (fedrun/records.h)
  */
 #include "config.h"
 #include <inttypes.h>
@@ -37,6 +41,7 @@
 #include <string.h>
 #include "fedrun/error.h"
 #include "fedrun/opts.h"
+#include "fedrun/records.h"
 #include "fedrun/text.h"
 #include "text_internal.h"
 
@@ -56,6 +61,12 @@ struct fedrun_textdata {
 	uint32_t clients;
 	char **name; /* K names, owned */
 	struct split split[NSPLIT];
+	struct fedrun_labels *labels; /* the records' labels, or NULL */
+	/* Categories of the training sentences, for partition.tsv: the
+	 * labels, else with scheme "dirichlet" the train files (n_cat names,
+	 * owned); n_cat 0: none. */
+	uint32_t n_cat;
+	char **cat_name;
 };
 
 /* A list of borrowed file names. */
@@ -160,6 +171,7 @@ struct data_opts {
 	json_t *train, *valid, *test, *clients, *partition, *vocab;
 	bool lowercase;
 	int tokenizer;
+	json_t *format, *columns, *fields, *header; /* fedrun_records_config's */
 };
 
 static const struct fedrun_opt data_spec[] = {
@@ -177,6 +189,14 @@ static const struct fedrun_opt data_spec[] = {
      NULL, NULL},
     {"lowercase", FEDRUN_OPT_BOOL, offsetof(struct data_opts, lowercase), 0, 0, 0, 0, NULL, NULL},
     TEXT_TOKENIZER_OPT(struct data_opts, tokenizer),
+    {"format", FEDRUN_OPT_ANY, offsetof(struct data_opts, format), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+     NULL, NULL},
+    {"columns", FEDRUN_OPT_ANY, offsetof(struct data_opts, columns), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+     NULL, NULL},
+    {"fields", FEDRUN_OPT_ANY, offsetof(struct data_opts, fields), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+     NULL, NULL},
+    {"header", FEDRUN_OPT_ANY, offsetof(struct data_opts, header), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+     NULL, NULL},
     FEDRUN_OPT_END_,
 };
 
@@ -243,6 +263,10 @@ void fedrun_textdata_destroy(struct fedrun_textdata *td)
 	for (uint32_t k = 0; td->name && k < td->clients; k++)
 		free(td->name[k]);
 	free(td->name);
+	fedrun_labels_destroy(td->labels);
+	for (uint32_t c = 0; c < td->n_cat; c++)
+		free(td->cat_name[c]);
+	free(td->cat_name);
 	for (int s = 0; s < NSPLIT; s++) {
 		fedrun_corpus_fini(&td->split[s].c);
 		free(td->split[s].client_sent);
@@ -276,15 +300,36 @@ static int set_name(struct fedrun_textdata *td, uint32_t k, const char *name)
 	return td->name[k] ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
 }
 
-/* "dir/a-news.train.txt" -> "a-news.train" */
-static int set_name_from_file(struct fedrun_textdata *td, uint32_t k, const char *file)
+/* "dir/a-news.train.txt" -> "a-news.train" (new string, or NULL) */
+static char *name_of_file(const char *file)
 {
 	const char *base = strrchr(file, '/');
 	base = base ? base + 1 : file;
 	const char *dot = strrchr(base, '.');
 	size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-	td->name[k] = strndup(base, len);
+	return strndup(base, len);
+}
+
+static int set_name_from_file(struct fedrun_textdata *td, uint32_t k, const char *file)
+{
+	td->name[k] = name_of_file(file);
 	return td->name[k] ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+}
+
+/* The categories partition.tsv counts: the labels, or the train files. */
+static int set_categories(struct fedrun_textdata *td, uint32_t n, const struct files *train)
+{
+	td->cat_name = calloc(n ? n : 1, sizeof td->cat_name[0]);
+	if (!td->cat_name)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (uint32_t c = 0; c < n; c++) {
+		td->cat_name[c] = td->labels ? strdup(fedrun_labels_name(td->labels, c))
+					     : name_of_file(train->f[c]);
+		if (!td->cat_name[c])
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		td->n_cat = c + 1;
+	}
+	return 0;
 }
 
 static int read_files(struct fedrun_corpus *c, const struct fedrun_vocab *v, const struct files *fl,
@@ -311,6 +356,7 @@ static int build_per_client(struct fedrun_textdata *td, struct client_files *per
 	for (int s = 0; s < NSPLIT; s++) {
 		struct split *sp = &td->split[s];
 		fedrun_corpus_init(&sp->c);
+		sp->c.labels = td->labels;
 		if (server[s].n) {
 			/* One file for everyone: the server's. */
 			free(sp->client_sent);
@@ -344,7 +390,34 @@ static int build_per_client(struct fedrun_textdata *td, struct client_files *per
 			free(sp->client_sent);
 			sp->client_sent = NULL;
 		}
+		int rc = s == 0 && td->labels
+			     ? set_categories(td, fedrun_labels_count(td->labels), NULL)
+			     : 0;
+		if (rc < 0)
+			return rc;
 	}
+	return 0;
+}
+
+/* The category of each sentence for a Dirichlet partition. */
+static const uint32_t *category(const struct fedrun_corpus *c)
+{
+	return c->sent_label ? c->sent_label : c->sent_file;
+}
+
+/* With partition.eval "clients", a held-out label takes the proportions of
+ * the same training label: it must be one. */
+static int check_labels(const struct fedrun_corpus *c, uint32_t n_cat,
+			const struct fedrun_labels *l)
+{
+	for (uint64_t i = 0; i < c->n_sent; i++)
+		if (c->sent_label[i] >= n_cat)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "label \"%s\" occurs in no training record: with "
+					    "partition.eval \"clients\", each label's sentences are "
+					    "split by the Dirichlet proportions of the training "
+					    "sentences with that label",
+					    fedrun_labels_name(l, c->sent_label[i]));
 	return 0;
 }
 
@@ -355,18 +428,24 @@ static int build_pooled(struct fedrun_textdata *td, const struct files *pool,
 {
 	double *props = NULL;
 	uint32_t *assign = NULL;
+	uint32_t n_cat = 0; /* training categories: labels, or train files */
 	int rc = 0;
 	for (int s = 0; s < NSPLIT && rc == 0; s++) {
 		struct split *sp = &td->split[s];
 		fedrun_corpus_init(&sp->c);
+		sp->c.labels = td->labels;
 		sp->present = pool[s].n > 0;
 		rc = read_files(&sp->c, td->vocab, &pool[s], to);
+		if (s == 0)
+			n_cat = td->labels ? fedrun_labels_count(td->labels) : sp->c.n_files;
 	}
+	if (rc == 0 && (td->labels || po->scheme == SCHEME_DIRICHLET))
+		rc = set_categories(td, n_cat, &pool[0]);
 	if (rc < 0)
 		return rc;
 	uint32_t K = td->clients;
 	if (po->scheme == SCHEME_DIRICHLET) {
-		props = malloc((uint64_t)td->split[0].c.n_files * K * sizeof props[0]);
+		props = malloc((uint64_t)(n_cat ? n_cat : 1) * K * sizeof props[0]);
 		if (!props)
 			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
@@ -386,9 +465,15 @@ static int build_pooled(struct fedrun_textdata *td, const struct files *pool,
 		if (po->scheme == SCHEME_IID) {
 			rc = fedrun_partition_iid(sp->c.n_sent, K, seed, (uint32_t)s, assign);
 		} else if (s == 0) {
-			rc = fedrun_partition_dirichlet(
-			    sp->c.n_sent, sp->c.sent_file, sp->c.n_files, K, po->alpha,
-			    (uint64_t)po->min_sentences, seed, 0, assign, props);
+			rc = fedrun_partition_dirichlet(sp->c.n_sent, category(&sp->c), n_cat, K,
+							po->alpha, (uint64_t)po->min_sentences,
+							seed, 0, assign, props);
+		} else if (td->labels) {
+			rc = check_labels(&sp->c, n_cat, td->labels);
+			if (rc == 0)
+				rc = fedrun_partition_by_props(sp->c.n_sent, sp->c.sent_label,
+							       n_cat, K, props, seed, (uint32_t)s,
+							       assign);
 		} else if (sp->c.n_files != td->split[0].c.n_files) {
 			rc = fedrun_error(FEDRUN_ECONFIG,
 					  "%u files, but train has %u: with partition.eval "
@@ -590,7 +675,16 @@ static int build(struct fedrun_textdata *td, json_t *section, const char *path, 
 	int rc = fedrun_opts_parse(data_spec, section, path, &d);
 	if (rc < 0)
 		return rc;
-	struct fedrun_text_opts to = {d.lowercase, (uint32_t)d.tokenizer};
+	static const struct fedrun_records_roles roles = {
+	    {"text", "label"}, {true, false}, {"text", NULL}};
+	struct fedrun_records_format fmt;
+	if ((rc = fedrun_records_config(section, path, &roles, &fmt)) < 0)
+		return rc;
+	struct fedrun_text_opts to = {.lowercase = d.lowercase,
+				      .tokenizer = (uint32_t)d.tokenizer,
+				      .format = &fmt};
+	if ((fmt.column[1] >= 0 || fmt.field[1]) && (rc = fedrun_labels_create(&td->labels)) < 0)
+		return rc;
 
 	if (d.clients) {
 		const char *clash = d.train	  ? "train"
@@ -730,4 +824,40 @@ int fedrun_textdata_stream(const struct fedrun_textdata *td, enum fedrun_split s
 	out->n_tokens = sp->c.sent_off[b] - sp->c.sent_off[a];
 	out->n_sent = b - a;
 	return 0;
+}
+
+int fedrun_textdata_partition_write(const struct fedrun_textdata *td, const struct fedrun_host *h)
+{
+	uint32_t K = td->clients;
+	uint64_t *counts = calloc((uint64_t)K * (2 * NSPLIT + td->n_cat) + 1, sizeof counts[0]);
+	if (!counts)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	uint64_t *per_cat = counts + 2 * NSPLIT * (uint64_t)K;
+	struct fedrun_partition_report r = {.clients = K,
+					    .name = (const char *const *)td->name,
+					    .n_cat = td->n_cat,
+					    .cat_name = (const char *const *)td->cat_name,
+					    .cat_sentences = per_cat};
+	for (int s = 0; s < NSPLIT; s++) {
+		const struct split *sp = &td->split[s];
+		if (!sp->present || !sp->client_sent)
+			continue;
+		uint64_t *sent = counts + 2 * s * (uint64_t)K, *tok = sent + K;
+		r.sentences[s] = sent;
+		r.tokens[s] = tok;
+		for (uint32_t k = 0; k < K; k++) {
+			uint64_t a = sp->client_sent[k], b = sp->client_sent[k + 1];
+			bool has = !sp->client_has || sp->client_has[k];
+			sent[k] = has ? b - a : UINT64_MAX;
+			tok[k] = sp->c.sent_off[b] - sp->c.sent_off[a];
+			for (uint64_t i = a; s == 0 && td->n_cat && i < b; i++) {
+				uint32_t c = sp->c.sent_label ? sp->c.sent_label[i] : sp->c.sent_file[i];
+				if (c < td->n_cat)
+					per_cat[(uint64_t)k * td->n_cat + c]++;
+			}
+		}
+	}
+	int rc = fedrun_partition_report_write(h, &r);
+	free(counts);
+	return rc;
 }

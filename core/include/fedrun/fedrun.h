@@ -13,6 +13,7 @@
 #include "fedrun/optim.h"
 #include "fedrun/io.h"
 #include "fedrun/registry.h"
+#include "fedrun/records.h"
 #include "fedrun/text.h"
 #include "fedrun/bleu.h"
 #include "fedrun/backend.h"

@@ -36,6 +36,9 @@ int fedrun_write_file_atomic(const char *path, const void *data, size_t n);
  * Only regular files of at most FEDRUN_READ_MAX bytes: a FIFO, device or
  * directory is refused at once (never waited on). */
 int fedrun_read_file(const char *path, char **data, size_t *n);
+/* Opens a file for reading with the same checks (regular file, size),
+ * for readers that stream it; *fp is closed by the caller. */
+int fedrun_open_read(const char *path, FILE **fp);
 /* The same from an open stream; `name` is for messages. At most
  * FEDRUN_READ_MAX bytes. */
 int fedrun_read_stream(FILE *fp, const char *name, char **data, size_t *n);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <jansson.h>
 #include "fedrun/host.h"
+#include "fedrun/records.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,6 +48,9 @@ struct fedrun_text_opts {
 	 * case folding, as sacreBLEU's lowercase). */
 	bool lowercase;
 	uint32_t tokenizer; /* enum fedrun_text_tokenizer */
+	/* data.format: NULL or kind text for text files (the format above);
+	 * tsv or jsonl: each record's text is a line (fedrun/records.h). */
+	const struct fedrun_records_format *format;
 };
 
 /* The data.tokenizer and data.lowercase keys of `section` (JSON path
@@ -135,6 +139,11 @@ struct fedrun_corpus {
 	uint64_t n_sent;
 	uint32_t n_files;	       /* files read so far */
 	uint64_t n_unk;		       /* tokens that became <unk> */
+	/* Labels (format tsv or jsonl with a label): when the caller sets
+	 * labels (borrowed) before reading, each sentence's label id goes to
+	 * sent_label (owned, n_sent entries); otherwise both stay NULL. */
+	struct fedrun_labels *labels;
+	uint32_t *sent_label;
 	uint64_t cap_tokens, cap_sent; /* private */
 };
 
@@ -291,6 +300,11 @@ const char *fedrun_textdata_client_name(const struct fedrun_textdata *td, uint32
  * stream (n_tokens 0) in valid/test. */
 int fedrun_textdata_stream(const struct fedrun_textdata *td, enum fedrun_split split,
 			   int64_t client, struct fedrun_stream *out);
+/* Writes RUN/partition.tsv (fedrun/records.h) in a run: each client's
+ * sentences and tokens (<eos> included) of every split held by clients,
+ * and its training sentences per category (the labels of format tsv or
+ * jsonl; else, with scheme "dirichlet", the train files). */
+int fedrun_textdata_partition_write(const struct fedrun_textdata *td, const struct fedrun_host *h);
 
 #ifdef __cplusplus
 }

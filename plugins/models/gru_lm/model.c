@@ -216,6 +216,10 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 			goto fail;
 		m->train_tokens[k] = s.n_tokens;
 	}
+	/* Only with data: a model made from a run directory alone (fedrun
+	 * score and sample) has none, and leaves the run's partition.tsv. */
+	if (m->td && (rc = fedrun_textdata_partition_write(m->td, host)) < 0)
+		goto fail;
 	host->log(host->ctx, FEDRUN_LOG_INFO,
 		  "gru-lm: vocabulary %u, embed %u, hidden %u, %u layer(s), %s, dropout %g, "
 		  "%u clients, backend %s",
