@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The transformer's data: parallel corpora (one client per entry of
- * data.clients, files PREFIX.SRC and PREFIX.TGT aligned line by line) or a
- * synthetic copy/reverse task, and the tokenizer trained on (or loaded for)
- * them. */
+ * data.clients, files PREFIX.SRC and PREFIX.TGT aligned line by line, or
+ * with data.format "tsv" or "jsonl" one file of records holding both
+ * sides) or a synthetic copy/reverse task, and the tokenizer trained on (or
+ * loaded for) them. */
 #include "config.h"
 #include <errno.h>
 #include <stddef.h>
@@ -93,6 +94,7 @@ static int read_lines(const char *path, uint64_t max, struct lines *L)
 struct raw {
 	struct lines src, tgt;
 	bool present;
+	uint64_t cap_src, cap_tgt; /* read_pair_records's */
 };
 
 /* ---- options ---- */
@@ -101,6 +103,7 @@ struct data_cfg {
 	const char *src, *tgt, *dir;
 	json_t *clients, *synthetic;
 	int64_t max_train_pairs;
+	json_t *format, *columns, *fields, *header; /* fedrun_records_config's */
 };
 
 static const struct fedrun_opt data_spec[] = {
@@ -115,6 +118,14 @@ static const struct fedrun_opt data_spec[] = {
      0, 0, NULL, NULL},
     {"max_train_pairs", FEDRUN_OPT_INT, offsetof(struct data_cfg, max_train_pairs), 0, 0, 1e15, 0,
      NULL, NULL},
+    {"format", FEDRUN_OPT_ANY, offsetof(struct data_cfg, format), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+     NULL},
+    {"columns", FEDRUN_OPT_ANY, offsetof(struct data_cfg, columns), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
+     NULL, NULL},
+    {"fields", FEDRUN_OPT_ANY, offsetof(struct data_cfg, fields), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+     NULL},
+    {"header", FEDRUN_OPT_ANY, offsetof(struct data_cfg, header), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
+     NULL},
     FEDRUN_OPT_END_,
 };
 
@@ -238,6 +249,41 @@ static int synth_split(const struct synth_cfg *c, uint64_t seed, uint32_t s, uin
 }
 
 /* ---- files ---- */
+
+/* One record of a tsv or jsonl file: a pair. */
+static int push_record(void *ud, uint64_t line, const char *const *value, const size_t *len)
+{
+	(void)line;
+	struct raw *r = ud;
+	char *a = strndup(value[0], len[0]), *b = strndup(value[1], len[1]);
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	int rc = lines_push(&r->src, &r->cap_src, a);
+	if (rc < 0) {
+		free(b);
+		return rc;
+	}
+	return lines_push(&r->tgt, &r->cap_tgt, b);
+}
+
+/* The pairs of the file dir/NAME in a records format. */
+static int read_pair_records(const char *base, const char *name,
+			     const struct fedrun_records_format *fmt, uint64_t max,
+			     const char *where, struct raw *r)
+{
+	char *full = fedrun_path_resolve(base, name);
+	if (!full)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	int rc = fedrun_records_read(full, fmt, max, push_record, r);
+	if (rc < 0)
+		fedrun_error_wrap(rc, "%s: ", where);
+	r->present = rc == 0;
+	free(full);
+	return rc;
+}
 
 static int read_pair_files(const char *base, const char *prefix, const char *src, const char *tgt,
 			   uint64_t max, const char *where, struct raw *r)
@@ -754,7 +800,7 @@ static int blank_text_error(const char *const *files, uint32_t nfiles)
  * trained or copied there (tok_install); without one (fedrun validate,
  * fedrun translate) a given file is read where it is. */
 static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*raw)[3],
-			  const char *const *files, uint32_t nfiles)
+			  const char *const *files, uint32_t nfiles, bool file_order)
 {
 	struct tok_cfg c = {0};
 	int rc = fedrun_opts_parse(tok_spec, tok_config, "model.tokenizer", &c);
@@ -813,9 +859,18 @@ static int make_tokenizer(struct tfm_model *m, json_t *tok_config, struct raw (*
 		if ((rc = tmp_file("spm", &train_txt)) < 0)
 			return rc;
 		FILE *fp = fopen(train_txt, "w");
-		for (uint32_t k = 0; fp && k < m->nclients; k++)
-			for (uint64_t i = 0; i < raw[k][0].src.n; i++)
-				fprintf(fp, "%s\n%s\n", raw[k][0].src.l[i], raw[k][0].tgt.l[i]);
+		for (uint32_t k = 0; fp && k < m->nclients; k++) {
+			const struct lines *src = &raw[k][0].src, *tgt = &raw[k][0].tgt;
+			/* Records: the lines as the text files would hold them
+			 * (PREFIX.SRC, then PREFIX.TGT), so that the same pairs
+			 * train the same model whatever the format. */
+			for (uint64_t i = 0; file_order && i < src->n; i++)
+				fprintf(fp, "%s\n", src->l[i]);
+			for (uint64_t i = 0; file_order && i < tgt->n; i++)
+				fprintf(fp, "%s\n", tgt->l[i]);
+			for (uint64_t i = 0; !file_order && i < src->n; i++)
+				fprintf(fp, "%s\n%s\n", src->l[i], tgt->l[i]);
+		}
 		if (!fp || fclose(fp) != 0) {
 			rc = fedrun_error(FEDRUN_EIO, "transformer: cannot write %s", train_txt);
 			goto out;
@@ -843,6 +898,40 @@ out:
 	return rc;
 }
 
+/* RUN/partition.tsv: each client's pairs (training pairs as kept, after
+ * max_len) and tokens, source and target together. */
+static int write_partition(const struct tfm_model *m)
+{
+	uint32_t K = m->nclients;
+	uint64_t *counts = calloc(6 * (uint64_t)(K ? K : 1), sizeof *counts);
+	const char **names = calloc(K ? K : 1, sizeof *names);
+	if (!counts || !names) {
+		free(counts);
+		free(names);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	struct fedrun_partition_report r = {.clients = K, .name = names};
+	for (uint32_t k = 0; k < K; k++)
+		names[k] = m->clients[k].name;
+	for (int s = 0; s < 3; s++) {
+		if (m->all[s].absent)
+			continue;
+		uint64_t *sent = counts + 2 * s * (uint64_t)K, *tok = sent + K;
+		r.sentences[s] = sent;
+		r.tokens[s] = tok;
+		for (uint32_t k = 0; k < K; k++) {
+			const struct tfm_split *sp = &m->clients[k].split[s];
+			sent[k] = sp->absent ? UINT64_MAX : sp->n;
+			for (uint32_t i = 0; i < sp->n; i++)
+				tok[k] += (uint64_t)sp->slen[i] + sp->tlen[i];
+		}
+	}
+	int rc = fedrun_partition_report_write(m->host, &r);
+	free(counts);
+	free(names);
+	return rc;
+}
+
 int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
 		  json_t *data_config)
 {
@@ -855,9 +944,20 @@ int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
 	int rc = 0;
 	uint32_t K = 0;
 	json_t *clients = NULL;
+	struct fedrun_records_format fmt = {0};
 	if (data_config) {
 		if ((rc = fedrun_opts_parse(data_spec, data_config, "data", &c)) < 0)
 			return rc;
+		/* Records name their sides by data.src and data.tgt (jsonl
+		 * fields) unless data.fields says otherwise. */
+		const struct fedrun_records_roles roles = {
+		    {"src", "tgt"}, {true, true}, {c.src, c.tgt}};
+		if ((rc = fedrun_records_config(data_config, "data", &roles, &fmt)) < 0)
+			return rc;
+		if (c.synthetic && fmt.kind != FEDRUN_RECORDS_TEXT)
+			return fedrun_error(FEDRUN_ECONFIG,
+					    "data.format: only for \"clients\" (files), not "
+					    "\"synthetic\"");
 		if (!!c.clients == !!c.synthetic)
 			return fedrun_error(FEDRUN_ECONFIG,
 					    "data: give exactly one of \"clients\" (parallel "
@@ -874,7 +974,7 @@ int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
 			K = (uint32_t)sc.clients;
 		} else {
 			clients = c.clients;
-			if (!c.src || !c.tgt)
+			if (fmt.kind == FEDRUN_RECORDS_TEXT && (!c.src || !c.tgt))
 				return fedrun_error(
 				    FEDRUN_ECONFIG,
 				    "data: \"src\" and \"tgt\" (the languages: file "
@@ -927,6 +1027,12 @@ int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
 				continue;
 			char w2[96];
 			snprintf(w2, sizeof w2, "%s.%s", where, split_name[s]);
+			if (fmt.kind != FEDRUN_RECORDS_TEXT) {
+				rc = read_pair_records(c.dir, cc.files[s], &fmt,
+						       s == 0 ? (uint64_t)c.max_train_pairs : 0,
+						       w2, &raw[k][s]);
+				continue;
+			}
 			rc = read_pair_files(c.dir, cc.files[s], c.src, c.tgt,
 					     s == 0 ? (uint64_t)c.max_train_pairs : 0, w2,
 					     &raw[k][s]);
@@ -953,7 +1059,7 @@ int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
 	 * the tokenizer then learns from the lines themselves. */
 	bool use_files = !c.synthetic && !c.max_train_pairs && nfiles > 0;
 	if ((rc = make_tokenizer(m, tok_config, raw, (const char *const *)files,
-				 use_files ? nfiles : 0)) < 0)
+				 use_files ? nfiles : 0, fmt.kind != FEDRUN_RECORDS_TEXT)) < 0)
 		goto out;
 	for (uint32_t k = 0; k < K && rc == 0; k++)
 		for (uint32_t s = 0; s < 3 && rc == 0; s++)
@@ -961,6 +1067,8 @@ int tfm_data_load(struct tfm_model *m, json_t *model_config, json_t *tok_config,
 					  &m->clients[k].split[s]);
 	if (rc == 0)
 		rc = build_all(m);
+	if (rc == 0)
+		rc = write_partition(m);
 out:
 	for (uint32_t k = 0; raw && k < K; k++)
 		for (int s = 0; s < 3; s++) {
