@@ -924,8 +924,14 @@ out:
 	/* A run that failed or was interrupted while its plugins were made
 	 * leaves no empty directory behind (host_run_dir made it for them);
 	 * rmdir leaves one that holds anything. */
-	if (rc < 0 && r.run_dir_made && r.run_dir == r.cfg.dir)
+	if (rc < 0 && r.run_dir_made && r.run_dir == r.cfg.dir) {
+		/* partition.tsv, which the model plugins write at create,
+		 * goes with it (fedrun(1), FILES) */
+		char path[4096];
+		snprintf(path, sizeof path, "%s/partition.tsv", r.cfg.dir);
+		(void)unlink(path);
 		(void)rmdir(r.cfg.dir);
+	}
 	free(ckpt);
 	run_teardown(&r);
 #ifdef _OPENMP
