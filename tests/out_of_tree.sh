@@ -25,7 +25,8 @@ ex="$stage${FEDRUN_DOCDIR:?FEDRUN_DOCDIR: the installed documentation directory}
 for f in "$top_srcdir"/examples/*.json; do
 	[ -f "$ex/${f##*/}" ] || die "examples/${f##*/} is not installed in $ex (examples/Makefile.inc)"
 done
-for f in README.txt data/toy-english/train.txt plugins/README.md plugins/normclip.c plugins/streamavg.c; do
+for f in README.txt data/toy-english/train.txt plugins/README.md plugins/normclip.c plugins/streamavg.c \
+	plugins/fednova.c python/fednova.py python/fednova.json; do
 	[ -f "$ex/$f" ] || die "examples/$f is not installed in $ex"
 done
 cp "$ex/plugins/normclip.c" "$ex/plugins/normclip.json" "$ex/plugins/streamavg.c" .
