@@ -20,6 +20,10 @@
 #include "cmd_lm.h"
 
 static volatile int interrupted;
+/* Whether on_signal answers the first signal on stderr (rank 0 only, or
+ * every rank would), and whether stderr is a terminal, where a rewritten
+ * progress line may wait for its newline. */
+static int signal_answer, signal_tty;
 
 /* --peer-timeout, seconds: long beyond any pause of a live rank (the
  * transport's beats go on while a rank computes), short beside a batch
@@ -29,9 +33,38 @@ static volatile int interrupted;
 
 static void on_signal(int sig)
 {
+	/* The first signal is answered at once (write(2): async-signal-safe);
+	 * the run stops after the round it is in. */
+	static const char sigint[] = "\nfedrun: stopping after this round (a checkpoint is "
+				     "written); Ctrl-C again to abort\n";
+	static const char sigterm[] = "\nfedrun: terminated: stopping after this round (a "
+				      "checkpoint is written); a second signal aborts\n";
+	int saved = errno;
+	if (!interrupted && signal_answer) {
+		const char *m = sig == SIGINT ? sigint : sigterm;
+		size_t n = sig == SIGINT ? sizeof sigint - 1 : sizeof sigterm - 1;
+		if (!signal_tty) /* no progress line to end */
+			m++, n--;
+		ssize_t w = write(STDERR_FILENO, m, n);
+		(void)w;
+	}
 	interrupted = 1;
 	/* A second signal ends the process at once. */
 	signal(sig, SIG_DFL);
+	errno = saved;
+}
+
+/* Whether this process is rank 0 (or alone): the ranks' launchers name
+ * each process's rank (the variables core/engine/dist.c knows them by). */
+static int rank_zero(void)
+{
+	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return strcmp(v, "0") == 0;
+	}
+	return 1;
 }
 
 static void usage(FILE *fp)
@@ -56,7 +89,8 @@ static void usage(FILE *fp)
 		"  -b, --backend NAME     where the model computes: cpu, cuda (the same as\n"
 		"                         --set model.backend=NAME)\n"
 		"  -r, --resume           continue the run from its last checkpoint\n"
-		"  -q, --quiet            no progress line\n"
+		"  -q, --quiet            no progress or status lines on stderr; results still\n"
+		"                         print (RUN/log.txt has the lines)\n"
 		"      --allow-plugin-paths  load plugins from files the pipeline names\n"
 		"                         (\"path\" keys, the python aggregator's \"file\"):\n"
 		"                         runs their code\n"
@@ -268,6 +302,8 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		/* validate too: creating the plugins can take long (a federated
 		 * vocabulary's key), and plugins that ask host->interrupted stop
 		 * there with the same status as a run */
+		signal_answer = rank_zero();
+		signal_tty = opts.progress;
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		if (validate_only) {

@@ -21,8 +21,6 @@
 #include <unistd.h>
 #include "engine.h"
 
-static const char *split_names[] = {"train", "valid", "test"};
-
 const char *run_client_name(struct run *r, uint32_t k, char *buf, size_t len)
 {
 	if (FEDRUN_MODEL_HAS(r->model_ops, client_name)) {
@@ -247,10 +245,10 @@ static void table(struct run *r, const struct after *a, uint32_t nmodels, const 
 			wcol = n + 1;
 	}
 	if (tsv)
-		fprintf(fp, "# %s on %s\nmodel", metric, split_names[r->cfg.matrix_split]);
+		fprintf(fp, "# %s on %s\nmodel", metric, run_split_name(r->cfg.matrix_split));
 	else
 		fprintf(fp, "%s on %s (rows: models, columns: domains)\n%-*s", metric,
-			split_names[r->cfg.matrix_split], wname, "model");
+			run_split_name(r->cfg.matrix_split), wname, "model");
 	for (uint32_t c = 0; c < r->num_clients; c++) {
 		if (tsv) {
 			fputc('\t', fp);
@@ -301,6 +299,8 @@ static int matrix(struct run *r, struct after *a)
 	a->status = calloc(cells, sizeof *a->status);
 	if (!a->res || !a->status)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	run_status(r, "model-by-domain table: %u models on %u clients' %s", nmodels, K,
+		   run_split_name(r->cfg.matrix_split));
 	int rc = run_parallel_for(r, (uint32_t)cells, matrix_cell, a);
 	if (rc < 0)
 		return rc;
@@ -324,7 +324,7 @@ static int matrix(struct run *r, struct after *a)
 	}
 	if (nnames == 0)
 		return fedrun_error(FEDRUN_ENOENT, "eval.matrix: no client has a %s split",
-				    split_names[r->cfg.matrix_split]);
+				    run_split_name(r->cfg.matrix_split));
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
@@ -342,16 +342,14 @@ static int matrix(struct run *r, struct after *a)
 	free(text);
 	if (rc < 0)
 		return rc;
-	if (!r->opts->quiet) {
-		/* The main metric: BLEU when the model reports it, else the
-		 * first one (by convention the loss). */
-		const char *main_metric = names[0];
-		for (uint32_t q = 0; q < nnames; q++)
-			if (strcmp(names[q], "bleu") == 0)
-				main_metric = names[q];
-		table(r, a, nmodels, main_metric, stdout, false);
-		fflush(stdout);
-	}
+	/* The main metric: BLEU when the model reports it, else the first one
+	 * (by convention the loss); with --quiet too (a result). */
+	const char *main_metric = names[0];
+	for (uint32_t q = 0; q < nnames; q++)
+		if (strcmp(names[q], "bleu") == 0)
+			main_metric = names[q];
+	table(r, a, nmodels, main_metric, stdout, false);
+	fflush(stdout);
 	return 0;
 }
 
@@ -391,8 +389,7 @@ int run_after(struct run *r)
 			if (!(a.ft_params[i] = fedrun_arena_alloc(r->layout->total)))
 				rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for fine-tuned models");
 		if (rc == 0) {
-			r->host.log(r, FEDRUN_LOG_INFO, "fine-tuning %u clients from the final model",
-				    r->nft);
+			run_status(r, "fine-tuning %u clients from the final model", r->nft);
 			r->metric_prefix = "finetune.";
 			rc = run_parallel_for(r, r->nft, finetune_client, &a);
 			r->metric_prefix = NULL;

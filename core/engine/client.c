@@ -81,6 +81,7 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, struct roun
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "client %u: training: ", c);
 	rc_->updates[i] = *step - step0;
+	rc_->samples[i] = stats.samples;
 	const char *bad;
 	if (engine_first_bad_tensor(l, w->params, &bad))
 		return fedrun_error(FEDRUN_ENUMERIC,

@@ -632,6 +632,7 @@ static void sub_free(struct sub *s)
 	free(s->c.pull);
 	free(s->c.pull_len);
 	free(s->c.updates);
+	free(s->c.samples);
 }
 
 static int train_one(struct run *r, struct worker *w, uint32_t i, void *p)
@@ -660,8 +661,9 @@ static int train_owned(struct run *r, const struct round_ctx *ctx, uint32_t n, s
 	s->c.pull = calloc(n ? n : 1, sizeof *s->c.pull);
 	s->c.pull_len = calloc(n ? n : 1, sizeof *s->c.pull_len);
 	s->c.updates = calloc(n ? n : 1, sizeof *s->c.updates);
+	s->c.samples = calloc(n ? n : 1, sizeof *s->c.samples);
 	if (!s->clients || !s->pos || !s->c.push_own || !s->c.push_own_len || !s->c.pull ||
-	    !s->c.pull_len || !s->c.updates)
+	    !s->c.pull_len || !s->c.updates || !s->c.samples)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < n; i++)
 		if (dist_owns(r, ctx->clients[i])) {
@@ -681,8 +683,8 @@ static int train_owned(struct run *r, const struct round_ctx *ctx, uint32_t n, s
 
 /* A worker's answer for a chunk: status, whether a signal reached the
  * rank, then the lowest failed position and the message, or each trained
- * client's position, update count and message lengths, the messages, and
- * the metric events its clients recorded. */
+ * client's position, update and sample counts and message lengths, the
+ * messages, and the metric events its clients recorded. */
 static void put_str(struct wbuf *b, const char *s)
 {
 	uint32_t n = (uint32_t)strlen(s ? s : "");
@@ -723,6 +725,7 @@ static int worker_chunk(struct run *r, const struct round_ctx *ctx, uint32_t n)
 		for (uint32_t i = 0; i < s.k; i++) {
 			put32(&b, s.pos[i]);
 			put64(&b, s.c.updates[i]);
+			put64(&b, s.c.samples[i]);
 			put64(&b, run_push(r) ? s.c.push_own_len[i] : ctx->push_len);
 			put64(&b, s.c.pull_len[i]);
 		}
@@ -804,13 +807,15 @@ static int take_chunk(struct run *r, uint32_t from, struct round_ctx *ctx, uint3
 	}
 	for (uint32_t i = 0; i < k; i++) {
 		pos[i] = get32(&b);
-		uint64_t updates = get64(&b), push_len = get64(&b), pull_len = get64(&b);
+		uint64_t updates = get64(&b), samples = get64(&b), push_len = get64(&b),
+			 pull_len = get64(&b);
 		if (b.bad || pos[i] >= n || owner(d, ctx->clients[pos[i]]) != from ||
 		    ctx->pull[pos[i]]) {
 			rc = bad_message(from, "chunk");
 			goto out;
 		}
 		ctx->updates[pos[i]] = updates;
+		ctx->samples[pos[i]] = samples;
 		ctx->push_own_len[pos[i]] = (size_t)push_len;
 		ctx->pull_len[pos[i]] = (size_t)pull_len;
 	}
@@ -866,6 +871,7 @@ int dist_train_chunk(struct run *r, struct round_ctx *ctx, uint32_t n, bool more
 			ctx->pull[p] = s.c.pull[i];
 			ctx->pull_len[p] = s.c.pull_len[i];
 			ctx->updates[p] = s.c.updates[i];
+			ctx->samples[p] = s.c.samples[i];
 			s.c.pull[i] = NULL;
 			if (run_push(r)) {
 				ctx->push_own[p] = s.c.push_own[i];

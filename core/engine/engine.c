@@ -79,16 +79,14 @@ static int evaluate_server(struct run *r, enum fedrun_split split)
 			return fedrun_error(FEDRUN_ENUMERIC,
 					    "round %u: the model's %s loss is %g: training diverged (a "
 					    "smaller learning rate?)",
-					    r->round,
-					    split == FEDRUN_SPLIT_TEST    ? "test"
-					    : split == FEDRUN_SPLIT_VALID ? "valid"
-									  : "train",
-					    ev.m[0].value);
+					    r->round, run_split_name((int)split), ev.m[0].value);
 		if (split == FEDRUN_SPLIT_TEST) {
 			r->test_loss = ev.m[0].value;
 		} else {
-			if (isnan(r->first_loss))
+			if (isnan(r->first_loss)) {
 				r->first_loss = ev.m[0].value;
+				r->first_loss_round = r->round;
+			}
 			r->last_loss = ev.m[0].value;
 		}
 	}
@@ -110,11 +108,15 @@ static int eval_client(struct run *r, struct worker *w, uint32_t c, void *p)
 	return 0;
 }
 
+/* The server's and (eval.clients) every client's evaluation on `split`;
+ * its time goes to the progress line's ETA. */
 static int evaluate_all(struct run *r, enum fedrun_split split)
 {
+	double t = run_now();
 	int rc = evaluate_server(r, split);
 	if (rc == 0 && r->cfg.eval_clients)
 		rc = run_parallel_for(r, r->num_clients, eval_client, &split);
+	r->prog.eval = run_now() - t;
 	return rc;
 }
 
@@ -125,24 +127,6 @@ static double last_loss(const struct run *r, int split)
 		    strcmp(run_str(r, r->events[i].name), "loss") == 0)
 			return r->events[i].value;
 	return NAN;
-}
-
-static void progress(struct run *r, double train_loss)
-{
-	if (!r->opts->progress || r->opts->quiet)
-		return;
-	double el = run_now() - r->t0;
-	double per = el / (r->round - r->first_round + 1); /* rounds run by this process */
-	double eta = per * (double)(r->cfg.rounds - r->round);
-	double vl = last_loss(r, r->cfg.eval_split);
-	fprintf(stderr, "\rround %u/%" PRId64 "  train loss %.4f", r->round, r->cfg.rounds, train_loss);
-	if (!isnan(vl))
-		fprintf(stderr, "  %s loss %.4f", r->cfg.eval_split == FEDRUN_SPLIT_VALID ? "valid" :
-			r->cfg.eval_split == FEDRUN_SPLIT_TEST ? "test" : "train", vl);
-	fprintf(stderr, "  ETA %dm%02ds \033[K", (int)(eta / 60), (int)fmod(eta, 60));
-	if (r->round == r->cfg.rounds)
-		fputc('\n', stderr);
-	fflush(stderr);
 }
 
 /* Whether a round streams its updates into the aggregator (ABI 1.3): the
@@ -176,6 +160,7 @@ static int run_round(struct run *r, uint32_t round)
 {
 	const struct fedrun_layout *l = r->layout;
 	uint32_t *clients = NULL, m = 0;
+	const double t0 = run_now();
 	int rc = sample_clients(r, round, &clients, &m);
 	if (rc < 0)
 		return rc;
@@ -195,10 +180,11 @@ static int run_round(struct run *r, uint32_t round)
 	ctx.pull = calloc(chunk, sizeof *ctx.pull);
 	ctx.pull_len = calloc(chunk, sizeof *ctx.pull_len);
 	ctx.updates = calloc(chunk, sizeof *ctx.updates);
+	ctx.samples = calloc(chunk, sizeof *ctx.samples);
 	ups = calloc(chunk, sizeof *ups);
 	views = calloc((size_t)chunk * l->n, sizeof *views);
 	if (!ctx.pull || !ctx.pull_len || !ups || !views || !ctx.push_own ||
-	    !ctx.push_own_len || !ctx.updates) {
+	    !ctx.push_own_len || !ctx.updates || !ctx.samples) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -228,7 +214,7 @@ static int run_round(struct run *r, uint32_t round)
 	/* Other ranks: the round's clients and θ_t (dist.h). */
 	if ((rc = dist_round(r, &ctx, m, chunk)) < 0)
 		goto out;
-	uint64_t most = 0;
+	uint64_t most = 0, samples = 0;
 	double loss_sum = 0, n_sum = 0;
 	r->bytes_push = 0;
 	r->bytes_pull = 0;
@@ -241,6 +227,7 @@ static int run_round(struct run *r, uint32_t round)
 			goto out;
 		for (uint32_t i = 0; i < n; i++) {
 			most = ctx.updates[i] > most ? ctx.updates[i] : most;
+			samples += ctx.samples[i];
 			r->bytes_push += run_push(r) ? ctx.push_own_len[i] : ctx.push_len;
 		}
 		/* PULL: decode in client order. */
@@ -331,12 +318,19 @@ static int run_round(struct run *r, uint32_t round)
 		rc = run_event(r, -1, -1, "clients", NULL, m);
 	if (rc == 0)
 		rc = run_event(r, -1, -1, "global_step", NULL, (double)r->global_step);
+	/* What the round's progress line says (run_progress). */
+	r->prog.train = run_now() - t0;
+	r->prog.samples = samples;
+	r->prog.train_loss = train_loss;
+	r->prog.round_eval = 0;
 	if (rc == 0 && r->cfg.eval_every > 0 &&
-	    (round % r->cfg.eval_every == 0 || round == r->cfg.rounds))
+	    (round % r->cfg.eval_every == 0 || round == r->cfg.rounds)) {
 		rc = evaluate_all(r, (enum fedrun_split)r->cfg.eval_split);
+		r->prog.round_eval = r->prog.eval;
+	}
 	if (rc < 0)
 		goto out;
-	progress(r, train_loss);
+	r->prog.eval_loss = last_loss(r, r->cfg.eval_split);
 	rc = metrics_flush_round(r, round);
 out:
 	if (ctx.pull && ctx.push_own)
@@ -346,6 +340,7 @@ out:
 	free(ctx.pull);
 	free(ctx.pull_len);
 	free(ctx.updates);
+	free(ctx.samples);
 	free(push);
 	free(ups);
 	free(views);
@@ -364,6 +359,8 @@ static int run_setup(struct run *r, json_t *pipeline, const struct fedrun_run_op
 {
 	memset(r, 0, sizeof *r);
 	r->first_loss = r->last_loss = r->test_loss = NAN;
+	r->prog.on = with_dir; /* status and round lines: a real run's */
+	r->prog.eval = -1;
 	r->pipeline = pipeline;
 	r->opts = opts;
 	r->t0 = run_now();
@@ -802,6 +799,10 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			}
 			goto out;
 		}
+		if (ckpt) {
+			const char *base = strrchr(ckpt, '/');
+			run_status(&r, "resuming from round %u (checkpoints/%s)", rd, base ? base + 1 : ckpt);
+		}
 	}
 	if (interrupted(&r)) {
 		rc = stopped_early(&r, false, fresh);
@@ -811,14 +812,19 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	 * that does not fit leaves no run behind, so the corrected command
 	 * runs without output.overwrite (and an init inside the directory an
 	 * overwriting run clears is read before it goes). */
+	if (fresh && r.cfg.init)
+		run_status(&r, "reading the initial model from %s", r.cfg.init);
 	if (fresh && r.cfg.init && (rc = init_load(&r, r.cfg.init)) < 0)
 		goto out;
 	if (interrupted(&r)) {
 		rc = stopped_early(&r, false, fresh);
 		goto out;
 	}
-	if ((rc = prepare_dir(&r, fresh)) < 0 || (!ckpt && (rc = record_pipeline(&r)) < 0) ||
-	    (rc = run_workers_create(&r)) < 0 || (rc = cstore_init(&r)) < 0)
+	if ((rc = prepare_dir(&r, fresh)) < 0 || (!ckpt && (rc = record_pipeline(&r)) < 0))
+		goto out;
+	run_status(&r, "starting %u worker threads for %u clients (%u a round)", opts->threads,
+		   r.num_clients, run_clients_per_round(&r));
+	if ((rc = run_workers_create(&r)) < 0 || (rc = cstore_init(&r)) < 0)
 		goto out;
 	if (ckpt) {
 		rc = checkpoint_load(&r, ckpt);
@@ -826,6 +832,10 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			rc = FEDRUN_EINTERRUPTED;
 		if (rc == 0)
 			rc = metrics_truncate(r.cfg.dir, r.round, &r.wall_base, opts->interrupt);
+		/* The summary's first loss is the whole run's: before round 1. */
+		if (rc == 0 && !isnan(r.first_loss = metrics_round0_loss(r.cfg.dir,
+									  r.cfg.eval_split)))
+			r.first_loss_round = 0;
 		if (rc == FEDRUN_EINTERRUPTED)
 			rc = stopped_early(&r, false, false);
 		if (rc == 0)
@@ -850,6 +860,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 		   opts->threads, opts->resume ? ", resumed" : "");
 	if (fresh && r.cfg.eval_every > 0) {
 		/* Round 0: the initial model, as a baseline. */
+		run_status(&r, "evaluating the initial model on %s (round 0)",
+			   run_split_name(r.cfg.eval_split));
 		if ((rc = evaluate_all(&r, (enum fedrun_split)r.cfg.eval_split)) < 0 ||
 		    (rc = metrics_flush_round(&r, 0)) < 0)
 			goto out;
@@ -861,6 +873,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	uint32_t first = r.round + 1;
 	r.first_round = first;
 	for (uint32_t round = first; round <= (uint32_t)r.cfg.rounds; round++) {
+		const double t = run_now();
 		if ((rc = run_round(&r, round)) < 0)
 			goto out;
 		/* A signal to any rank stops the whole job here: a preempted
@@ -877,6 +890,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 			if (rc < 0)
 				goto out;
 		}
+		run_progress(&r, run_now() - t);
 		if (stop && round < r.cfg.rounds) {
 			char who[48] = "";
 			if (!here)
@@ -891,6 +905,7 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	}
 	dist_stop(&r, 0); /* what remains is rank 0's */
 	if (r.cfg.final_test) {
+		run_status(&r, "final evaluation on test");
 		if ((rc = evaluate_all(&r, FEDRUN_SPLIT_TEST)) < 0 ||
 		    (rc = metrics_flush_round(&r, r.round)) < 0)
 			goto out;
@@ -900,23 +915,32 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	rc = run_after(&r);
 	if (rc == 0)
 		rc = run_experts(&r);
-	if (rc == 0)
+	if (rc == 0) {
+		run_status(&r, "writing %s/final.safetensors", r.cfg.dir);
 		rc = final_write(&r);
+	}
 	if (rc == 0) {
 		r.host.log(&r, FEDRUN_LOG_INFO, "finished after round %u: %s/final.safetensors", r.round,
 			   r.cfg.dir);
-		if (!opts->quiet) {
-			static const char *names[] = {"train", "valid", "test"};
-			printf("%s: %u rounds", r.cfg.name, r.round);
-			if (!isnan(r.first_loss))
-				printf(", %s loss %.6g -> %.6g", names[r.cfg.eval_split], r.first_loss,
-				       r.last_loss);
-			if (!isnan(r.test_loss))
-				printf(", test loss %.6g", r.test_loss);
-			printf("; model in %s/final.safetensors\n", r.cfg.dir);
-		}
+		/* The results print with --quiet too: it hides stderr's lines. */
+		printf("%s: %u rounds", r.cfg.name, r.round);
+		/* (no last loss: a resumed run that had no round left) */
+		const bool losses = !isnan(r.first_loss) && !isnan(r.last_loss);
+		if (losses && r.first_loss_round > 0)
+			/* resumed, and its metrics lack round 0's loss: the first
+			 * loss this process saw, named as such */
+			printf(" (resumed at round %u), %s loss %.6g (round %u) -> %.6g",
+			       r.first_round - 1, run_split_name(r.cfg.eval_split), r.first_loss,
+			       r.first_loss_round, r.last_loss);
+		else if (losses)
+			printf(", %s loss %.6g -> %.6g", run_split_name(r.cfg.eval_split), r.first_loss,
+			       r.last_loss);
+		if (!isnan(r.test_loss))
+			printf(", test loss %.6g", r.test_loss);
+		printf("; model in %s/final.safetensors\n", r.cfg.dir);
 	}
 out:
+	run_progress_break(&r);
 	if (dist_rank(&r) == 0)
 		dist_stop(&r, rc);
 	if (rc < 0 && r.log)

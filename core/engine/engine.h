@@ -22,6 +22,7 @@ struct round_ctx {
 	void **pull;
 	size_t *pull_len;
 	uint64_t *updates; /* optimizer updates each client made */
+	uint64_t *samples; /* samples (or tokens) its training reported */
 };
 
 /* The round's description the plugins get (info.direction: pull). */
@@ -38,6 +39,23 @@ int engine_first_bad_tensor(const struct fedrun_layout *l, const float *arena, c
 void run_host_init(struct run *r);
 int run_plugins_create(struct run *r, struct fedrun_registry *reg);
 void run_plugins_destroy(struct run *r);
+
+/* Appends "[seconds] LVL: line" to RUN/log.txt, or keeps it for the file
+ * until it is open; the caller holds r->lock. */
+void run_log_line(struct run *r, const char *lvl, const char *line);
+
+/* ---- progress.c: what a run says while it runs (fedrun(1), PROGRESS) ---- */
+
+/* A phase starts: "LINE ..." in log.txt and, unless --quiet, on stderr
+ * (rank 0 of a real run only). */
+void run_status(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Round r->round is done, `secs` after it began (its checkpoint in): its
+ * line, in log.txt and unless --quiet on stderr (rewritten in place on a
+ * terminal). */
+void run_progress(struct run *r, double secs);
+/* Ends a rewritten line on the terminal before anything else is written
+ * to stderr; the caller holds r->lock or runs alone. */
+void run_progress_break(struct run *r);
 
 /* ---- after.c: fine-tuning and the model-by-domain table ---- */
 

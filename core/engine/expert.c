@@ -226,10 +226,10 @@ int run_experts(struct run *r)
 	if (rc == 0)
 		rc = given_private(r, &x);
 	if (rc == 0) {
-		r->host.log(r, FEDRUN_LOG_INFO,
-			    "domain experts for %u clients: private models from the initial "
-			    "parameters (or expert.private), gates of %u floats",
-			    r->nex, x.gate_n);
+		run_status(r,
+			   "domain experts for %u clients: private models from the initial "
+			   "parameters (or expert.private), gates of %u floats",
+			   r->nex, x.gate_n);
 		r->metric_prefix = "expert.";
 		rc = run_parallel_for(r, r->nex, expert_client, &x);
 		r->metric_prefix = NULL;

@@ -16,6 +16,24 @@
 #include "plugin/plugin_internal.h"
 
 
+void run_log_line(struct run *r, const char *lvl, const char *line)
+{
+	if (r->log) {
+		fprintf(r->log, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
+		return;
+	}
+	/* Plugins log while they are created, before the run directory is
+	 * open: keep the lines for log.txt. */
+	char entry[2200];
+	int n = snprintf(entry, sizeof entry, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
+	char *more = n > 0 ? realloc(r->pending_log, r->pending_len + (size_t)n + 1) : NULL;
+	if (more) {
+		memcpy(more + r->pending_len, entry, (size_t)n + 1);
+		r->pending_log = more;
+		r->pending_len += (size_t)n;
+	}
+}
+
 static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
 {
 	struct run *r = ctx;
@@ -34,22 +52,11 @@ static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ..
 		return;
 	}
 	pthread_mutex_lock(&r->lock);
-	if (r->log) {
-		fprintf(r->log, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
-	} else {
-		/* Plugins log while they are created, before the run directory
-		 * is open: keep the lines for log.txt. */
-		char entry[2200];
-		int n = snprintf(entry, sizeof entry, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
-		char *more = n > 0 ? realloc(r->pending_log, r->pending_len + (size_t)n + 1) : NULL;
-		if (more) {
-			memcpy(more + r->pending_len, entry, (size_t)n + 1);
-			r->pending_log = more;
-			r->pending_len += (size_t)n;
-		}
-	}
-	if (level <= FEDRUN_LOG_WARN)
+	run_log_line(r, lvl, line);
+	if (level <= FEDRUN_LOG_WARN) {
+		run_progress_break(r);
 		fprintf(stderr, "fedrun: %s: %s\n", lvl, line);
+	}
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -194,6 +201,7 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 		return rc;
 	r->model_ops = r->model.desc->ops;
 	json_t *data = json_object_get(root, "data");
+	run_status(r, "creating model '%s': loading its data", r->model.desc->name);
 	rc = r->model_ops->create(&r->host, sec, data, &r->model.state);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "model '%s': ", r->model.desc->name);

@@ -15,6 +15,11 @@
 
 static const char *split_names[] = {"train", "valid", "test"};
 
+const char *run_split_name(int split)
+{
+	return split >= 0 && split < 3 ? split_names[split] : "";
+}
+
 #define SERVER UINT32_MAX /* metric_event.client of the server's events */
 
 #define CSV_HEADER "round,client,split,metric,tensor,value,bytes_push,bytes_pull,wall,model\n"
@@ -367,6 +372,34 @@ int metrics_flush_round(struct run *r, uint32_t round)
 	if (rc == 0 && fflush(r->log) != 0)
 		rc = fedrun_error(FEDRUN_EIO, "%s/log.txt: %s", r->cfg.dir, strerror(errno));
 	return rc;
+}
+
+double metrics_round0_loss(const char *dir, int split)
+{
+	char path[4096], want[128];
+	snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+	/* The line evaluate_server's event makes (metrics_flush_round). */
+	int n = snprintf(want, sizeof want,
+			 "{\"round\":0,\"client\":null,\"split\":\"%s\",\"metric\":\"loss\",\"value\":",
+			 run_split_name(split));
+	FILE *fp = fopen(path, "r");
+	double loss = NAN;
+	char *line = NULL;
+	size_t cap = 0;
+	/* Round 0's lines come first; the scan stops at the first other. */
+	while (fp && getline(&line, &cap, fp) > 0 && strncmp(line, "{\"round\":0,", 11) == 0) {
+		if (strncmp(line, want, (size_t)n) == 0) {
+			char *end;
+			double v = strtod(line + n, &end);
+			if (end != line + n && *end == ',' && isfinite(v))
+				loss = v;
+			break;
+		}
+	}
+	free(line);
+	if (fp)
+		fclose(fp);
+	return loss;
 }
 
 /* The "wall" value of the metrics.jsonl line [line, end), or -1. */

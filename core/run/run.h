@@ -129,6 +129,24 @@ struct run {
 	double wall_base; /* a resumed run's wall time before this process (metrics) */
 	uint64_t bytes_push, bytes_pull; /* of the current round */
 	double first_loss, last_loss, test_loss; /* server evaluations, for the summary */
+	/* The round of first_loss: 0 (before round 1), or on a resumed run
+	 * whose metrics lack round 0's loss the first it evaluated. */
+	uint32_t first_loss_round;
+
+	/* What the run says while it runs (engine/progress.c). */
+	struct {
+		bool on;	   /* a real run: status and round lines */
+		bool open;	   /* a \r line on the terminal awaits its newline */
+		double work;	   /* the time of the rounds this process ran, their
+				      evaluations left out (checkpoints in) */
+		uint32_t rounds;   /* how many */
+		double eval;	   /* the last evaluation's time; -1: none yet */
+		double round_eval; /* the current round's evaluation time */
+		double train;	   /* the current round's training, in seconds */
+		uint64_t samples;  /* the samples its clients report (train stats) */
+		double train_loss; /* its clients' mean training loss */
+		double eval_loss;  /* its evaluation's loss; NAN: none */
+	} prog;
 };
 
 static inline bool run_push(const struct run *r)
@@ -226,6 +244,12 @@ int metrics_flush_round(struct run *r, uint32_t round);
  * linear in the files' size; when *stop is set (a signal) before both are
  * read, returns FEDRUN_EINTERRUPTED with both files as they were. */
 int metrics_truncate(const char *dir, uint32_t round, double *wall, volatile int *stop);
+/* The server's loss on `split` (FEDRUN_SPLIT_*) before round 1 in
+ * dir/metrics.jsonl, NAN when the file has none (a resumed run's summary
+ * starts from it). */
+double metrics_round0_loss(const char *dir, int split);
+/* "train", "valid", "test" for FEDRUN_SPLIT_*; "" for any other. */
+const char *run_split_name(int split);
 /* Frees the interned event strings (at the run's end). */
 void run_strings_free(struct run *r);
 /* The interned string `id` of an event. */
