@@ -302,7 +302,7 @@ static int cmd_run(int argc, char **argv, int validate_only)
 		/* validate too: creating the plugins can take long (a federated
 		 * vocabulary's key), and plugins that ask host->interrupted stop
 		 * there with the same status as a run */
-		signal_answer = rank_zero();
+		signal_answer = !validate_only && rank_zero(); /* (no round to finish) */
 		signal_tty = opts.progress;
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);

@@ -822,8 +822,8 @@ int fedrun_pipeline_run(json_t *pipeline, const struct fedrun_run_opts *opts,
 	}
 	if ((rc = prepare_dir(&r, fresh)) < 0 || (!ckpt && (rc = record_pipeline(&r)) < 0))
 		goto out;
-	run_status(&r, "starting %u worker threads for %u clients (%u a round)", opts->threads,
-		   r.num_clients, run_clients_per_round(&r));
+	run_status(&r, "starting %u worker thread%s for %u clients (%u a round)", opts->threads,
+		   opts->threads == 1 ? "" : "s", r.num_clients, run_clients_per_round(&r));
 	if ((rc = run_workers_create(&r)) < 0 || (rc = cstore_init(&r)) < 0)
 		goto out;
 	if (ckpt) {
