@@ -40,11 +40,11 @@ void run_host_init(struct run *r);
 int run_plugins_create(struct run *r, struct fedrun_registry *reg);
 void run_plugins_destroy(struct run *r);
 
-/* Appends "[seconds] LVL: line" to RUN/log.txt, or keeps it for the file
- * until it is open; the caller holds r->lock. */
-void run_log_line(struct run *r, const char *lvl, const char *line);
-
 /* ---- progress.c: what a run says while it runs (fedrun(1), PROGRESS) ---- */
+
+/* Appends "[seconds] LVL: line" to RUN/log.txt, or keeps it for the file
+ * until it is open (host->log, run_status); the caller holds r->lock. */
+void run_log_line(struct run *r, const char *lvl, const char *line);
 
 /* A phase starts: "LINE ..." in log.txt and, unless --quiet, on stderr
  * (rank 0 of a real run only). */

@@ -10,11 +10,30 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include "dist.h"
 #include "engine.h"
+
+void run_log_line(struct run *r, const char *lvl, const char *line)
+{
+	if (r->log) {
+		fprintf(r->log, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
+		return;
+	}
+	/* Plugins log while they are created, before the run directory is
+	 * open: keep the lines for log.txt. */
+	char entry[2200];
+	int n = snprintf(entry, sizeof entry, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
+	char *more = n > 0 ? realloc(r->pending_log, r->pending_len + (size_t)n + 1) : NULL;
+	if (more) {
+		memcpy(more + r->pending_len, entry, (size_t)n + 1);
+		r->pending_log = more;
+		r->pending_len += (size_t)n;
+	}
+}
 
 void run_progress_break(struct run *r)
 {

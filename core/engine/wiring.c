@@ -16,24 +16,6 @@
 #include "plugin/plugin_internal.h"
 
 
-void run_log_line(struct run *r, const char *lvl, const char *line)
-{
-	if (r->log) {
-		fprintf(r->log, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
-		return;
-	}
-	/* Plugins log while they are created, before the run directory is
-	 * open: keep the lines for log.txt. */
-	char entry[2200];
-	int n = snprintf(entry, sizeof entry, "[%.3f] %s: %s\n", run_now() - r->t0, lvl, line);
-	char *more = n > 0 ? realloc(r->pending_log, r->pending_len + (size_t)n + 1) : NULL;
-	if (more) {
-		memcpy(more + r->pending_len, entry, (size_t)n + 1);
-		r->pending_log = more;
-		r->pending_len += (size_t)n;
-	}
-}
-
 static void host_log(void *ctx, enum fedrun_log_level level, const char *fmt, ...)
 {
 	struct run *r = ctx;
