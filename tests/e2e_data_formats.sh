@@ -5,7 +5,9 @@
 # (iid, and Dirichlet with a label column/field in place of the files) and
 # a tiny transformer run; malformed records exit 2 naming file:line; every
 # run directory's partition.tsv holds the counts recomputed here from the
-# data; fedrun-plot partition draws it (where gnuplot is installed).
+# data, and partition.svg beside it its figure (bars per client, stacked by
+# category; ranked past 800 clients); fedrun-plot partition draws the table
+# too (where gnuplot is installed).
 . "$top_srcdir/tests/lib.sh"
 corpus="$top_srcdir/examples/data/toy-english/train.txt"
 
@@ -148,6 +150,25 @@ st=0
 "$FEDRUN" validate lm.json --set data.format=jsonl --set 'data.columns={"text": 1}' >out 2>err || st=$?
 [ "$st" -eq 2 ] && grep -q 'data.columns: only with "format": "tsv"' err ||
 	{ cat err; die "columns with jsonl: exit $st"; }
+
+# ---- partition.svg, the figure every run directory gets beside the table ----
+for d in lm-text lm-tsv lm-files dl-tsv; do
+	[ "$(head -c 5 $d/partition.svg)" = "<?xml" ] && [ "$(tail -n 1 $d/partition.svg)" = "</svg>" ] ||
+		die "$d: no partition.svg, or not a whole SVG file"
+done
+# one bar per client, their heights as the clients' sentences (180 and 120)
+awk -F'"' '/<rect x=/ { for (i = 1; i < NF; i++) if ($i ~ /height=$/) print $(i + 1) }' \
+	lm-files/partition.svg >h.txt
+[ "$(wc -l <h.txt)" -eq 2 ] || { cat h.txt; die "files: partition.svg has $(wc -l <h.txt) bars, not 2"; }
+awk 'NR == 1 { a = $1 } NR == 2 { b = $1 } END { r = a / b; exit !(r > 1.499 && r < 1.501) }' h.txt ||
+	{ cat h.txt; die "files: the bars are not 180:120"; }
+grep -q '>news</text>' dl-tsv/partition.svg && grep -q '>fiction</text>' dl-tsv/partition.svg ||
+	die "dirichlet: partition.svg has no legend of the categories"
+# past 800 clients: the clients ranked by size
+run_ok lm.json --set output.dir=lm-many --set data.train="$corpus" --set rounds=0 \
+	--set 'data.partition={"scheme": "iid", "clients": 1000}'
+grep -q "1000 clients, ranked by size" lm-many/partition.svg || die "1000 clients: not ranked"
+[ "$(grep -c '<rect x=' lm-many/partition.svg)" -eq 800 ] || die "1000 clients: not 800 bars"
 
 # ---- the figure ----
 if command -v gnuplot >/dev/null 2>&1; then

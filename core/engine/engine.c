@@ -949,10 +949,12 @@ out:
 	 * leaves no empty directory behind (host_run_dir made it for them);
 	 * rmdir leaves one that holds anything. */
 	if (rc < 0 && r.run_dir_made && r.run_dir == r.cfg.dir) {
-		/* partition.tsv, which the model plugins write at create,
-		 * goes with it (fedrun(1), FILES) */
+		/* partition.tsv and .svg, which the model plugins write at
+		 * create, go with it (fedrun(1), FILES) */
 		char path[4096];
 		snprintf(path, sizeof path, "%s/partition.tsv", r.cfg.dir);
+		(void)unlink(path);
+		snprintf(path, sizeof path, "%s/partition.svg", r.cfg.dir);
 		(void)unlink(path);
 		(void)rmdir(r.cfg.dir);
 	}

@@ -3,6 +3,7 @@
  * time; labels; and the partition.tsv table. See fedrun/records.h. */
 #include "config.h"
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,6 +438,178 @@ static void put_cell(FILE *fp, const char *s)
 		fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, fp);
 }
 
+/* ---- partition.svg: the figure of partition.tsv ---- */
+
+/* A name as SVG text. */
+static void put_xml(FILE *fp, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", fp); break;
+		case '<': fputs("&lt;", fp); break;
+		case '>': fputs("&gt;", fp); break;
+		case '"': fputs("&quot;", fp); break;
+		default: fputc((unsigned char)*s < 0x20 ? ' ' : *s, fp);
+		}
+	}
+}
+
+/* A step of 1, 2 or 5 times a power of ten giving about 5 ticks up to max. */
+static uint64_t tick_step(uint64_t max)
+{
+	uint64_t step = 1;
+	while (step * 10 <= max / 5 + 1 && step <= UINT64_MAX / 10)
+		step *= 10;
+	if (step * 5 <= max / 5 + 1)
+		return step * 5;
+	if (step * 2 <= max / 5 + 1)
+		return step * 2;
+	return step;
+}
+
+static int cmp_u64_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x < y) - (x > y);
+}
+
+/* Bars wider than this many clients would be narrower than a pixel. */
+#define SVG_MAX_BARS 800
+
+/* The training sentences of each client as bars, stacked by category when
+ * there are categories; past SVG_MAX_BARS clients, the clients ranked by
+ * their training sentences, largest first (every k-th, no categories).
+ * Plain SVG 1.1, so any browser or image viewer shows it, without gnuplot
+ * at run time (fedrun-plot partition draws the table with gnuplot). */
+static int partition_svg(const struct fedrun_partition_report *r, char **text, size_t *len)
+{
+	static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+					      "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+					      "#9c755f", "#bab0ac"};
+	const uint32_t K = r->clients;
+	const uint64_t *train = r->sentences[0];
+	bool ranked = K > SVG_MAX_BARS;
+	uint32_t bars = ranked ? SVG_MAX_BARS : K;
+	uint64_t *sorted = NULL;
+	if (ranked) {
+		if (!(sorted = malloc((size_t)K * sizeof *sorted)))
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		for (uint32_t k = 0; k < K; k++)
+			sorted[k] = train[k] == UINT64_MAX ? 0 : train[k];
+		qsort(sorted, K, sizeof *sorted, cmp_u64_desc);
+	}
+	/* bar b: client k (or rank), its height */
+	uint64_t max = 1;
+	for (uint32_t b = 0; b < bars; b++) {
+		uint64_t v = ranked ? sorted[(uint64_t)b * K / bars]
+				    : (train[b] == UINT64_MAX ? 0 : train[b]);
+		if (v > max)
+			max = v;
+	}
+	uint64_t step = tick_step(max), top = (max + step - 1) / step * step;
+	const double W = 760, H = 300, left = 70, bottom = 50, upper = 40;
+	bool legend = !ranked && r->n_cat > 0;
+	double right = legend ? 170 : 20;
+	double pw = W - left - right, ph = H - upper - bottom, bw = pw / bars;
+	FILE *fp = open_memstream(text, len);
+	if (!fp) {
+		free(sorted);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	fprintf(fp,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		"font-family=\"sans-serif\" font-size=\"11\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\" stroke=\"none\"/>\n"
+		"<text x=\"%.0f\" y=\"20\" font-size=\"13\">Training sentences per client "
+		"(%u clients%s)</text>\n",
+		W, H, left, K, ranked ? ", ranked by size" : "");
+	/* the y axis, its ticks and grid */
+	for (uint64_t t = 0; t <= top; t += step) {
+		double y = upper + ph - ph * (double)t / (double)top;
+		fprintf(fp,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%" PRIu64 "</text>\n",
+			left, y, left + pw, y, left - 4, y + 4, t);
+		if (t > UINT64_MAX - step)
+			break;
+	}
+	for (uint32_t b = 0; b < bars; b++) {
+		double x = left + b * bw, wid = bw > 2 ? bw * 0.85 : bw;
+		if (ranked || r->n_cat == 0) {
+			uint64_t v = ranked ? sorted[(uint64_t)b * K / bars]
+					    : (train[b] == UINT64_MAX ? 0 : train[b]);
+			double hgt = ph * (double)v / (double)top;
+			fprintf(fp,
+				"<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+				"fill=\"%s\" stroke=\"none\"/>\n",
+				x, upper + ph - hgt, wid, hgt, palette[0]);
+			continue;
+		}
+		double base = 0;
+		for (uint32_t c = 0; c < r->n_cat; c++) {
+			uint64_t v = r->cat_sentences[(uint64_t)b * r->n_cat + c];
+			double hgt = ph * (double)v / (double)top;
+			if (v)
+				fprintf(fp,
+					"<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+					"height=\"%.2f\" fill=\"%s\" stroke=\"none\"/>\n",
+					x, upper + ph - base - hgt, wid, hgt,
+					palette[c % (sizeof palette / sizeof palette[0])]);
+			base += hgt;
+		}
+	}
+	/* client names under the bars when they fit, else the rank or index
+	 * every tenth of the way */
+	if (!ranked && K <= 16) {
+		for (uint32_t k = 0; k < K; k++) {
+			fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+				left + (k + 0.5) * bw, upper + ph + 14);
+			put_xml(fp, r->name[k]);
+			fputs("</text>\n", fp);
+		}
+	} else {
+		for (uint32_t i = 0; i <= 10; i++) {
+			uint64_t at = (uint64_t)i * (K - 1) / 10;
+			double x = left + ((double)at * bars / K + 0.5) * bw;
+			fprintf(fp,
+				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRIu64
+				"</text>\n",
+				x, upper + ph + 14, at + (ranked ? 1 : 0));
+		}
+		fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+			left + pw / 2, upper + ph + 32,
+			ranked ? "rank (1: the largest client)" : "client (index)");
+	}
+	fprintf(fp,
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+		left, upper + ph, left + pw, upper + ph);
+	if (legend) {
+		uint32_t shown = r->n_cat < 20 ? r->n_cat : 20;
+		for (uint32_t c = 0; c < shown; c++) {
+			double y = upper + 12 * c;
+			fprintf(fp,
+				"<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" "
+				"fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
+				W - right + 12, y, palette[c % (sizeof palette / sizeof palette[0])],
+				W - right + 26, y + 9);
+			put_xml(fp, r->cat_name[c]);
+			fputs("</text>\n", fp);
+		}
+		if (shown < r->n_cat)
+			fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\">and %u more</text>\n",
+				W - right + 12, upper + 12 * shown + 9, r->n_cat - shown);
+	}
+	fputs("</svg>\n", fp);
+	free(sorted);
+	if (fclose(fp) != 0 || !*text) {
+		free(*text);
+		*text = NULL;
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int fedrun_partition_report_write(const struct fedrun_host *h,
 				  const struct fedrun_partition_report *r)
 {
@@ -484,5 +657,13 @@ int fedrun_partition_report_write(const struct fedrun_host *h,
 		      : fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	free(path);
 	free(text);
+	/* its figure beside it */
+	if (rc == 0 && r->clients > 0 && r->sentences[0] && (rc = partition_svg(r, &text, &n)) == 0) {
+		path = fedrun_path_resolve(dir, "partition.svg");
+		rc = path ? fedrun_write_file_atomic(path, text, n)
+			  : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		free(path);
+		free(text);
+	}
 	return rc;
 }
