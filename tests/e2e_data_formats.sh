@@ -170,6 +170,15 @@ run_ok lm.json --set output.dir=lm-many --set data.train="$corpus" --set rounds=
 grep -q "1000 clients, ranked by size" lm-many/partition.svg || die "1000 clients: not ranked"
 [ "$(grep -c '<rect x=' lm-many/partition.svg)" -eq 800 ] || die "1000 clients: not 800 bars"
 
+# A partition.tsv of the user's in the output directory is kept, the run
+# refused, unless output.overwrite; a resume rewrites the run's own.
+mkdir mine && echo "my table" >mine/partition.tsv
+"$FEDRUN" -q lm.json --set output.dir=mine >out 2>err && die "the user's partition.tsv was replaced"
+grep -q "partition.tsv exists and is not this run's: set output.overwrite" err || { cat err; die "unclear refusal"; }
+[ "$(cat mine/partition.tsv)" = "my table" ] || die "the refused run changed the user's partition.tsv"
+run_ok lm.json --set output.dir=mine --set output.overwrite=true
+grep -q '^client0	100	' mine/partition.tsv || die "output.overwrite: the run's partition.tsv was not written"
+
 # ---- the figure ----
 if command -v gnuplot >/dev/null 2>&1; then
 	"$top_srcdir/tools/fedrun-plot" partition -o fig dl-tsv >out 2>err ||

@@ -610,6 +610,45 @@ static int partition_svg(const struct fedrun_partition_report *r, char **text, s
 	return 0;
 }
 
+/* A host function of a minor that has it, called; false otherwise. */
+static bool host_flag(const struct fedrun_host *h, size_t off, bool (*const *fn)(void *))
+{
+	return h->size >= off + sizeof *fn && *fn && (*fn)(h->ctx);
+}
+
+/* Writes RUN/name atomically, unless a file there holds other bytes and is
+ * the user's: a fresh run (not --resume) without output.overwrite refuses,
+ * naming it, as the host does for the run's own files (a directory that
+ * is no run may hold a partition.tsv of the user's). */
+static int write_run_file(const struct fedrun_host *h, const char *dir, const char *name,
+			  const char *text, size_t n)
+{
+	char *path = fedrun_path_resolve(dir, name);
+	if (!path)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	char *old = NULL;
+	size_t on = 0;
+	int rc = 0;
+	if (fedrun_read_file(path, &old, &on) < 0) {
+		fedrun_error_clear(); /* none there (or unreadable: replaced) */
+	} else if ((on != n || memcmp(old, text, n) != 0) &&
+		   !host_flag(h, offsetof(struct fedrun_host, resuming), &h->resuming)) {
+		if (!host_flag(h, offsetof(struct fedrun_host, overwrite), &h->overwrite))
+			rc = fedrun_error(FEDRUN_EIO,
+					  "%s exists and is not this run's: set output.overwrite to "
+					  "true to replace it, or choose another output.dir",
+					  path);
+		else
+			h->log(h->ctx, FEDRUN_LOG_WARN, "%s: the run replaces it (output.overwrite)",
+			       path);
+	}
+	free(old);
+	if (rc == 0)
+		rc = fedrun_write_file_atomic(path, text, n);
+	free(path);
+	return rc;
+}
+
 int fedrun_partition_report_write(const struct fedrun_host *h,
 				  const struct fedrun_partition_report *r)
 {
@@ -652,17 +691,11 @@ int fedrun_partition_report_write(const struct fedrun_host *h,
 		free(text);
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
-	char *path = fedrun_path_resolve(dir, "partition.tsv");
-	int rc = path ? fedrun_write_file_atomic(path, text, n)
-		      : fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	free(path);
+	int rc = write_run_file(h, dir, "partition.tsv", text, n);
 	free(text);
 	/* its figure beside it */
 	if (rc == 0 && r->clients > 0 && r->sentences[0] && (rc = partition_svg(r, &text, &n)) == 0) {
-		path = fedrun_path_resolve(dir, "partition.svg");
-		rc = path ? fedrun_write_file_atomic(path, text, n)
-			  : fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		free(path);
+		rc = write_run_file(h, dir, "partition.svg", text, n);
 		free(text);
 	}
 	return rc;
