@@ -22,6 +22,10 @@ done
 grep -q "^round 4/6  train loss [0-9.]*  valid loss [0-9.]*  " err ||
 	{ cat err; die "round 4's line lacks its valid loss"; }
 grep -q "^round 1/6 .* samples/s  elapsed" err || { cat err; die "no samples/s on round 1's line"; }
+# a text model names its unit (samples_unit): gru-lm counts tokens
+"$FEDRUN" --threads 1 "$top_srcdir/tests/pipelines/gru_lm.json" --set rounds=1 \
+	--set output.dir=lm >/dev/null 2>lm.err || { cat lm.err; die "gru-lm run failed"; }
+grep -q "^round 1/1 .* [0-9]* tokens/s  elapsed" lm.err || { cat lm.err; die "gru-lm: no tokens/s"; }
 tr -d '\n' <err | grep -q "$(printf '\r')" && die "a \\r on stderr off a terminal"
 n=$(grep -c '] info: round [0-9]*/6 .*elapsed .*ETA ' a/log.txt)
 [ "$n" -eq 6 ] || { cat a/log.txt; die "log.txt holds $n round lines, expected 6"; }

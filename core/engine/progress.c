@@ -160,11 +160,16 @@ void run_progress(struct run *r, double secs)
 	if (!isnan(r->prog.eval_loss))
 		n += (size_t)snprintf(line + n, sizeof line - n, "  %s loss %.4f",
 				      run_split_name(r->cfg.eval_split), r->prog.eval_loss);
-	/* The unit is the model's (struct fedrun_train_stats.samples): the
-	 * text models count tokens. */
-	if (r->prog.samples > 0 && r->prog.train > 0)
-		n += (size_t)snprintf(line + n, sizeof line - n, "  %.0f samples/s",
-				      (double)r->prog.samples / r->prog.train);
+	/* The unit is the model's (struct fedrun_train_stats.samples, named
+	 * by its ops' samples_unit): the text models count tokens. */
+	if (r->prog.samples > 0 && r->prog.train > 0) {
+		const char *unit = FEDRUN_MODEL_HAS(r->model_ops, samples_unit)
+					   ? r->model_ops->samples_unit
+					   : NULL;
+		n += (size_t)snprintf(line + n, sizeof line - n, "  %.0f %.20s/s",
+				      (double)r->prog.samples / r->prog.train,
+				      unit ? unit : "samples");
+	}
 	duration(el, sizeof el, r->wall_base + (run_now() - r->t0));
 	duration(left, sizeof left, eta(r));
 	snprintf(line + n, sizeof line - n, "  elapsed %s  ETA %s", el, left);

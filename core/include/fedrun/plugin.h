@@ -431,6 +431,10 @@ struct fedrun_model_ops {
 	 * malloc'd UTF-8 text (words joined by spaces, each <eos> a newline). */
 	int (*sample)(void *model, void *worker, const float *params,
 		      const struct fedrun_sample_opts *opts, char **out);
+	/* ---- ABI 1.9, optional: what struct fedrun_train_stats.samples
+	 * counts, plural ("tokens"), for the run's progress line ("N
+	 * tokens/s"); NULL: "samples". */
+	const char *samples_unit;
 };
 
 /* True when a model ops table has the (ABI 1.6) domain-expert ops, all

@@ -294,6 +294,7 @@ static const struct fedrun_model_ops gru_lm_ops = {
     .loss_grad = gru_lm_loss_grad,
     .score = gru_lm_score,
     .sample = gru_lm_sample,
+    .samples_unit = "tokens", /* train.c counts the tokens predicted */
 };
 
 static const struct fedrun_plugin gru_lm_plugin = FEDRUN_PLUGIN_INIT(

@@ -406,6 +406,7 @@ static const struct fedrun_model_ops tfm_ops = {
     .gate_evaluate = tfm_expert_evaluate,
     .gate_translate = tfm_gate_translate,
 #endif
+    .samples_unit = "tokens", /* train.c counts target tokens */
 };
 
 static const struct fedrun_plugin tfm_plugin = FEDRUN_PLUGIN_INIT(
