@@ -10,7 +10,9 @@ srcdir=$1
 shift
 echo '/* SPDX-License-Identifier: Apache-2.0 */'
 echo '/* Generated from core/cli/templates/ by core/cli/embed-templates.sh: do not edit. */'
-echo '#include "cmd_new.h"'
+# (cli/: the generated file is in the build tree, cmd_new.h in the source
+# tree's core/cli, which AM_CPPFLAGS reaches as -I$(top_srcdir)/core)
+echo '#include "cli/cmd_new.h"'
 i=0
 for f in "$@"; do
 	echo "static const char tpl$i[] ="
