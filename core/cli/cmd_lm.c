@@ -280,12 +280,8 @@ static int command(int argc, char **argv, bool is_score)
 	if (a != 0)
 		return a > 0 ? 0 : 2;
 	int rc = run(&c);
-	if (rc < 0) {
-		const char *msg = fedrun_error_message();
-		fprintf(stderr, "fedrun %s: %s\n", is_score ? "score" : "sample",
-			*msg ? msg : fedrun_strerror(rc));
-		return fedrun_exit_status(rc);
-	}
+	if (rc < 0)
+		return fedrun_cli_fail(is_score ? "score" : "sample", rc);
 	return 0;
 }
 

@@ -373,10 +373,7 @@ int fedrun_cmd_translate(int argc, char **argv)
 	if (a != 0)
 		return a > 0 ? 0 : 2;
 	int rc = run(&c);
-	if (rc < 0) {
-		const char *msg = fedrun_error_message();
-		fprintf(stderr, "fedrun translate: %s\n", *msg ? msg : fedrun_strerror(rc));
-		return fedrun_exit_status(rc);
-	}
+	if (rc < 0)
+		return fedrun_cli_fail("translate", rc);
 	return 0;
 }

@@ -8,6 +8,10 @@
 /* Maps a FEDRUN_E* code to the documented exit status. */
 int fedrun_exit_status(int rc);
 
+/* Prints the last error as "fedrun CMD: message" ("fedrun: message" for
+ * cmd NULL) on stderr and returns the exit status of rc. */
+int fedrun_cli_fail(const char *cmd, int rc);
+
 /* The host's log and error for the subcommands that create plugins outside
  * a run (translate, check-aggregator): warnings and errors to stderr, the
  * error recorded as fedrun_error() does. */

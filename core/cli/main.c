@@ -121,11 +121,17 @@ int fedrun_exit_status(int rc)
 	}
 }
 
-static int fail(int rc)
+int fedrun_cli_fail(const char *cmd, int rc)
 {
 	const char *msg = fedrun_error_message();
-	fprintf(stderr, "fedrun: %s\n", *msg ? msg : fedrun_strerror(rc));
+	fprintf(stderr, "fedrun%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
+		*msg ? msg : fedrun_strerror(rc));
 	return fedrun_exit_status(rc);
+}
+
+static int fail(int rc)
+{
+	return fedrun_cli_fail(NULL, rc);
 }
 
 struct plist_row {

@@ -35,9 +35,10 @@ const char *fuzz_file(int which, const void *data, size_t size)
 }
 
 /* The command files linked into targets (cmd_translate.c) call main.c's
- * exit-status map; main.c, which has main(), is not linked, and no target
+ * error report; main.c, which has main(), is not linked, and no target
  * runs a command's main function to its exit status. */
-int fedrun_exit_status(int rc)
+int fedrun_cli_fail(const char *cmd, int rc)
 {
+	(void)cmd;
 	return rc < 0;
 }
