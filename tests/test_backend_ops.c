@@ -69,8 +69,23 @@
 #include "fedrun/plugin.h"
 #include "fedrun/rng.h"
 
-#define RTOL 1e-4
-#define ATOL 1e-5
+/* FP32 tolerances, or bf16's for the products of a bf16 context (below) */
+#define RTOL (cur_prod ? BF16_RTOL : 1e-4)
+#define ATOL (cur_prod ? BF16_ATOL : 1e-5)
+/* bf16 (FEDRUN_TEST_PRECISION=bf16): each operand of a product is rounded
+ * to 8 significant bits, a relative error of at most u = 2^-8 each, so a
+ * term a_i b_i is off by at most (2u + u^2) |a_i b_i| and an element of C
+ * by (2u + u^2) sum |a_i b_i| <= (2u + u^2) k max|A| max|B|. The errors of
+ * the k terms have random signs (round to nearest even), so their sum
+ * grows as sqrt(k): its standard deviation is at most 2u/sqrt(3) sqrt(k)
+ * max|A| max|B|, and 4u times the harness's scale sqrt(k) max|A| max|B|
+ * is about 7 of those deviations. rtol 2u + u^2 is the bound of one term.
+ * The composite ops (linear, GRU, attention) use the same scales as their
+ * FP32 checks with these coefficients; every other op of a bf16 context
+ * is FP32 and must give the FP32 context's bits exactly. */
+#define BF16_U (1.0 / 256)
+#define BF16_ATOL (4 * BF16_U)
+#define BF16_RTOL (2 * BF16_U + BF16_U * BF16_U)
 #define LOSS_TOL 1e-6
 #define EXIT_SKIP 77
 #define DEFAULT_SEED 20240601u
@@ -88,6 +103,8 @@ static int side; /* which side RUN2 is calling */
 #define CTX (sd[side].ctx)
 
 static bool exact;	      /* tested against the CPU backend: tolerances 0 */
+static uint32_t precision;    /* FEDRUN_TEST_PRECISION of the tested context */
+static bool cur_prod;	      /* the current op is a product of a bf16 context */
 static bool big;	      /* the large shapes too */
 static bool perturb;	      /* FEDRUN_TEST_BACKEND_PERTURB */
 static bool perturbed;	      /* done: only one float is changed */
@@ -108,8 +125,21 @@ static int nstats;
 static struct op_stat *cur;
 static char case_desc[256];
 
+/* The ops whose products a bf16 context computes in bf16 */
+static bool bf16_op(const char *name)
+{
+	static const char *const prods[] = {"sgemm", "sgemm_strided_batched", "linear_forward",
+					    "linear_backward", "gru_forward", "gru_backward",
+					    "attn_forward", "attn_backward"};
+	for (size_t i = 0; i < sizeof prods / sizeof prods[0]; i++)
+		if (strcmp(name, prods[i]) == 0)
+			return true;
+	return false;
+}
+
 static void op(const char *name)
 {
+	cur_prod = precision == FEDRUN_PRECISION_BF16 && bf16_op(name);
 	for (int i = 0; i < nstats; i++)
 		if (strcmp(stats[i].op, name) == 0) {
 			cur = &stats[i];
@@ -381,12 +411,15 @@ static bool cmp_core(const char *what, const float *ref, float *tst, uint64_t n,
 {
 	for (uint64_t j = 0; perturb && !perturbed && j < n; j++) {
 		uint64_t i = (n / 2 + j) % n; /* the middle one, or the next finite one */
-		if (isfinite(tst[i])) {
-			tst[i] += 0.01f * (1.0f + fabsf(tst[i]));
+		if (isfinite(tst[i])) { /* by more than the tolerance, whatever it is */
+			double by = fmax(0.01 * (1.0 + fabs(tst[i])),
+					 2 * (atol + RTOL * fabs(ref[i])));
+			tst[i] += (float)by;
 			perturbed = true;
 		}
 	}
-	const double at = exact ? 0 : atol, rt = exact ? 0 : RTOL;
+	const bool ex = exact && !cur_prod;
+	const double at = ex ? 0 : atol, rt = ex ? 0 : RTOL;
 	uint64_t bad = 0, first = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		double b = ref[i], a = tst[i];
@@ -1827,11 +1860,24 @@ int main(int argc, char **argv)
 	}
 	/* FEDRUN_TEST_NONDETERMINISTIC=1 tests the faster ops a backend may
 	 * use when allowed to be nondeterministic (CUDA: atomic additions). */
+	/* FEDRUN_TEST_PRECISION=bf16 (or tf32) tests the tested backend's
+	 * context of that precision against the CPU's FP32. */
+	if ((e = getenv("FEDRUN_TEST_PRECISION")) && *e) {
+		if (strcmp(e, "bf16") == 0)
+			precision = FEDRUN_PRECISION_BF16;
+		else if (strcmp(e, "tf32") == 0)
+			precision = FEDRUN_PRECISION_TF32;
+		else if (strcmp(e, "fp32") != 0) {
+			printf("FAIL: FEDRUN_TEST_PRECISION=%s: fp32, bf16 or tf32\n", e);
+			return 1;
+		}
+	}
 	struct fedrun_backend_ctx_cfg cfg = {
 	    .size = sizeof cfg,
 	    .device = device_index(),
 	    .allow_nondeterministic =
-		(e = getenv("FEDRUN_TEST_NONDETERMINISTIC")) && *e && strcmp(e, "0")};
+		(e = getenv("FEDRUN_TEST_NONDETERMINISTIC")) && *e && strcmp(e, "0"),
+	    .precision = precision};
 	rc = sd[1].ops->ctx_create(&cfg, &sd[1].ctx);
 	if (rc) {
 		printf("SKIP: backend '%s': ctx_create returned %s: %s\n", tested_name,
@@ -1846,9 +1892,14 @@ int main(int argc, char **argv)
 	exact = sd[1].ops == sd[0].ops &&
 		!((e = getenv("FEDRUN_TEST_TOLERANT")) && *e && strcmp(e, "0"));
 	big = sd[1].ops != sd[0].ops || ((e = getenv("FEDRUN_TEST_BIG")) && *e && strcmp(e, "0"));
-	printf("backend '%s' against cpu: seed %" PRIu64 ", %s, %s shapes%s\n", tested_name, seed,
+	printf("backend '%s' (%s) against cpu: seed %" PRIu64 ", %s%s, %s shapes%s\n",
+	       tested_name, fedrun_precision_name(precision), seed,
 	       exact ? "exact (tolerances 0)" : "rtol 1e-4, atol 1e-5 x scale",
+	       precision == FEDRUN_PRECISION_BF16 ? "; products: rtol 2^-7 + 2^-16, atol 2^-6 x scale"
+						  : "",
 	       big ? "small and large" : "small", perturb ? ", one result PERTURBED" : "");
+	if (precision == FEDRUN_PRECISION_BF16 && sd[1].ops == sd[0].ops)
+		printf("bf16 kernels: %s\n", fedrun_backend_cpu_bf16_isa());
 	fflush(stdout);
 	const clock_t t0 = clock();
 	const double w0 = now();

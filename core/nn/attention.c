@@ -206,10 +206,13 @@ int nn_cpu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, const float
 		float *ob = out + (uint64_t)b * g.Tq * g.D;
 		float *pb = cache + (uint64_t)b * g.H * TT; /* (H,Tq,Tk) */
 		/* S (Tq,len) = scale Q K^T, head by head, into P's place */
-		for (uint32_t h = 0; h < g.H && len; h++)
-			nn_cpu_gemm(false, true, (int)g.Tq, (int)len, (int)g.dh, g.scale,
-				    qb + (uint64_t)h * g.dh, (int)g.ldq, kb + (uint64_t)h * g.dh,
-				    (int)g.ldk, 0.0f, pb + h * TT, (int)g.Tk);
+		for (uint32_t h = 0; h < g.H && len && rc == 0; h++)
+			rc = nn_cpu_gemm(ctx, false, true, (int)g.Tq, (int)len, (int)g.dh, g.scale,
+					 qb + (uint64_t)h * g.dh, (int)g.ldq,
+					 kb + (uint64_t)h * g.dh, (int)g.ldk, 0.0f, pb + h * TT,
+					 (int)g.Tk);
+		if (rc)
+			break;
 #pragma omp parallel for schedule(static) num_threads(nt) if (par)
 		for (uint32_t r = 0; r < rows; r++)
 			attn_softmax_row(attn_lim(&g, len, r % g.Tq), g.Tk,
@@ -228,13 +231,15 @@ int nn_cpu_attn_forward(void *ctx, const struct fedrun_attn_dims *d, const float
 			a = scratch;
 		}
 		/* out (Tq,dh) of head h = A (Tq,len) V (len,dh) */
-		for (uint32_t h = 0; h < g.H; h++)
-			nn_cpu_gemm(false, false, (int)g.Tq, (int)g.dh, (int)len, 1.0f, a + h * TT,
-				    (int)g.Tk, vb + (uint64_t)h * g.dh, (int)g.ldv, 0.0f,
-				    ob + (uint64_t)h * g.dh, (int)g.D);
+		for (uint32_t h = 0; h < g.H && rc == 0; h++)
+			rc = nn_cpu_gemm(ctx, false, false, (int)g.Tq, (int)g.dh, (int)len, 1.0f,
+					 a + h * TT, (int)g.Tk, vb + (uint64_t)h * g.dh, (int)g.ldv,
+					 0.0f, ob + (uint64_t)h * g.dh, (int)g.D);
+		if (rc)
+			break;
 	}
 	free(scratch);
-	return 0;
+	return rc;
 }
 
 int nn_cpu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, const float *q,
@@ -288,37 +293,46 @@ int nn_cpu_attn_backward(void *ctx, const struct fedrun_attn_dims *d, const floa
 						      w + (uint64_t)r * g.Tk);
 				a = w;
 			}
-			for (uint32_t h = 0; h < g.H; h++)
-				nn_cpu_gemm(true, false, (int)len, (int)g.dh, (int)g.Tq, 1.0f,
-					    a + h * TT, (int)g.Tk, dob + (uint64_t)h * g.dh,
-					    (int)g.D, 0.0f, dv + kr * g.ldv + (uint64_t)h * g.dh,
-					    (int)g.ldv);
+			for (uint32_t h = 0; h < g.H && rc == 0; h++)
+				rc = nn_cpu_gemm(ctx, true, false, (int)len, (int)g.dh, (int)g.Tq,
+						 1.0f, a + h * TT, (int)g.Tk,
+						 dob + (uint64_t)h * g.dh, (int)g.D, 0.0f,
+						 dv + kr * g.ldv + (uint64_t)h * g.dh, (int)g.ldv);
+			if (rc)
+				break;
 		}
 		if (!dq && !dk)
 			continue;
 		/* dP' (Tq,len) = dO (Tq,dh) V^T (dh,len), then through the
 		 * softmax into dS / scale */
-		for (uint32_t h = 0; h < g.H; h++)
-			nn_cpu_gemm(false, true, (int)g.Tq, (int)len, (int)g.dh, 1.0f,
-				    dob + (uint64_t)h * g.dh, (int)g.D, vb + (uint64_t)h * g.dh,
-				    (int)g.ldv, 0.0f, w + h * TT, (int)g.Tk);
+		for (uint32_t h = 0; h < g.H && rc == 0; h++)
+			rc =
+			    nn_cpu_gemm(ctx, false, true, (int)g.Tq, (int)len, (int)g.dh, 1.0f,
+					dob + (uint64_t)h * g.dh, (int)g.D, vb + (uint64_t)h * g.dh,
+					(int)g.ldv, 0.0f, w + h * TT, (int)g.Tk);
+		if (rc)
+			break;
 #pragma omp parallel for schedule(static) num_threads(nt) if (par)
 		for (uint32_t r = 0; r < rows; r++)
 			attn_grad_row(attn_lim(&g, len, r % g.Tq), len, pb + (uint64_t)r * g.Tk,
 				      mb ? mb + (uint64_t)r * g.Tk : NULL, ks,
 				      w + (uint64_t)r * g.Tk);
-		for (uint32_t h = 0; h < g.H; h++) {
+		for (uint32_t h = 0; h < g.H && rc == 0; h++) {
 			const uint64_t off = (uint64_t)h * g.dh;
 			if (dq) /* dQ (Tq,dh) = scale dS (Tq,len) K (len,dh) */
-				nn_cpu_gemm(false, false, (int)g.Tq, (int)g.dh, (int)len, g.scale,
-					    w + h * TT, (int)g.Tk, kb + off, (int)g.ldk, 0.0f,
-					    dq + qr * g.ldq + off, (int)g.ldq);
-			if (dk) /* dK (len,dh) = scale dS^T (len,Tq) Q (Tq,dh) */
-				nn_cpu_gemm(true, false, (int)len, (int)g.dh, (int)g.Tq, g.scale,
-					    w + h * TT, (int)g.Tk, qb + off, (int)g.ldq, 0.0f,
-					    dk + kr * g.ldk + off, (int)g.ldk);
+				rc = nn_cpu_gemm(ctx, false, false, (int)g.Tq, (int)g.dh, (int)len,
+						 g.scale, w + h * TT, (int)g.Tk, kb + off,
+						 (int)g.ldk, 0.0f, dq + qr * g.ldq + off,
+						 (int)g.ldq);
+			if (dk && rc == 0) /* dK (len,dh) = scale dS^T (len,Tq) Q (Tq,dh) */
+				rc = nn_cpu_gemm(ctx, true, false, (int)len, (int)g.dh, (int)g.Tq,
+						 g.scale, w + h * TT, (int)g.Tk, qb + off,
+						 (int)g.ldq, 0.0f, dk + kr * g.ldk + off,
+						 (int)g.ldk);
 		}
+		if (rc)
+			break;
 	}
 	free(w);
-	return 0;
+	return rc;
 }

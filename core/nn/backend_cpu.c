@@ -25,12 +25,28 @@ static int cpu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ctx)
 	if (cfg &&
 	    cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, threads) + sizeof cfg->threads)
 		c->threads = cfg->threads;
+	if (cfg &&
+	    cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, precision) + sizeof cfg->precision)
+		c->precision = cfg->precision;
+	int rc = 0;
+	if (c->precision == FEDRUN_PRECISION_BF16)
+		rc = nn_bf16_create(c);
+	else if (c->precision != FEDRUN_PRECISION_FP32)
+		rc = fedrun_error(FEDRUN_EUNSUPPORTED,
+				  "cpu backend: no precision %s (%u) on the CPU; fp32 or bf16",
+				  fedrun_precision_name(c->precision), c->precision);
+	if (rc) {
+		free(c);
+		return rc;
+	}
 	*ctx = c;
 	return 0;
 }
 
 static void cpu_ctx_destroy(void *ctx)
 {
+	if (ctx)
+		nn_bf16_destroy(ctx);
 	free(ctx);
 }
 
@@ -59,6 +75,7 @@ static int cpu_zero(void *ctx, void *p, uint64_t bytes)
 		return fedrun_error(FEDRUN_EINVAL, "cpu backend zero: NULL pointer");
 	if (bytes)
 		memset(p, 0, bytes);
+	nn_bf16_written(ctx, p, bytes);
 	return 0;
 }
 
@@ -68,6 +85,7 @@ static int cpu_copy(void *ctx, void *dst, const void *src, uint64_t bytes)
 		return fedrun_error(FEDRUN_EINVAL, "cpu backend copy: NULL pointer");
 	if (bytes)
 		memcpy(dst, src, bytes);
+	nn_bf16_written(ctx, dst, bytes);
 	return 0;
 }
 
@@ -80,18 +98,28 @@ static int cpu_optim_step(void *ctx, const struct fedrun_optim_cfg *cfg, double 
 		return fedrun_error(FEDRUN_EINVAL, "cpu backend optim_step: NULL state");
 	(zero_grad ? fedrun_optim_step_zero : fedrun_optim_step)(cfg, lr, n, params, grad, state,
 								 step);
+	nn_bf16_written(ctx, params, n * sizeof *params);
 	return 0;
 }
 
-static int cpu_prox_grad(void *ctx, uint64_t n, float mu, const float *params,
-			 const float *anchor, float *grad)
+static int cpu_prox_grad(void *ctx, uint64_t n, float mu, const float *params, const float *anchor,
+			 float *grad)
 {
 	if (n && (!params || !anchor || !grad))
 		return fedrun_error(FEDRUN_EINVAL, "cpu backend prox_grad: NULL argument");
-	/* the loop of fedrun_prox_grad, for the same floats */
+		/* the loop of fedrun_prox_grad, for the same floats */
 #pragma omp parallel for schedule(static) if (n >= 65536)
 	for (uint64_t i = 0; i < n; i++)
 		grad[i] += mu * (params[i] - anchor[i]);
+	return 0;
+}
+
+static int cpu_declare_params(void *ctx, const float *p, uint64_t n)
+{
+	if (n && !p)
+		return fedrun_error(FEDRUN_EINVAL, "cpu backend declare_params: NULL pointer");
+	if (ctx)
+		nn_bf16_declare(ctx, p, n);
 	return 0;
 }
 
@@ -132,8 +160,23 @@ static const struct fedrun_backend_ops cpu_ops = {
     .softmax_xent_db = nn_cpu_softmax_xent_db,
     .optim_step = cpu_optim_step,
     .prox_grad = cpu_prox_grad,
+    .declare_params = cpu_declare_params,
 };
 /* clang-format on */
+
+const char *fedrun_precision_name(uint32_t precision)
+{
+	switch (precision) {
+	case FEDRUN_PRECISION_FP32:
+		return "fp32";
+	case FEDRUN_PRECISION_BF16:
+		return "bf16";
+	case FEDRUN_PRECISION_TF32:
+		return "tf32";
+	default:
+		return "?";
+	}
+}
 
 const struct fedrun_backend_ops *fedrun_backend_cpu(void)
 {

@@ -13,9 +13,32 @@
 #include <omp.h>
 #endif
 
+struct nn_bf16;
+
 struct nn_cpu_ctx {
-	uint32_t threads; /* OpenMP threads of the element-wise kernels; 0 = all */
+	uint32_t threads;     /* OpenMP threads of the element-wise kernels; 0 = all */
+	uint32_t precision;   /* enum fedrun_precision of the products */
+	struct nn_bf16 *bf16; /* precision bf16: bf16.c's state */
 };
+
+/* ---- bf16.c: the products of a bf16 context (oneDNN) ---- */
+/* Fails, naming what is missing, where bf16 products cannot run. */
+int nn_bf16_create(struct nn_cpu_ctx *c);
+void nn_bf16_destroy(struct nn_cpu_ctx *c);
+/* declare_params: the range whose bf16 copies c may keep */
+void nn_bf16_declare(struct nn_cpu_ctx *c, const float *p, uint64_t n);
+/* bytes at dst were written through c: forget the copies if they overlap */
+void nn_bf16_written(struct nn_cpu_ctx *c, const void *dst, uint64_t bytes);
+/* The product of nn_cpu_gemm (spread false: on the calling thread) or
+ * nn_cpu_gemm_mt (spread: blocks over the context's threads) in bf16. */
+int nn_bf16_gemm(const void *ctx, bool spread, bool ta, bool tb, int m, int n, int k, float alpha,
+		 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+static inline bool nn_cpu_bf16(const void *ctx)
+{
+	const struct nn_cpu_ctx *c = ctx;
+	return c && c->precision == FEDRUN_PRECISION_BF16;
+}
 
 /* Element counts below which a kernel stays on one thread: a parallel
  * region costs a few microseconds, as much as a few thousand exp calls. */
@@ -60,13 +83,15 @@ int nn_cpu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, i
 				 int ldc, int64_t stride_c, int batch);
 /* Unchecked sgemm, on the context's threads in blocks that depend on the
  * shape only (the same bits on any number of threads), for callers whose
- * dimensions are known to be valid. */
-void nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
-		    float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-		    float *c, int ldc);
-/* Unchecked sgemm for callers whose dimensions are known to be valid. */
-void nn_cpu_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
-		 int lda, const float *b, int ldb, float beta, float *c, int ldc);
+ * dimensions are known to be valid. In a bf16 context the product is
+ * bf16's (bf16.c); 0 or a FEDRUN_E* code (only a bf16 product can fail). */
+int nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+		   const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+    __attribute__((warn_unused_result));
+/* The same on the calling thread alone. */
+int nn_cpu_gemm(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+		const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+    __attribute__((warn_unused_result));
 
 /* ---- linear.c ---- */
 int nn_cpu_linear_forward(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,

@@ -9,14 +9,24 @@
 #include "fedrun/error.h"
 #include "cpu.h"
 
-void nn_cpu_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
-		 int lda, const float *b, int ldb, float beta, float *c, int ldc)
+static void sgemm1(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
+		   int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
 	if (m == 0 || n == 0)
 		return;
 	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 		    trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
 		    ldc);
+}
+
+int nn_cpu_gemm(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+		const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+	if (nn_cpu_bf16(ctx))
+		return nn_bf16_gemm(ctx, false, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+				    beta, c, ldc);
+	sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	return 0;
 }
 
 /* Products large enough to share among threads are cut into blocks of
@@ -30,17 +40,20 @@ void nn_cpu_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
 #define GEMM_BLOCK 128
 #define GEMM_PAR_MIN ((uint64_t)1 << 21) /* multiply-adds; smaller stays whole */
 
-void nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
-		    float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-		    float *c, int ldc)
+int nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+		   const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
+	if (nn_cpu_bf16(ctx)) /* the same blocks, bf16.c */
+		return nn_bf16_gemm(ctx, true, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+				    beta, c, ldc);
 	if (m == 0 || n == 0)
-		return;
+		return 0;
 	bool rows = m >= n;
 	int len = rows ? m : n;
-	if (k <= 0 || len < 2 * GEMM_BLOCK || (uint64_t)m * (uint64_t)n * (uint64_t)k < GEMM_PAR_MIN) {
-		nn_cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-		return;
+	if (k <= 0 || len < 2 * GEMM_BLOCK ||
+	    (uint64_t)m * (uint64_t)n * (uint64_t)k < GEMM_PAR_MIN) {
+		sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		return 0;
 	}
 	int nb = len / GEMM_BLOCK + (len % GEMM_BLOCK != 0); /* no overflow near INT_MAX */
 	int nt = nn_cpu_threads(ctx);
@@ -50,12 +63,13 @@ void nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, i
 		ptrdiff_t o = (ptrdiff_t)i * GEMM_BLOCK;
 		int w = len - (int)o < GEMM_BLOCK ? len - (int)o : GEMM_BLOCK;
 		if (rows) /* C rows o..o+w: op(A) rows, that is A's rows or columns */
-			nn_cpu_gemm(trans_a, trans_b, w, n, k, alpha, trans_a ? a + o : a + o * lda,
-				    lda, b, ldb, beta, c + o * ldc, ldc);
+			sgemm1(trans_a, trans_b, w, n, k, alpha, trans_a ? a + o : a + o * lda, lda,
+			       b, ldb, beta, c + o * ldc, ldc);
 		else /* C columns o..o+w: op(B) columns */
-			nn_cpu_gemm(trans_a, trans_b, m, w, k, alpha, a, lda,
-				    trans_b ? b + o * ldb : b + o, ldb, beta, c + o, ldc);
+			sgemm1(trans_a, trans_b, m, w, k, alpha, a, lda,
+			       trans_b ? b + o * ldb : b + o, ldb, beta, c + o, ldc);
 	}
+	return 0;
 }
 
 static int max1(int v)
@@ -89,8 +103,7 @@ int nn_cpu_sgemm(void *ctx, bool trans_a, bool trans_b, int m, int n, int k, flo
 	int rc = gemm_check("sgemm", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 	if (rc)
 		return rc;
-	nn_cpu_gemm_mt(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-	return 0;
+	return nn_cpu_gemm_mt(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 int nn_cpu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, int n, int k,
@@ -109,8 +122,9 @@ int nn_cpu_sgemm_strided_batched(void *ctx, bool trans_a, bool trans_b, int m, i
 	 * width); they are not spread over the context's threads yet. */
 	if (m == 0 || n == 0)
 		return 0;
-	for (int i = 0; i < batch; i++)
-		nn_cpu_gemm(trans_a, trans_b, m, n, k, alpha, a ? a + i * stride_a : NULL, lda,
-			    b ? b + i * stride_b : NULL, ldb, beta, c + i * stride_c, ldc);
-	return 0;
+	for (int i = 0; i < batch && rc == 0; i++)
+		rc =
+		    nn_cpu_gemm(ctx, trans_a, trans_b, m, n, k, alpha, a ? a + i * stride_a : NULL,
+				lda, b ? b + i * stride_b : NULL, ldb, beta, c + i * stride_c, ldc);
+	return rc;
 }

@@ -169,10 +169,13 @@ int nn_cpu_gru_forward(void *ctx, const struct fedrun_gru_dims *d,
 
 	/* gx (T*B,3H) = bias + x (T*B,I) . w_ih^T (I,3H): all steps at once. */
 	nn_cpu_rows_fill(ctx, (uint64_t)T * B, 3 * H, 3 * H, c.bias, c.gx);
-	nn_cpu_gemm_mt(ctx, false, true, (int)(T * B), (int)(3 * H), (int)In, 1.0f, x, (int)In,
-		       w->w_ih, (int)In, 1.0f, c.gx, (int)(3 * H));
+	rc = nn_cpu_gemm_mt(ctx, false, true, (int)(T * B), (int)(3 * H), (int)In, 1.0f, x, (int)In,
+			    w->w_ih, (int)In, 1.0f, c.gx, (int)(3 * H));
+	if (rc)
+		return rc;
 
-	const bool transposed = T >= GRU_TRANSPOSE_MIN_STEPS;
+	/* (bf16: w_hh as it is, whose bf16 copy a declared parameter keeps) */
+	const bool transposed = T >= GRU_TRANSPOSE_MIN_STEPS && !nn_cpu_bf16(ctx);
 	if (transposed)
 		gru_transpose(ctx, H, w->w_hh, c.wt);
 	for (uint32_t t = 0; t < T; t++) {
@@ -180,13 +183,15 @@ int nn_cpu_gru_forward(void *ctx, const struct fedrun_gru_dims *d,
 		float *g = c.g + t * BH * 4;				     /* (B,4H) */
 		/* g[:, 0:3H] (B,3H) = hp (B,H) . w_hh^T (H,3H) */
 		if ((t || h0) && transposed)
-			nn_cpu_gemm(false, false, (int)B, (int)(3 * H), (int)H, 1.0f, hp, (int)H,
-				    c.wt, (int)(3 * H), 0.0f, g, (int)(4 * H));
+			rc = nn_cpu_gemm(ctx, false, false, (int)B, (int)(3 * H), (int)H, 1.0f, hp,
+					 (int)H, c.wt, (int)(3 * H), 0.0f, g, (int)(4 * H));
 		else if (t || h0)
-			nn_cpu_gemm(false, true, (int)B, (int)(3 * H), (int)H, 1.0f, hp, (int)H,
-				    w->w_hh, (int)H, 0.0f, g, (int)(4 * H));
+			rc = nn_cpu_gemm(ctx, false, true, (int)B, (int)(3 * H), (int)H, 1.0f, hp,
+					 (int)H, w->w_hh, (int)H, 0.0f, g, (int)(4 * H));
 		else
 			nn_cpu_rows_fill(ctx, B, 3 * H, 4 * H, NULL, g);
+		if (rc)
+			return rc;
 		gru_step_forward(ctx, B, H, g, c.gx + t * BH * 3, c.bias + 3 * H, hp, y + t * BH);
 	}
 	return 0;
@@ -277,9 +282,9 @@ int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 		gru_step_backward(ctx, B, H, gt, c.gx + t * BH * 3, c.dh, dy ? dy + t * BH : c.zero,
 				  hp);
 		/* dh (B,H) += g[:, 0:3H] (B,3H) . w_hh (3H,H) */
-		if (t || dh0)
-			nn_cpu_gemm(false, false, (int)B, (int)H, H3, 1.0f, gt, H4, w->w_hh, (int)H,
-				    1.0f, c.dh, (int)H);
+		if ((t || dh0) && (rc = nn_cpu_gemm(ctx, false, false, (int)B, (int)H, H3, 1.0f, gt,
+						    H4, w->w_hh, (int)H, 1.0f, c.dh, (int)H)))
+			return rc;
 	}
 	if (dh0)
 		memcpy(dh0, c.dh, BH * sizeof *dh0);
@@ -287,24 +292,25 @@ int nn_cpu_gru_backward(void *ctx, const struct fedrun_gru_dims *d,
 	/* dw_hh (3H,H) += sum_t g_t^T h_{t-1}: h0 for t = 0, then the
 	 * contiguous y[0 .. T-2] against g[1 .. T-1] in one product. */
 	if (dw_hh) {
-		if (h0)
-			nn_cpu_gemm(true, false, H3, (int)H, (int)B, 1.0f, c.g, H4, h0, (int)H,
-				    1.0f, dw_hh, (int)H);
-		if (T > 1)
-			nn_cpu_gemm_mt(ctx, true, false, H3, (int)H, (int)((T - 1) * B), 1.0f,
-				       c.g + BH * 4, H4, y, (int)H, 1.0f, dw_hh, (int)H);
+		if (h0 && (rc = nn_cpu_gemm(ctx, true, false, H3, (int)H, (int)B, 1.0f, c.g, H4, h0,
+					    (int)H, 1.0f, dw_hh, (int)H)))
+			return rc;
+		if (T > 1 &&
+		    (rc = nn_cpu_gemm_mt(ctx, true, false, H3, (int)H, (int)((T - 1) * B), 1.0f,
+					 c.g + BH * 4, H4, y, (int)H, 1.0f, dw_hh, (int)H)))
+			return rc;
 	}
 	if (db_hh)
 		nn_cpu_colsum_acc(ctx, (uint64_t)TB, 3 * H, 4 * H, c.g, db_hh);
 	if (db_ih)
 		nn_cpu_colsum_acc(ctx, (uint64_t)TB, 3 * H, 3 * H, c.gx, db_ih);
 	/* dw_ih (3H,I) += dgx^T (3H,T*B) . x (T*B,I) */
-	if (dw_ih)
-		nn_cpu_gemm_mt(ctx, true, false, H3, (int)In, TB, 1.0f, c.gx, H3, x, (int)In, 1.0f,
-			       dw_ih, (int)In);
+	if (dw_ih && (rc = nn_cpu_gemm_mt(ctx, true, false, H3, (int)In, TB, 1.0f, c.gx, H3, x,
+					  (int)In, 1.0f, dw_ih, (int)In)))
+		return rc;
 	/* dx (T*B,I) = dgx (T*B,3H) . w_ih (3H,I) */
 	if (dx)
-		nn_cpu_gemm_mt(ctx, false, false, TB, (int)In, H3, 1.0f, c.gx, H3, w->w_ih, (int)In,
-			       0.0f, dx, (int)In);
-	return 0;
+		rc = nn_cpu_gemm_mt(ctx, false, false, TB, (int)In, H3, 1.0f, c.gx, H3, w->w_ih,
+				    (int)In, 0.0f, dx, (int)In);
+	return rc;
 }

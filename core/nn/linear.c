@@ -28,9 +28,8 @@ int nn_cpu_linear_forward(void *ctx, uint32_t N, uint32_t in, uint32_t out, cons
 		return fedrun_error(FEDRUN_EINVAL, "linear_forward: NULL array");
 	nn_cpu_rows_fill(ctx, N, out, out, b, y); /* (N,out) */
 	/* y (N,out) += x (N,in) . w^T (in,out) */
-	nn_cpu_gemm_mt(ctx, false, true, (int)N, (int)out, (int)in, 1.0f, x, in ? (int)in : 1, w,
-		       in ? (int)in : 1, 1.0f, y, (int)out);
-	return 0;
+	return nn_cpu_gemm_mt(ctx, false, true, (int)N, (int)out, (int)in, 1.0f, x,
+			      in ? (int)in : 1, w, in ? (int)in : 1, 1.0f, y, (int)out);
 }
 
 int nn_cpu_linear_backward(void *ctx, uint32_t N, uint32_t in, uint32_t out, const float *x,
@@ -44,12 +43,12 @@ int nn_cpu_linear_backward(void *ctx, uint32_t N, uint32_t in, uint32_t out, con
 	if ((out && !dy) || (dx && in && out && !w) || (dw && in && out && !x))
 		return fedrun_error(FEDRUN_EINVAL, "linear_backward: NULL array");
 	int ldi = in ? (int)in : 1, ldo = out ? (int)out : 1;
-	if (dx) /* dx (N,in) = dy (N,out) . w (out,in) */
-		nn_cpu_gemm_mt(ctx, false, false, (int)N, (int)in, (int)out, 1.0f, dy, ldo, w, ldi,
-			       0.0f, dx, ldi);
-	if (dw) /* dw (out,in) += dy^T (out,N) . x (N,in) */
-		nn_cpu_gemm_mt(ctx, true, false, (int)out, (int)in, (int)N, 1.0f, dy, ldo, x, ldi,
-			       1.0f, dw, ldi);
+	if (dx && (rc = nn_cpu_gemm_mt(ctx, false, false, (int)N, (int)in, (int)out, 1.0f, dy, ldo,
+				       w, ldi, 0.0f, dx, ldi))) /* dx (N,in) = dy (N,out) . w */
+		return rc;
+	if (dw && (rc = nn_cpu_gemm_mt(ctx, true, false, (int)out, (int)in, (int)N, 1.0f, dy, ldo,
+				       x, ldi, 1.0f, dw, ldi))) /* dw (out,in) += dy^T . x (N,in) */
+		return rc;
 	if (db)
 		nn_cpu_colsum_acc(ctx, N, out, out, dy, db);
 	return 0;

@@ -45,9 +45,14 @@ static inline int mdev_to_host(const struct fedrun_backend_ops *be, void *ctx, s
 	return rc;
 }
 
-/* A worker's context settings from the model's "device" and
- * "deterministic" options (fedrun-models(7), BACKENDS). */
-static inline struct fedrun_backend_ctx_cfg mdev_ctx_cfg(int32_t device, bool deterministic)
+/* The model option "precision" (fedrun-models(7), PRECISION): its choices
+ * in enum fedrun_precision order, for a FEDRUN_OPT_CHOICE. */
+#define MDEV_PRECISIONS "fp32|bf16|tf32"
+
+/* A worker's context settings from the model's "device", "deterministic"
+ * and "precision" options (fedrun-models(7), BACKENDS). */
+static inline struct fedrun_backend_ctx_cfg mdev_ctx_cfg(int32_t device, bool deterministic,
+							 uint32_t precision)
 {
 	/* threads 0: the OpenMP threads of the calling thread, which the
 	 * engine sets to --threads divided among the workers that train or
@@ -57,8 +62,17 @@ static inline struct fedrun_backend_ctx_cfg mdev_ctx_cfg(int32_t device, bool de
 	struct fedrun_backend_ctx_cfg cfg = {.size = sizeof cfg,
 					     .threads = 0,
 					     .device = device,
-					     .allow_nondeterministic = !deterministic};
+					     .allow_nondeterministic = !deterministic,
+					     .precision = precision};
 	return cfg;
+}
+
+/* Tells a worker's context where its parameters are (device memory of n
+ * floats), so that a bf16 context makes their bf16 copies once per step. */
+static inline int mdev_declare_params(const struct fedrun_backend_ops *be, void *ctx,
+				      const float *params, uint64_t n)
+{
+	return FEDRUN_BACKEND_HAS(be, declare_params) ? be->declare_params(ctx, params, n) : 0;
 }
 
 /* The backend of a model's "backend" option (JSON path model.backend):
@@ -68,7 +82,7 @@ static inline struct fedrun_backend_ctx_cfg mdev_ctx_cfg(int32_t device, bool de
  * created (fedrun validate, or before round 0) with the backend's own
  * message. */
 static inline int mdev_backend_open(const char *name, int32_t device, bool deterministic,
-				    const struct fedrun_backend_ops **out)
+				    uint32_t precision, const struct fedrun_backend_ops **out)
 {
 	const struct fedrun_backend_ops *be;
 	int rc = fedrun_backend_find(name, &be);
@@ -83,10 +97,22 @@ static inline int mdev_backend_open(const char *name, int32_t device, bool deter
 				    "prox_grad op (built for an older fedrun), which the model "
 				    "needs to train with its parameters in device memory",
 				    name);
-	struct fedrun_backend_ctx_cfg cfg = mdev_ctx_cfg(device, deterministic);
+	if (precision != FEDRUN_PRECISION_FP32 && !FEDRUN_BACKEND_HAS(be, declare_params))
+		return fedrun_error(
+		    FEDRUN_ECONFIG,
+		    "model.precision \"%s\": the backend \"%s\" was built for an "
+		    "older fedrun (plugin ABI before 1.10) and computes in fp32 only",
+		    fedrun_precision_name(precision), name);
+	struct fedrun_backend_ctx_cfg cfg = mdev_ctx_cfg(device, deterministic, precision);
 	void *ctx = NULL;
-	if ((rc = be->ctx_create(&cfg, &ctx)) < 0)
+	if ((rc = be->ctx_create(&cfg, &ctx)) < 0) {
+		if (precision != FEDRUN_PRECISION_FP32)
+			return fedrun_error_wrap(FEDRUN_ECONFIG,
+						 "model.precision \"%s\" on backend "
+						 "\"%s\": ",
+						 fedrun_precision_name(precision), name);
 		return fedrun_error_wrap(rc, "model.backend \"%s\": ", name);
+	}
 	be->ctx_destroy(ctx);
 	*out = be;
 	return 0;

@@ -299,7 +299,40 @@ struct fedrun_backend_ctx_cfg {
 	 * so that two runs may differ in the last bits. 0, the default, keeps
 	 * every op deterministic. The CPU backend is always deterministic. */
 	uint32_t allow_nondeterministic;
+	/* ABI 1.10: the precision of the matrix products (enum
+	 * fedrun_precision). A backend whose ops table ends before
+	 * declare_params predates this member and would ignore it: callers
+	 * MUST NOT ask such a backend for anything but FEDRUN_PRECISION_FP32
+	 * (the models refuse, naming the backend). ctx_create fails, with a
+	 * message naming what is missing (a library, a CPU feature), when the
+	 * backend cannot give the precision asked for; it never falls back to
+	 * FP32. */
+	uint32_t precision;
 };
+
+/* What the matrix products of a context compute in: the operands of
+ * sgemm, sgemm_strided_batched, linear_forward/backward, the GRU's input
+ * and recurrent products and attention's two products (Q K^T and the
+ * weights times V, forward and backward). Everything else (element-wise
+ * ops, layer norm, softmax, losses, sums of gradients, the optimizer)
+ * stays FP32 in every precision, and so do every array an op reads or
+ * writes: only the operands inside a product are rounded.
+ *  FP32  the products in FP32 (the default; the bits of ABI 1.9).
+ *  BF16  each operand rounded to bfloat16 (8 significant bits, FP32's
+ *        exponent; round to nearest even), products of two bf16 values
+ *        exact, sums in FP32; results FP32. A product's error is then at
+ *        most 2^-7 + 2^-16 of the sum of |a_i b_i| plus FP32's own.
+ *  TF32  (GPU backends) operands rounded to 10 explicit mantissa bits on
+ *        tensor cores, sums in FP32. */
+enum fedrun_precision {
+	FEDRUN_PRECISION_FP32 = 0,
+	FEDRUN_PRECISION_BF16 = 1,
+	FEDRUN_PRECISION_TF32 = 2
+};
+
+/* The precision's name as in the models' "precision" option ("fp32",
+ * "bf16", "tf32"), or "?" for another value. */
+const char *fedrun_precision_name(uint32_t precision);
 
 /* Dimensions of a GRU layer over a sequence. */
 struct fedrun_gru_dims {
@@ -431,6 +464,18 @@ struct fedrun_backend_ops {
 			  float *params, float *grad, float *state, uint64_t *step, bool zero_grad);
 	int (*prox_grad)(void *ctx, uint64_t n, float mu, const float *params,
 			 const float *anchor, float *grad);
+
+	/* ---- ABI 1.10: precision (ctx_cfg.precision) and parameters ---- */
+	/* The n floats at p (device memory) hold parameters, read as
+	 * weights by the products: until they are written through this
+	 * context (to_device, copy or zero into them, optim_step on them) or
+	 * declare_params is called again, the backend may keep forms derived
+	 * from them (a BF16 context: their bf16 copies in the layout its
+	 * products want), made once and used by every product until then. A
+	 * caller that changes them in any other way calls declare_params again
+	 * before the next op. n = 0 forgets the range. Optional: a caller
+	 * checks FEDRUN_BACKEND_HAS; without the call nothing is kept. */
+	int (*declare_params)(void *ctx, const float *p, uint64_t n);
 };
 
 /* The dimensions of one attention call, checked and with the defaults of
@@ -455,6 +500,14 @@ int fedrun_attn_resolve(const char *op, const struct fedrun_attn_dims *d, const 
 /* The built-in CPU backend: OpenBLAS (any CBLAS) for matrix products,
  * OpenMP for the element-wise kernels. Static; never NULL. */
 const struct fedrun_backend_ops *fedrun_backend_cpu(void);
+
+/* The kernels of the CPU backend's bf16 products (contexts of precision
+ * FEDRUN_PRECISION_BF16): "amx_bf16" (AMX tiles) or "avx512_bf16", the
+ * best oneDNN may use on this CPU (DNNL_MAX_CPU_ISA caps it), or NULL with
+ * a message recorded (fedrun_error) naming what is missing when a bf16
+ * context cannot be made: libfedrun built without oneDNN, or a CPU with
+ * neither feature. */
+const char *fedrun_backend_cpu_bf16_isa(void);
 
 /* The backend called `name`: "cpu" is the built-in one; any other name is
  * a plugin of kind FEDRUN_KIND_BACKEND found in the plugin search path

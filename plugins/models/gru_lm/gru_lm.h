@@ -31,6 +31,7 @@ struct gru_lm {
 	char *backend;	  /* the "backend" option */
 	int32_t device;	  /* the "device" option */
 	bool deterministic; /* the "deterministic" option */
+	uint32_t precision; /* the "precision" option (enum fedrun_precision) */
 	bool report_xfer; /* not "cpu": host<->device bytes become metrics */
 	struct fedrun_textdata *td;	     /* NULL when created to read text only */
 	const struct fedrun_vocab *vocab;    /* td's, or own_vocab */

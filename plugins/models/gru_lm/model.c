@@ -28,6 +28,7 @@ struct model_cfg {
 	const char *backend;
 	int64_t device;
 	bool deterministic;
+	int precision;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -55,6 +56,8 @@ static const struct fedrun_opt model_spec[] = {
     {"device", FEDRUN_OPT_INT, offsetof(struct model_cfg, device), 0, 0, 1023, 0, NULL, NULL},
     {"deterministic", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, deterministic), 0, 0, 0, 1, NULL,
      NULL},
+    {"precision", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, precision), 0, 0, 0, 0, "fp32",
+     MDEV_PRECISIONS},
     FEDRUN_OPT_END_,
 };
 
@@ -156,7 +159,8 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 		return fedrun_error(FEDRUN_ECONFIG, "data: required section is missing (gru-lm "
 						    "reads text: data.train or data.clients)");
 	const struct fedrun_backend_ops *be = NULL;
-	if ((rc = mdev_backend_open(c.backend, (int32_t)c.device, c.deterministic, &be)) < 0)
+	if ((rc = mdev_backend_open(c.backend, (int32_t)c.device, c.deterministic,
+				    (uint32_t)c.precision, &be)) < 0)
 		return rc;
 	struct gru_lm *m = calloc(1, sizeof *m);
 	if (!m)
@@ -167,6 +171,7 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	m->be = be;
 	m->device = (int32_t)c.device;
 	m->deterministic = c.deterministic;
+	m->precision = (uint32_t)c.precision;
 	m->report_xfer = strcmp(c.backend, "cpu") != 0;
 	if (!(m->backend = strdup(c.backend))) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");

@@ -67,7 +67,7 @@ int gru_lm_worker_create(void *model, void **worker)
 	struct gru_lm_worker *w = calloc(1, sizeof *w);
 	if (!w)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	struct fedrun_backend_ctx_cfg cfg = mdev_ctx_cfg(m->device, m->deterministic);
+	struct fedrun_backend_ctx_cfg cfg = mdev_ctx_cfg(m->device, m->deterministic, m->precision);
 	int rc = m->be->ctx_create(&cfg, &w->ctx);
 	if (rc < 0) {
 		w->ctx = NULL;
@@ -77,6 +77,8 @@ int gru_lm_worker_create(void *model, void **worker)
 		rc = m->be->alloc(w->ctx, m->layout.total * sizeof(float), (void **)&w->grad);
 	if (rc == 0)
 		rc = m->be->alloc(w->ctx, m->layout.total * sizeof(float), (void **)&w->params);
+	if (rc == 0)
+		rc = mdev_declare_params(m->be, w->ctx, w->params, m->layout.total);
 	w->grad_zero = true; /* alloc zero-fills */
 	if (rc < 0) {
 		gru_lm_worker_destroy(m, w);

@@ -31,6 +31,7 @@ struct model_cfg {
 	const char *backend;
 	int64_t device;
 	bool deterministic;
+	int precision;
 };
 
 static const struct fedrun_opt model_spec[] = {
@@ -79,6 +80,8 @@ static const struct fedrun_opt model_spec[] = {
     {"device", FEDRUN_OPT_INT, offsetof(struct model_cfg, device), 0, 0, 1023, 0, NULL, NULL},
     {"deterministic", FEDRUN_OPT_BOOL, offsetof(struct model_cfg, deterministic), 0, 0, 0, 1, NULL,
      NULL},
+    {"precision", FEDRUN_OPT_CHOICE, offsetof(struct model_cfg, precision), 0, 0, 0, 0, "fp32",
+     MDEV_PRECISIONS},
     FEDRUN_OPT_END_,
 };
 
@@ -175,7 +178,8 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 	    (rc = fedrun_opts_parse(bleu_spec, bl, "model.bleu", &bc)) < 0)
 		return rc;
 	const struct fedrun_backend_ops *be = NULL;
-	if ((rc = mdev_backend_open(c.backend, (int32_t)c.device, c.deterministic, &be)) < 0)
+	if ((rc = mdev_backend_open(c.backend, (int32_t)c.device, c.deterministic,
+				    (uint32_t)c.precision, &be)) < 0)
 		return rc;
 	struct tfm_model *m = calloc(1, sizeof *m);
 	if (!m)
@@ -221,6 +225,7 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 	    .eos_id = tfm_tok_eos(m->tok),
 	    .device = (int32_t)c.device,
 	    .nondeterministic = !c.deterministic,
+	    .precision = (uint32_t)c.precision,
 	    .activation = c.activation == 0 ? FEDRUN_ACT_RELU : FEDRUN_ACT_GELU,
 	};
 	if ((rc = tfm_layout(&m->cfg, &m->layout)) < 0)

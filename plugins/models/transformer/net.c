@@ -733,7 +733,8 @@ int tfm_work_create_cfg(const struct tfm_cfg *c, const struct fedrun_layout *l,
 int tfm_work_create(const struct tfm_cfg *c, const struct fedrun_layout *l,
 		    const struct fedrun_backend_ops *be, struct tfm_work **out)
 {
-	struct fedrun_backend_ctx_cfg cfg = mdev_ctx_cfg(c->device, !c->nondeterministic);
+	struct fedrun_backend_ctx_cfg cfg =
+	    mdev_ctx_cfg(c->device, !c->nondeterministic, c->precision);
 	return tfm_work_create_cfg(c, l, be, &cfg, out);
 }
 

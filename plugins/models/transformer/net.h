@@ -122,6 +122,8 @@ struct tfm_cfg {
 	 * ops (fedrun_backend_ctx_cfg); 0, 0 by default. */
 	int32_t device;
 	int nondeterministic;
+	/* The precision of the products (enum fedrun_precision; 0 FP32). */
+	uint32_t precision;
 };
 
 /* Checks a configuration: 0, or FEDRUN_EINVAL with a message naming the

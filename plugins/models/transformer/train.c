@@ -33,6 +33,9 @@ int tfm_worker_create(void *model, void **worker)
 		rc = m->be->alloc(tfm_work_ctx(w->w), bytes, (void **)&w->grad);
 	if (rc == 0)
 		rc = m->be->alloc(tfm_work_ctx(w->w), bytes, (void **)&w->params);
+	if (rc == 0)
+		rc = mdev_declare_params(m->be, tfm_work_ctx(w->w), w->params,
+					 m->layout->total);
 	if (rc < 0) {
 		tfm_worker_destroy(m, w);
 		return rc;
