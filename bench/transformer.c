@@ -8,7 +8,7 @@
  *            [--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D]
  *            [--layers L] [--heads H] [--ffn F] [--batch B] [--len T]
  *            [--dropout P] [--label-smoothing E] [--beam K] [--max-len N]
- *            [--sentences S] [--backend NAME]
+ *            [--sentences S] [--backend NAME] [--precision fp32|bf16|tf32]
  * Defaults: the "small" preset of issue 5 (vocabulary 8000, dim 256, 3+3
  * layers, 4 heads, ffn 1024, post-norm, one embedding matrix for source,
  * target and output), batches of 64 pairs of 20 source and 20 target
@@ -246,7 +246,8 @@ static void *train_thread(void *arg)
 	double *dt = malloc(sizeof(double) * o->steps);
 	const struct fedrun_backend_ops *be = o->be;
 	struct tfm_work *w = NULL;
-	struct fedrun_backend_ctx_cfg cc = {.size = sizeof cc, .threads = j->threads};
+	struct fedrun_backend_ctx_cfg cc = {
+	    .size = sizeof cc, .threads = j->threads, .precision = o->c.precision};
 	uint64_t step = 0;
 	int rc = 0;
 #ifdef _OPENMP
@@ -268,6 +269,8 @@ static void *train_thread(void *arg)
 		rc = be->alloc(ctx, (ns ? ns : 1) * 4, (void **)&dst);
 	if (rc == 0)
 		rc = be->to_device(ctx, dp, p, n * 4);
+	if (rc == 0 && FEDRUN_BACKEND_HAS(be, declare_params)) /* as the model plugin */
+		rc = be->declare_params(ctx, dp, n);
 	struct fedrun_rng drop;
 	fedrun_rng_init(&drop, 1, FEDRUN_RNG_DROPOUT, 0, j->index);
 	for (unsigned s = 0; rc == 0 && s < o->warmup + o->steps; s++) {
@@ -480,7 +483,7 @@ static void usage(void)
 			"[--threads T] [--steps N] [--warmup N] [--vocab V] [--dim D] [--layers L] "
 			"[--heads H] [--ffn F] [--batch B] [--len T] [--dropout P] "
 			"[--label-smoothing E] [--beam K] [--max-len N] [--sentences S] "
-			"[--backend NAME]\n");
+			"[--backend NAME] [--precision fp32|bf16|tf32]\n");
 }
 
 static int num(const char *name, const char *s, unsigned lo, unsigned *out)
@@ -535,7 +538,7 @@ int main(int argc, char **argv)
 	    {"ffn", 1, 0, 'f'},	    {"batch", 1, 0, 'b'},	    {"len", 1, 0, 't'},
 	    {"dropout", 1, 0, 'p'}, {"label-smoothing", 1, 0, 'e'}, {"beam", 1, 0, 'k'},
 	    {"max-len", 1, 0, 'n'}, {"sentences", 1, 0, 'S'},	    {"backend", 1, 0, 'B'},
-	    {0, 0, 0, 0}};
+	    {"precision", 1, 0, 'P'}, {0, 0, 0, 0}};
 	int ch, bad = 0;
 	unsigned u;
 	while (!bad && (ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -602,6 +605,20 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			o.backend = optarg;
+			break;
+		case 'P':
+			if (!strcmp(optarg, "fp32"))
+				o.c.precision = FEDRUN_PRECISION_FP32;
+			else if (!strcmp(optarg, "bf16"))
+				o.c.precision = FEDRUN_PRECISION_BF16;
+			else if (!strcmp(optarg, "tf32"))
+				o.c.precision = FEDRUN_PRECISION_TF32;
+			else {
+				fprintf(stderr, "bench/transformer: --precision: expected fp32, bf16 "
+						"or tf32, got '%s'\n",
+					optarg);
+				bad = 1;
+			}
 			break;
 		case 'p':
 		case 'e': {
