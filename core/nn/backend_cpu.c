@@ -33,8 +33,8 @@ static int cpu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ctx)
 		rc = nn_bf16_create(c);
 	else if (c->precision != FEDRUN_PRECISION_FP32)
 		rc = fedrun_error(FEDRUN_EUNSUPPORTED,
-				  "cpu backend: no precision %s (%u) on the CPU; fp32 or bf16",
-				  fedrun_precision_name(c->precision), c->precision);
+				  "cpu backend: no precision %s on the CPU (fp32 or bf16)",
+				  fedrun_precision_name(c->precision));
 	if (rc) {
 		free(c);
 		return rc;

@@ -109,12 +109,12 @@ static void bf16_init(void)
 		if (cap && *cap)
 			snprintf(bf16_why, sizeof bf16_why,
 				 "DNNL_MAX_CPU_ISA=%.64s caps oneDNN at %s, which has neither "
-				 "amx_bf16 nor avx512_bf16; bf16 products need one of them",
+				 "amx_bf16 nor avx512_bf16; they need one of them",
 				 cap, isa_text(isa));
 		else
 			snprintf(bf16_why, sizeof bf16_why,
 				 "this CPU has neither amx_bf16 nor avx512_bf16 (oneDNN's best "
-				 "kernels here are %s); bf16 products need one of them",
+				 "kernels here are %s); they need one of them",
 				 isa_text(isa));
 	} else if (strcmp(impl, "brg:avx512_core_amx_bf16") == 0) {
 		bf16_isa = "amx_bf16";
@@ -131,7 +131,7 @@ const char *fedrun_backend_cpu_bf16_isa(void)
 {
 	pthread_once(&bf16_once, bf16_init);
 	if (!bf16_isa) {
-		fedrun_error(FEDRUN_EUNSUPPORTED, "precision bf16: %s", bf16_why);
+		fedrun_error(FEDRUN_EUNSUPPORTED, "bf16 products: %s", bf16_why);
 		return NULL;
 	}
 	return bf16_isa;
@@ -718,7 +718,7 @@ int nn_bf16_gemm(const void *ctxp, bool spread, bool ta, bool tb, int m, int n, 
 const char *fedrun_backend_cpu_bf16_isa(void)
 {
 	fedrun_error(FEDRUN_EUNSUPPORTED,
-		     "precision bf16: libfedrun was built without oneDNN (install libdnnl-dev and "
+		     "bf16 products: libfedrun was built without oneDNN (install libdnnl-dev and "
 		     "configure --with-dnnl)");
 	return NULL;
 }

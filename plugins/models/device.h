@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <fedrun/fedrun.h>
 
@@ -107,15 +108,28 @@ static inline int mdev_backend_open(const char *name, int32_t device, bool deter
 	void *ctx = NULL;
 	if ((rc = be->ctx_create(&cfg, &ctx)) < 0) {
 		if (precision != FEDRUN_PRECISION_FP32)
-			return fedrun_error_wrap(FEDRUN_ECONFIG,
-						 "model.precision \"%s\" on backend "
-						 "\"%s\": ",
-						 fedrun_precision_name(precision), name);
+			return fedrun_error_wrap(FEDRUN_ECONFIG, "model.precision \"%s\": ",
+						 fedrun_precision_name(precision));
 		return fedrun_error_wrap(rc, "model.backend \"%s\": ", name);
 	}
 	be->ctx_destroy(ctx);
 	*out = be;
 	return 0;
+}
+
+/* "fp32", or "bf16 (oneDNN amx_bf16 kernels)" on the CPU backend: the
+ * precision and the kernels that run it, for a model's summary log line. */
+static inline const char *mdev_precision_text(const struct fedrun_backend_ops *be,
+					      uint32_t precision, char *buf, size_t n)
+{
+	const char *isa = NULL;
+	if (precision == FEDRUN_PRECISION_BF16 && be == fedrun_backend_cpu())
+		isa = fedrun_backend_cpu_bf16_isa();
+	if (isa)
+		snprintf(buf, n, "%s (oneDNN %s kernels)", fedrun_precision_name(precision), isa);
+	else
+		snprintf(buf, n, "%s", fedrun_precision_name(precision));
+	return buf;
 }
 
 /* Reports the bytes copied since `before` as metrics of `client` (or -1),

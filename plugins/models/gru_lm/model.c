@@ -225,11 +225,12 @@ static int gru_lm_create(const struct fedrun_host *host, json_t *model_config, j
 	 * score and sample) has none, and leaves the run's partition.tsv. */
 	if (m->td && (rc = fedrun_textdata_partition_write(m->td, host)) < 0)
 		goto fail;
+	char prec[96];
 	host->log(host->ctx, FEDRUN_LOG_INFO,
 		  "gru-lm: vocabulary %u, embed %u, hidden %u, %u layer(s), %s, dropout %g, "
-		  "%u clients, backend %s",
+		  "%u clients, backend %s, precision %s",
 		  m->V, m->D, m->H, m->L, m->tied ? "tied" : "untied", (double)m->dropout, K,
-		  m->backend);
+		  m->backend, mdev_precision_text(be, m->precision, prec, sizeof prec));
 	*out = m;
 	return 0;
 fail:

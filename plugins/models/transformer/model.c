@@ -233,13 +233,15 @@ static int tfm_create(const struct fedrun_host *host, json_t *model_config, json
 	uint64_t pairs = 0;
 	for (uint32_t k = 0; k < m->nclients; k++)
 		pairs += m->clients[k].split[FEDRUN_SPLIT_TRAIN].n;
+	char prec[96];
 	host->log(host->ctx, FEDRUN_LOG_INFO,
 		  "transformer: vocabulary %u (%s), %u+%u layers, dim %u, %u heads, ffn %u, "
-		  "%llu parameters, %u clients, %llu training pairs, backend %s",
+		  "%llu parameters, %u clients, %llu training pairs, backend %s, precision %s",
 		  m->cfg.vocab, tfm_tok_type(m->tok) == TFM_TOK_WORDS ? "words" : "sentencepiece",
 		  m->cfg.enc_layers, m->cfg.dec_layers, m->cfg.dim, m->cfg.heads, m->cfg.ffn,
 		  (unsigned long long)fedrun_layout_numel(m->layout), m->nclients,
-		  (unsigned long long)pairs, m->backend);
+		  (unsigned long long)pairs, m->backend,
+		  mdev_precision_text(be, m->cfg.precision, prec, sizeof prec));
 	*out = m;
 	return 0;
 fail:
