@@ -39,6 +39,7 @@
 #include "cpu.h"
 
 #ifdef HAVE_DNNL
+#include <cblas.h>
 #include <immintrin.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -158,7 +159,9 @@ struct prim {
 struct wcopy {
 	const float *ptr;
 	int k, n, ld, tb;
-	dnnl_memory_desc_t md;
+	dnnl_memory_desc_t md, src; /* the copy's layout, and ptr's */
+	dnnl_primitive_t reorder;   /* src to md */
+	bool valid;		    /* false: written since; reorder again */
 	void *data;
 };
 
@@ -178,6 +181,8 @@ struct nn_bf16 {
 	uint64_t pn;
 	uint16_t *abuf, *bbuf; /* converted A and B of one product */
 	size_t acap, bcap;
+	float *ra, *rb; /* A and B rounded to bf16, as floats (small products) */
+	size_t racap, rbcap;
 	struct thread_buf *tb;
 	int ntb;
 };
@@ -200,8 +205,10 @@ int nn_bf16_create(struct nn_cpu_ctx *c)
 
 static void wcopies_free(struct nn_bf16 *s)
 {
-	for (size_t i = 0; i < s->nw; i++)
+	for (size_t i = 0; i < s->nw; i++) {
 		free(s->w[i].data);
+		dnnl_primitive_destroy(s->w[i].reorder);
+	}
 	s->nw = 0;
 }
 
@@ -217,6 +224,8 @@ void nn_bf16_destroy(struct nn_cpu_ctx *c)
 	free(s->w);
 	free(s->abuf);
 	free(s->bbuf);
+	free(s->ra);
+	free(s->rb);
 	for (int i = 0; i < s->ntb; i++) {
 		if (s->tb[i].stream)
 			dnnl_stream_destroy(s->tb[i].stream);
@@ -244,8 +253,9 @@ void nn_bf16_written(struct nn_cpu_ctx *c, const void *dst, uint64_t bytes)
 	if (!s || !s->nw || !bytes || !s->pn)
 		return;
 	const char *d = dst, *p = (const char *)s->pp;
-	if (d < p + s->pn * sizeof(float) && p < d + bytes)
-		wcopies_free(s);
+	if (d < p + s->pn * sizeof(float) && p < d + bytes) /* kept for the next reorder */
+		for (size_t i = 0; i < s->nw; i++)
+			s->w[i].valid = false;
 }
 
 /* ---- conversion ---- */
@@ -263,6 +273,65 @@ to_bf16_row(const float *x, uint64_t n, uint16_t *y)
 		__m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, x + i));
 		_mm256_mask_storeu_epi16(y + i, k, (__m256i)v);
 	}
+}
+
+/* y = x rounded to bf16 (as to_bf16_row), as floats */
+__attribute__((target("avx512f,avx512bf16,avx512vl"))) static void
+round_bf16_row(const float *x, uint64_t n, float *y)
+{
+	uint64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256bh v = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + i));
+		__m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)v), 16);
+		_mm512_storeu_ps(y + i, _mm512_castsi512_ps(w));
+	}
+	if (i < n) {
+		__mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+		__m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, x + i));
+		__m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)v), 16);
+		_mm512_mask_storeu_ps(y + i, k, _mm512_castsi512_ps(w));
+	}
+}
+
+static int grow_f(float **buf, size_t *cap, uint64_t n)
+{
+	if (n <= *cap)
+		return 0;
+	free(*buf);
+	*buf = aligned_alloc(64, (n * sizeof **buf + 63) / 64 * 64);
+	*cap = *buf ? n : 0;
+	if (!*buf)
+		return fedrun_error(FEDRUN_ENOMEM, "bf16 product: %llu-float operand buffer",
+				    (unsigned long long)n);
+	return 0;
+}
+
+/* Products of fewer multiply-adds than this are FP32 products (one CBLAS
+ * call) of the operands rounded to bf16: the same arithmetic, since a
+ * product of two bf16 values is exact in FP32 and the sums are FP32 in
+ * both, without oneDNN's few microseconds a call, which exceed such a
+ * product's work (attention's per-head products: 20 x 20 x 64 took
+ * 2.8 us through oneDNN and 0.6 us so on an AMX Xeon; the two break even
+ * near 64^3). */
+#define BF16_SMALL ((uint64_t)1 << 18)
+
+static int small_gemm(struct nn_bf16 *s, bool ta, bool tb, int m, int n, int k, float alpha,
+		      const float *a, int lda, const float *b, int ldb, float beta, float *c,
+		      int ldc)
+{
+	const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+	int rc = grow_f(&s->ra, &s->racap, (uint64_t)ar * ac);
+	if (rc == 0)
+		rc = grow_f(&s->rb, &s->rbcap, (uint64_t)br * bc);
+	if (rc)
+		return rc;
+	for (int i = 0; i < ar; i++)
+		round_bf16_row(a + (ptrdiff_t)i * lda, (uint64_t)ac, s->ra + (ptrdiff_t)i * ac);
+	for (int i = 0; i < br; i++)
+		round_bf16_row(b + (ptrdiff_t)i * ldb, (uint64_t)bc, s->rb + (ptrdiff_t)i * bc);
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+		    m, n, k, alpha, s->ra, ac, s->rb, bc, beta, c, ldc);
+	return 0;
 }
 
 /* y (rows, cols), contiguous = bf16 of x (rows, cols) with row stride ld */
@@ -437,64 +506,70 @@ static int exec(dnnl_primitive_t p, dnnl_stream_t st, int n, const dnnl_memory_d
 
 /* The copy of parameter block B (stored from ptr, row stride ld) in the
  * layout of primitive p, made at its first use since the last write. */
+/* The copy of parameter block B (stored from ptr, row stride ld) in the
+ * layout of primitive p, made at its first use since the last write (its
+ * buffer and reorder primitive are kept from step to step). */
 static int wcopy_get(struct nn_bf16 *s, const struct prim *p, const float *ptr, int ld, void **out)
 {
 	const struct prim_key *k = &p->key;
-	for (size_t i = 0; i < s->nw; i++) {
-		const struct wcopy *w = &s->w[i];
-		if (w->ptr == ptr && w->k == k->k && w->n == k->n && w->ld == ld &&
-		    w->tb == k->tb && dnnl_memory_desc_equal(&w->md, &p->b)) {
-			*out = w->data;
-			return 0;
+	struct wcopy *w = NULL;
+	for (size_t i = 0; i < s->nw && !w; i++) {
+		struct wcopy *e = &s->w[i];
+		if (e->ptr == ptr && e->k == k->k && e->n == k->n && e->ld == ld &&
+		    e->tb == k->tb && dnnl_memory_desc_equal(&e->md, &p->b))
+			w = e;
+	}
+	if (w && w->valid) {
+		*out = w->data;
+		return 0;
+	}
+	if (!w) {
+		if (s->nw == s->capw) {
+			size_t cap = s->capw ? 2 * s->capw : 16;
+			struct wcopy *g = realloc(s->w, cap * sizeof *g);
+			if (!g)
+				return fedrun_error(FEDRUN_ENOMEM, "bf16 product: parameter copies");
+			s->w = g;
+			s->capw = cap;
 		}
-	}
-	if (s->nw == s->capw) {
-		size_t cap = s->capw ? 2 * s->capw : 16;
-		struct wcopy *w = realloc(s->w, cap * sizeof *w);
-		if (!w)
-			return fedrun_error(FEDRUN_ENOMEM, "bf16 product: parameter copies");
-		s->w = w;
-		s->capw = cap;
-	}
-	size_t bytes = dnnl_memory_desc_get_size(&p->b);
-	void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
-	if (!data)
-		return fedrun_error(FEDRUN_ENOMEM, "bf16 product: %zu-byte parameter copy", bytes);
-	dnnl_memory_desc_t src;
-	dnnl_primitive_desc_t rpd = NULL;
-	dnnl_primitive_t r = NULL;
-	dnnl_status_t st = md2(&src, k->k, k->n, dnnl_f32, k->tb, ld);
-	if (st == dnnl_success) {
+		struct wcopy e = {.ptr = ptr, .k = k->k, .n = k->n, .ld = ld, .tb = k->tb,
+				  .md = p->b};
+		size_t bytes = dnnl_memory_desc_get_size(&p->b);
+		dnnl_primitive_desc_t rpd = NULL;
+		dnnl_status_t st = md2(&e.src, k->k, k->n, dnnl_f32, k->tb, ld);
+		if (st == dnnl_success) {
 #ifdef _OPENMP
-		int saved = omp_get_max_threads();
-		omp_set_num_threads(1);
+			int saved = omp_get_max_threads();
+			omp_set_num_threads(1);
 #endif
-		st = dnnl_reorder_primitive_desc_create(&rpd, &src, bf16_engine, &p->b, bf16_engine,
-							NULL);
+			st = dnnl_reorder_primitive_desc_create(&rpd, &e.src, bf16_engine, &e.md,
+								bf16_engine, NULL);
 #ifdef _OPENMP
-		omp_set_num_threads(saved);
+			omp_set_num_threads(saved);
 #endif
+		}
+		if (st == dnnl_success)
+			st = dnnl_primitive_create(&e.reorder, rpd);
+		if (rpd)
+			dnnl_primitive_desc_destroy(rpd);
+		if (st != dnnl_success)
+			return dnnl_fail(st, "reorder of a parameter");
+		if (!(e.data = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+			dnnl_primitive_destroy(e.reorder);
+			return fedrun_error(FEDRUN_ENOMEM, "bf16 product: %zu-byte parameter copy",
+					    bytes);
+		}
+		w = &s->w[s->nw++];
+		*w = e;
 	}
-	if (st == dnnl_success)
-		st = dnnl_primitive_create(&r, rpd);
-	if (rpd)
-		dnnl_primitive_desc_destroy(rpd);
-	int rc = st == dnnl_success ? 0 : dnnl_fail(st, "reorder of a parameter");
-	if (rc == 0) {
-		const dnnl_memory_desc_t *md[2] = {&src, &p->b};
-		const int arg[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
-		void *dp[2] = {(void *)ptr, data};
-		rc = exec(r, s->tb[0].stream, 2, md, arg, dp);
-	}
-	if (r)
-		dnnl_primitive_destroy(r);
-	if (rc) {
-		free(data);
+	const dnnl_memory_desc_t *md[2] = {&w->src, &w->md};
+	const int arg[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
+	void *dp[2] = {(void *)ptr, w->data};
+	int rc = exec(w->reorder, s->tb[0].stream, 2, md, arg, dp);
+	if (rc)
 		return rc;
-	}
-	s->w[s->nw++] = (struct wcopy){
-	    .ptr = ptr, .k = k->k, .n = k->n, .ld = ld, .tb = k->tb, .md = p->b, .data = data};
-	*out = data;
+	w->valid = true;
+	*out = w->data;
 	return 0;
 }
 
@@ -588,6 +663,8 @@ int nn_bf16_gemm(const void *ctxp, bool spread, bool ta, bool tb, int m, int n, 
 				    beta == 0.0f ? 0.0f : beta * c[(ptrdiff_t)i * ldc + j];
 		return 0;
 	}
+	if ((uint64_t)m * (uint64_t)n * (uint64_t)k < BF16_SMALL)
+		return small_gemm(s, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	const int nt = spread ? nn_cpu_threads(ctx) : 1;
 	const bool rows = m >= n;
 	const int len = rows ? m : n;
