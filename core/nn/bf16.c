@@ -180,8 +180,8 @@ struct nn_bf16 {
 	const float *pp; /* the declared parameters */
 	uint64_t pn;
 	uint16_t *abuf, *bbuf; /* converted A and B of one product */
-	size_t acap, bcap;
-	float *ra, *rb; /* A and B rounded to bf16, as floats (small products) */
+	size_t acap, bcap; /* bytes */
+	float *ra, *rb;	   /* A and B rounded to bf16, as floats (small products) */
 	size_t racap, rbcap;
 	struct thread_buf *tb;
 	int ntb;
@@ -293,16 +293,17 @@ round_bf16_row(const float *x, uint64_t n, float *y)
 	}
 }
 
-static int grow_f(float **buf, size_t *cap, uint64_t n)
+/* *buf of at least `bytes` bytes (64-byte aligned; contents not kept) */
+static int grow(void **buf, size_t *cap, uint64_t bytes)
 {
-	if (n <= *cap)
+	if (bytes <= *cap)
 		return 0;
 	free(*buf);
-	*buf = aligned_alloc(64, (n * sizeof **buf + 63) / 64 * 64);
-	*cap = *buf ? n : 0;
+	*buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+	*cap = *buf ? bytes : 0;
 	if (!*buf)
-		return fedrun_error(FEDRUN_ENOMEM, "bf16 product: %llu-float operand buffer",
-				    (unsigned long long)n);
+		return fedrun_error(FEDRUN_ENOMEM, "bf16 product: %llu-byte operand buffer",
+				    (unsigned long long)bytes);
 	return 0;
 }
 
@@ -320,9 +321,9 @@ static int small_gemm(struct nn_bf16 *s, bool ta, bool tb, int m, int n, int k, 
 		      int ldc)
 {
 	const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
-	int rc = grow_f(&s->ra, &s->racap, (uint64_t)ar * ac);
+	int rc = grow((void **)&s->ra, &s->racap, (uint64_t)ar * ac * sizeof(float));
 	if (rc == 0)
-		rc = grow_f(&s->rb, &s->rbcap, (uint64_t)br * bc);
+		rc = grow((void **)&s->rb, &s->rbcap, (uint64_t)br * bc * sizeof(float));
 	if (rc)
 		return rc;
 	for (int i = 0; i < ar; i++)
@@ -343,19 +344,6 @@ static void to_bf16(const void *ctx, int nt, uint64_t rows, uint64_t cols, const
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && rows * cols >= 65536)
 	for (uint64_t r = 0; r < rows; r++)
 		to_bf16_row(x + r * ld, cols, y + r * cols);
-}
-
-static int grow(uint16_t **buf, size_t *cap, uint64_t n)
-{
-	if (n <= *cap)
-		return 0;
-	free(*buf);
-	*buf = aligned_alloc(64, (n * sizeof **buf + 63) / 64 * 64);
-	*cap = *buf ? n : 0;
-	if (!*buf)
-		return fedrun_error(FEDRUN_ENOMEM, "bf16 product: %llu-element operand buffer",
-				    (unsigned long long)n);
-	return 0;
 }
 
 /* ---- primitives ---- */
@@ -679,9 +667,9 @@ int nn_bf16_gemm(const void *ctxp, bool spread, bool ta, bool tb, int m, int n, 
 	const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
 	const float *bend = b + (ptrdiff_t)(br - 1) * ldb + bc;
 	const bool param = s->pn && b >= s->pp && bend <= s->pp + s->pn;
-	int rc = grow(&s->abuf, &s->acap, (uint64_t)ar * ac);
+	int rc = grow((void **)&s->abuf, &s->acap, (uint64_t)ar * ac * 2);
 	if (rc == 0 && !param)
-		rc = grow(&s->bbuf, &s->bcap, (uint64_t)br * bc);
+		rc = grow((void **)&s->bbuf, &s->bcap, (uint64_t)br * bc * 2);
 	if (rc)
 		return rc;
 	if (!acut)
