@@ -27,6 +27,9 @@
 #                    federated client T steps in all (T/R a round), each
 #                    domain alone T steps, the chain T/5 a domain
 #   --force          rerun stages that are already complete
+#   --set KEY=VALUE  a pipeline setting for every stage, as fedrun --set
+#                    (repeatable; VALUE without spaces), e.g. --set seed=2
+#                    or --set model.precision='"bf16"'
 # A stage whose run directory holds a .complete file written with the same
 # fedrun arguments is kept, so an interrupted reproduction continues where
 # it stopped.
@@ -40,12 +43,18 @@ prog=run.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 
-quick=0 out='' data='' threads=2 jobs=1 steps='' force=0 optim=0
+quick=0 out='' data='' threads=2 jobs=1 steps='' force=0 optim=0 sets=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--force) force=1 ;;
 	--optim) optim=1 ;;
+	--set)
+		[ $# -ge 2 ] || die "$1 needs a value"
+		case $2 in *' '* | *'	'*) die "--set $2: the value has a space" ;; esac
+		sets="$sets --set $2"
+		shift
+		;;
 	--out | --data | --threads | --jobs | --steps)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
@@ -134,7 +143,7 @@ esac
 printf 'steps=%s\nquick=%s\noptim=%s\n' "$steps" "$quick" "$optim" >"$out/settings"
 
 # ---- stages ---------------------------------------------------------------
-common="--set data.dir=$dd --set output.overwrite=true"
+common="--set data.dir=$dd --set output.overwrite=true$sets"
 if [ $quick = 1 ]; then
 	common="$common --set model.preset=tiny --set model.decode.batch=20"
 fi
