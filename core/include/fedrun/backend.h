@@ -51,7 +51,10 @@
  *    units (no fused multiply-add in fedrun's own kernels). Matrix products
  *    are as reproducible as the CBLAS: OpenBLAS 0.3.21 gives the same bits
  *    for a fixed BLAS thread count but not across counts, which is why
- *    fedrun keeps that count at 1.
+ *    fedrun keeps that count at 1. A context of precision BF16 (below)
+ *    keeps the promise across thread counts (its products are cut into
+ *    the same blocks, each computed by oneDNN on one thread) but not
+ *    across CPU models or kernels (AMX, AVX512-BF16).
  *
  * The ops (shapes of device arrays in parentheses)
  *
