@@ -475,7 +475,7 @@ static int exec(dnnl_primitive_t p, dnnl_stream_t st, int n, const dnnl_memory_d
 		const int *arg, void *const *data)
 {
 	dnnl_memory_t mem[4] = {NULL};
-	dnnl_exec_arg_t args[4];
+	dnnl_exec_arg_t args[4] = {{0, NULL}};
 	dnnl_status_t s = dnnl_success;
 	for (int i = 0; i < n && s == dnnl_success; i++) {
 		s = dnnl_memory_create(&mem[i], md[i], bf16_engine, data[i]);
