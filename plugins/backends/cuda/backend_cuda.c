@@ -44,11 +44,12 @@ static const struct fedrun_backend_ops cuda_ops = {
     .softmax_xent_db = cu_softmax_xent_db,
     .optim_step = cu_optim_step,
     .prox_grad = cu_prox_grad,
+    .declare_params = cu_declare_params,
 };
 
 static const struct fedrun_plugin cuda_plugin = FEDRUN_PLUGIN_INIT(
     FEDRUN_KIND_BACKEND, "cuda", "1.0.0",
-    "NVIDIA GPUs: cuBLAS FP32 products and CUDA kernels, deterministic by default",
+    "NVIDIA GPUs: cuBLAS products (FP32, TF32, BF16), CUDA kernels, deterministic by default",
     &cuda_ops);
 /* clang-format on */
 

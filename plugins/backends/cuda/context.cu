@@ -64,29 +64,87 @@ int cu_read_flag(struct cu_ctx *c, const char *op, const int *flag, int *index)
 	return cu_sync(c, op);
 }
 
-void *cu_scratch(struct cu_ctx *c, uint64_t bytes, const char *op)
+int cu_grow(struct cu_ctx *c, void **p, uint64_t *cap, uint64_t bytes, const char *op)
 {
-	if (bytes <= c->scratch_bytes)
-		return c->scratch;
+	if (bytes <= *cap)
+		return 0;
 	/* Grow by half again, so that a slowly growing need does not free
 	 * and allocate on every call; the old block may still be read by
 	 * queued work, hence the wait before freeing it. */
 	uint64_t want = bytes + bytes / 2;
-	if (c->scratch) {
-		if (cu_sync(c, op) < 0)
-			return NULL;
-		cudaFree(c->scratch);
-		c->scratch = NULL;
-		c->scratch_bytes = 0;
+	if (*p) {
+		int rc = cu_sync(c, op);
+		if (rc < 0)
+			return rc;
+		cudaFree(*p);
+		*p = NULL;
+		*cap = 0;
 	}
-	cudaError_t e = cudaMalloc(&c->scratch, want);
+	cudaError_t e = cudaMalloc(p, want);
 	if (e != cudaSuccess) {
-		c->scratch = NULL;
-		cu_fail(op, e);
-		return NULL;
+		*p = NULL;
+		return cu_fail(op, e);
 	}
-	c->scratch_bytes = want;
-	return c->scratch;
+	*cap = want;
+	return 0;
+}
+
+void *cu_scratch(struct cu_ctx *c, uint64_t bytes, const char *op)
+{
+	return cu_grow(c, &c->scratch, &c->scratch_bytes, bytes, op) < 0 ? NULL : c->scratch;
+}
+
+/* ---- parameters and their bf16 copies ---- */
+
+/* Whether the bytes [d, dend) overlap the floats that copy w was made from. */
+static bool wcopy_overlaps(const struct cu_wcopy *w, const char *d, const char *dend)
+{
+	const char *p = (const char *)w->ptr;
+	const char *pend = (const char *)(w->ptr + (int64_t)(w->rows - 1) * w->ld + w->cols);
+	return d < pend && p < dend;
+}
+
+void cu_params_written(struct cu_ctx *c, const void *dst, uint64_t bytes)
+{
+	if (!c || !c->nw || !bytes || !dst)
+		return;
+	const char *d = (const char *)dst;
+	for (uint32_t i = 0; i < c->nw; i++)
+		if (c->w[i].valid && wcopy_overlaps(&c->w[i], d, d + bytes))
+			c->w[i].valid = false;
+}
+
+/* Frees every copy; queued products may still read them. */
+static void wcopies_free(struct cu_ctx *c)
+{
+	if (!c->nw)
+		return;
+	cudaStreamSynchronize(c->stream);
+	for (uint32_t i = 0; i < c->nw; i++)
+		cudaFree(c->w[i].data);
+	c->nw = 0;
+}
+
+/* The same range again keeps the copies' memory (each is made again at
+ * its next use); another range frees them. */
+extern "C" int cu_declare_params(void *ctx, const float *p, uint64_t n)
+{
+	struct cu_ctx *c = cu_enter(ctx, "declare_params");
+	if (!c)
+		return FEDRUN_EINVAL;
+	if (n && !p)
+		return fedrun_error(FEDRUN_EINVAL, "cuda backend declare_params: NULL pointer");
+	if (!n)
+		p = NULL;
+	if (p == c->pp && n == c->pn) {
+		for (uint32_t i = 0; i < c->nw; i++)
+			c->w[i].valid = false;
+		return 0;
+	}
+	wcopies_free(c);
+	c->pp = p;
+	c->pn = n;
+	return 0;
 }
 
 extern "C" void cu_ctx_destroy(void *ctx)
@@ -102,6 +160,10 @@ extern "C" void cu_ctx_destroy(void *ctx)
 	cudaFree(c->blas_ws);
 	cudaFree(c->scratch);
 	cudaFree(c->ptrs);
+	cudaFree(c->bf[0]);
+	cudaFree(c->bf[1]);
+	wcopies_free(c);
+	free(c->w);
 	cudaFreeHost(c->host);
 	if (c->stream)
 		cudaStreamDestroy(c->stream);
@@ -127,14 +189,39 @@ extern "C" int cu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ct
 	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, allow_nondeterministic) +
 				    sizeof cfg->allow_nondeterministic)
 		fast = cfg->allow_nondeterministic != 0;
+	uint32_t prec = FEDRUN_PRECISION_FP32;
+	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, precision) +
+				    sizeof cfg->precision)
+		prec = cfg->precision;
 	if (dev < 0 || dev >= ndev)
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend: device %d, but %d device%s", dev,
 				    ndev, ndev == 1 ? " is present (0)" : "s are present");
+	if (prec != FEDRUN_PRECISION_FP32 && prec != FEDRUN_PRECISION_BF16 &&
+	    prec != FEDRUN_PRECISION_TF32)
+		return fedrun_error(FEDRUN_EUNSUPPORTED,
+				    "cuda backend: no precision %u (fp32, bf16 or tf32)", prec);
+	if (prec != FEDRUN_PRECISION_FP32) {
+		/* bf16 and tf32 tensor cores came with Ampere (8.0); cuBLAS
+		 * would compute in FP32 on older GPUs, which is not what was
+		 * asked for */
+		cudaDeviceProp pr;
+		if ((e = cudaGetDeviceProperties(&pr, dev)) != cudaSuccess)
+			return cu_fail("ctx_create", e);
+		if (pr.major < 8)
+			return fedrun_error(FEDRUN_EUNSUPPORTED,
+					    "cuda backend: precision %s needs %s tensor cores "
+					    "(compute capability 8.0 or later); device %d, %s, is "
+					    "%d.%d",
+					    fedrun_precision_name(prec),
+					    fedrun_precision_name(prec), dev, pr.name, pr.major,
+					    pr.minor);
+	}
 	struct cu_ctx *c = (struct cu_ctx *)calloc(1, sizeof *c);
 	if (!c)
 		return fedrun_error(FEDRUN_ENOMEM, "cuda backend: context");
 	c->device = dev;
 	c->deterministic = !fast;
+	c->precision = prec;
 	int rc = 0;
 	const char *op = "ctx_create";
 	if ((e = cudaSetDevice(dev)) != cudaSuccess ||
@@ -148,8 +235,13 @@ extern "C" int cu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ct
 		    (s = cublasSetStream(c->blas, c->stream)) != CUBLAS_STATUS_SUCCESS ||
 		    (s = cublasSetWorkspace(c->blas, c->blas_ws, CU_BLAS_WS)) !=
 			CUBLAS_STATUS_SUCCESS ||
-		    /* FP32 arithmetic as the CPU backend does it: no TF32 */
-		    (s = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS ||
+		    /* FP32 arithmetic as the CPU backend does it: no TF32,
+		     * unless asked for (bf16 products are cublasGemmEx
+		     * calls, which use tensor cores in the default mode) */
+		    (s = cublasSetMathMode(c->blas, prec == FEDRUN_PRECISION_TF32
+							? CUBLAS_TF32_TENSOR_OP_MATH
+							: CUBLAS_DEFAULT_MATH)) !=
+			CUBLAS_STATUS_SUCCESS ||
 		    (s = cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED)) !=
 			CUBLAS_STATUS_SUCCESS ||
 		    (s = cublasSetPointerMode(c->blas, CUBLAS_POINTER_MODE_HOST)) !=
@@ -213,6 +305,7 @@ extern "C" int cu_zero(void *ctx, void *p, uint64_t bytes)
 	if (!p)
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend zero: NULL pointer");
 	CU_TRY("zero", cudaMemsetAsync(p, 0, bytes, c->stream));
+	cu_params_written(c, p, bytes);
 	return 0;
 }
 
@@ -226,6 +319,7 @@ extern "C" int cu_copy(void *ctx, void *dst, const void *src, uint64_t bytes)
 	if (!dst || !src)
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend copy: NULL pointer");
 	CU_TRY("copy", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+	cu_params_written(c, dst, bytes);
 	return 0;
 }
 
@@ -243,6 +337,7 @@ extern "C" int cu_to_device(void *ctx, void *dst, const void *host_src, uint64_t
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend to_device: NULL pointer");
 	CU_TRY("to_device",
 	       cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, c->stream));
+	cu_params_written(c, dst, bytes);
 	return 0;
 }
 

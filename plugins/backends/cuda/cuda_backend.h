@@ -23,6 +23,7 @@ int cu_zero(void *ctx, void *p, uint64_t bytes);
 int cu_copy(void *ctx, void *dst, const void *src, uint64_t bytes);
 int cu_to_device(void *ctx, void *dst, const void *host_src, uint64_t bytes);
 int cu_to_host(void *ctx, void *host_dst, const void *src, uint64_t bytes);
+int cu_declare_params(void *ctx, const float *p, uint64_t n);
 
 /* matrix products and dense layers (dense.cu) */
 int cu_sgemm(void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The CUDA backend's matrix products (cuBLAS, FP32) and element-wise
+/* The CUDA backend's matrix products (cuBLAS: FP32, TF32 or BF16) and element-wise
  * layers: linear, embedding, dropout, activations, positional encoding, and
  * the local optimizer. Kernels are built with --fmad=false, so each float
  * operation rounds as the CPU backend's does where the formula is the same
@@ -14,14 +14,122 @@
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
  * operands and the m, n roles, keep the transposition flags. */
+
+/* ---- bf16 operands ---- */
+
+/* Rows of nb x nh matrices of c floats, matrix (b, h) from src + b sb + h sh
+ * with row stride ld, to bf16 (round to nearest even) at dst + (b nh + h)
+ * ds with row stride dld. Block (32, 8): x over the columns, y over the
+ * rows of all matrices. */
+__global__ void to_bf16(uint64_t rows, int nh, int r, int c, const float *__restrict__ src,
+			int64_t sb, int64_t sh, int64_t ld, __nv_bfloat16 *__restrict__ dst,
+			int64_t dld, int64_t ds)
+{
+	const int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= c)
+		return;
+	for (uint64_t R = (uint64_t)blockIdx.y * blockDim.y + threadIdx.y; R < rows;
+	     R += (uint64_t)gridDim.y * blockDim.y) {
+		const uint64_t q = R / (uint64_t)r, i = R % (uint64_t)r;
+		const uint64_t b = q / (uint64_t)nh, h = q % (uint64_t)nh;
+		const float x = src[(int64_t)b * sb + (int64_t)h * sh + (int64_t)i * ld + j];
+		dst[(int64_t)q * ds + (int64_t)i * dld + j] = __float2bfloat16_rn(x);
+	}
+}
+
+/* A stored matrix operand of a product (rows of cols floats, row stride
+ * ld), nb x nh of them (strides sb, sh), in bf16: *out, row stride *dld,
+ * one matrix every *ds elements. Rows are padded to 8 elements (16 bytes),
+ * as tensor cores like them. Converted into the context's buffer `slot`,
+ * valid until the next product; a single matrix inside the declared
+ * parameters is kept as a copy (struct cu_wcopy) and converted again only
+ * after a write. */
+static int bf16_operand(struct cu_ctx *c, const char *op, int slot, const float *x, int rows,
+			int cols, int ld, int64_t sb, int64_t sh, int nb, int nh,
+			const __nv_bfloat16 **out, int *dld, int64_t *ds)
+{
+	*dld = (cols + 7) / 8 * 8;
+	*ds = (int64_t)rows * *dld;
+	__nv_bfloat16 *dst;
+	struct cu_wcopy *w = NULL;
+	const bool param = nb == 1 && nh == 1 && c->pn && x >= c->pp &&
+			   x + (int64_t)(rows - 1) * ld + cols <= c->pp + c->pn;
+	if (param) {
+		for (uint32_t i = 0; i < c->nw && !w; i++) {
+			struct cu_wcopy *e = &c->w[i];
+			if (e->ptr == x && e->rows == rows && e->cols == cols && e->ld == ld)
+				w = e;
+		}
+		if (w && w->valid) {
+			*out = w->data;
+			return 0;
+		}
+		if (!w) {
+			if (c->nw == c->capw) {
+				uint32_t cap = c->capw ? 2 * c->capw : 16;
+				struct cu_wcopy *g =
+				    (struct cu_wcopy *)realloc(c->w, cap * sizeof *g);
+				if (!g)
+					return fedrun_error(FEDRUN_ENOMEM,
+							    "cuda backend %s: parameter copies", op);
+				c->w = g;
+				c->capw = cap;
+			}
+			struct cu_wcopy e = {x, rows, cols, ld, *dld, false, NULL};
+			CU_TRY(op, cudaMalloc((void **)&e.data, (uint64_t)*ds * 2));
+			w = &c->w[c->nw++];
+			*w = e;
+		}
+		dst = w->data;
+	} else {
+		int rc = cu_grow(c, (void **)&c->bf[slot], &c->bf_bytes[slot],
+				 (uint64_t)nb * nh * *ds * 2, op);
+		if (rc < 0)
+			return rc;
+		dst = c->bf[slot];
+	}
+	const uint64_t all = (uint64_t)nb * nh * rows;
+	const uint64_t gy = (all + 7) / 8;
+	const dim3 grid((cols + 31) / 32, gy > 65535 ? 65535 : (unsigned)gy);
+	to_bf16<<<grid, dim3(32, 8), 0, c->stream>>>(all, nh, rows, cols, x, sb, sh, ld, dst,
+						     *dld, *ds);
+	CU_LAUNCHED(op);
+	if (w)
+		w->valid = true;
+	*out = dst;
+	return 0;
+}
+
+/* op(A) (m,k) and op(B) (k,n) as stored: A (m,k) or (k,m), B (k,n) or (n,k) */
+#define A_ROWS (ta ? k : m)
+#define A_COLS (ta ? m : k)
+#define B_ROWS (tb ? n : k)
+#define B_COLS (tb ? k : n)
+
 int cu_gemm(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k, float alpha,
 	    const float *a, int lda, const float *b, int ldb, float beta, float *cm, int ldc)
 {
 	if (m == 0 || n == 0)
 		return 0;
-	CU_BLAS(op, cublasSgemm(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-				ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
-				&beta, cm, ldc));
+	const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+	const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	/* (k == 0: C = beta C, which FP32 computes alike) */
+	if (c->precision != FEDRUN_PRECISION_BF16 || k == 0) {
+		CU_BLAS(op, cublasSgemm(c->blas, ob, oa, n, m, k, &alpha, b, ldb, a, lda, &beta,
+					cm, ldc));
+		return 0;
+	}
+	const __nv_bfloat16 *a16, *b16;
+	int la, lb;
+	int64_t sa, sb;
+	int rc = bf16_operand(c, op, 0, a, A_ROWS, A_COLS, lda, 0, 0, 1, 1, &a16, &la, &sa);
+	if (rc == 0)
+		rc = bf16_operand(c, op, 1, b, B_ROWS, B_COLS, ldb, 0, 0, 1, 1, &b16, &lb, &sb);
+	if (rc < 0)
+		return rc;
+	CU_BLAS(op, cublasGemmEx(c->blas, ob, oa, n, m, k, &alpha, b16, CUDA_R_16BF, lb, a16,
+				 CUDA_R_16BF, la, &beta, cm, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+				 CUBLAS_GEMM_DEFAULT));
 	return 0;
 }
 
@@ -31,16 +139,37 @@ int cu_gemm_batched(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, i
 {
 	if (m == 0 || n == 0 || batch == 0)
 		return 0;
-	CU_BLAS(op, cublasSgemmStridedBatched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-					      ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
-					      ldb, sb, a, lda, sa, &beta, cm, ldc, sc, batch));
+	const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+	const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (c->precision != FEDRUN_PRECISION_BF16 || k == 0) {
+		CU_BLAS(op, cublasSgemmStridedBatched(c->blas, ob, oa, n, m, k, &alpha, b, ldb, sb,
+						      a, lda, sa, &beta, cm, ldc, sc, batch));
+		return 0;
+	}
+	/* an operand with stride 0, the same for every problem, is
+	 * converted once */
+	const __nv_bfloat16 *a16, *b16;
+	int la, lb;
+	int64_t da, db;
+	int rc = bf16_operand(c, op, 0, a, A_ROWS, A_COLS, lda, sa, 0, sa ? batch : 1, 1, &a16,
+			      &la, &da);
+	if (rc == 0)
+		rc = bf16_operand(c, op, 1, b, B_ROWS, B_COLS, ldb, sb, 0, sb ? batch : 1, 1, &b16,
+				  &lb, &db);
+	if (rc < 0)
+		return rc;
+	CU_BLAS(op, cublasGemmStridedBatchedEx(c->blas, ob, oa, n, m, k, &alpha, b16, CUDA_R_16BF,
+					       lb, sb ? db : 0, a16, CUDA_R_16BF, la,
+					       sa ? da : 0, &beta, cm, CUDA_R_32F, ldc, sc, batch,
+					       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 	return 0;
 }
 
 /* ptr[0][i], ptr[1][i], ptr[2][i]: A, B, C of problem i = b nh + h */
-__global__ void head_ptrs(int nb, int nh, const float *a, int64_t sab, int64_t sah,
-			  const float *b, int64_t sbb, int64_t sbh, const float *c, int64_t scb,
-			  int64_t sch, const float **ptr)
+template <typename T>
+__global__ void head_ptrs(int nb, int nh, const T *a, int64_t sab, int64_t sah, const T *b,
+			  int64_t sbb, int64_t sbh, const float *c, int64_t scb, int64_t sch,
+			  const void **ptr)
 {
 	const int i = blockIdx.x * blockDim.x + threadIdx.x;
 	const int n = nb * nh;
@@ -60,27 +189,49 @@ int cu_gemm_heads(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int
 	const int cnt = nb * nh;
 	if (m == 0 || n == 0 || cnt == 0)
 		return 0;
-	if ((uint64_t)cnt * 3 > c->ptrs_cap) {
-		/* queued calls may still read the old arrays */
-		int rc = cu_sync(c, op);
-		if (rc < 0)
-			return rc;
-		cudaFree(c->ptrs);
-		c->ptrs = NULL;
-		c->ptrs_cap = 0;
-		CU_TRY(op, cudaMalloc((void **)&c->ptrs, (uint64_t)cnt * 3 * sizeof(float *)));
-		c->ptrs_cap = (uint64_t)cnt * 3;
+	const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+	const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	/* queued calls may still read the old arrays: cu_grow waits */
+	int rc = cu_grow(c, (void **)&c->ptrs, &c->ptrs_bytes, (uint64_t)cnt * 3 * sizeof(void *),
+			 op);
+	if (rc < 0)
+		return rc;
+	const void *const *pa = c->ptrs, *const *pb = c->ptrs + cnt;
+	void *const *pc = (void *const *)(c->ptrs + 2 * cnt);
+	if (c->precision != FEDRUN_PRECISION_BF16 || k == 0) {
+		head_ptrs<<<cu_blocks(cnt, 256), 256, 0, c->stream>>>(
+		    nb, nh, a, sab, sah, b, sbb, sbh, cm, scb, sch, c->ptrs);
+		CU_LAUNCHED(op);
+		/* column-major view: C^T = op(B)^T op(A)^T, as cu_gemm */
+		CU_BLAS(op, cublasSgemmBatched(c->blas, ob, oa, n, m, k, &alpha,
+					       (const float *const *)pb, ldb,
+					       (const float *const *)pa, lda, &beta,
+					       (float *const *)pc, ldc, cnt));
+		return 0;
 	}
-	head_ptrs<<<cu_blocks(cnt, 256), 256, 0, c->stream>>>(nb, nh, a, sab, sah, b, sbb, sbh,
-							      cm, scb, sch, c->ptrs);
+	/* every problem's A and B converted, dense, problem i at i da, i db */
+	const __nv_bfloat16 *a16, *b16;
+	int la, lb;
+	int64_t da, db;
+	rc = bf16_operand(c, op, 0, a, A_ROWS, A_COLS, lda, sab, sah, nb, nh, &a16, &la, &da);
+	if (rc == 0)
+		rc = bf16_operand(c, op, 1, b, B_ROWS, B_COLS, ldb, sbb, sbh, nb, nh, &b16, &lb,
+				  &db);
+	if (rc < 0)
+		return rc;
+	head_ptrs<<<cu_blocks(cnt, 256), 256, 0, c->stream>>>(nb, nh, a16, nh * da, da, b16,
+							      nh * db, db, cm, scb, sch, c->ptrs);
 	CU_LAUNCHED(op);
-	/* column-major view: C^T = op(B)^T op(A)^T, as cu_gemm */
-	CU_BLAS(op, cublasSgemmBatched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-				       ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
-				       c->ptrs + cnt, ldb, c->ptrs, lda, &beta,
-				       (float *const *)(c->ptrs + 2 * cnt), ldc, cnt));
+	CU_BLAS(op, cublasGemmBatchedEx(c->blas, ob, oa, n, m, k, &alpha, pb, CUDA_R_16BF, lb, pa,
+					CUDA_R_16BF, la, &beta, pc, CUDA_R_32F, ldc, cnt,
+					CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 	return 0;
 }
+
+#undef A_ROWS
+#undef A_COLS
+#undef B_ROWS
+#undef B_COLS
 
 static int gemm_check(const char *op, bool ta, bool tb, int m, int n, int k, const float *a,
 		      int lda, const float *b, int ldb, const float *c, int ldc)
@@ -740,6 +891,7 @@ extern "C" int cu_optim_step(void *ctx, const struct fedrun_optim_cfg *cfg, doub
 		    cfg->kind == FEDRUN_OPTIM_ADAMW, zero_grad, params, grad, state, state + n);
 	}
 	CU_LAUNCHED(op);
+	cu_params_written(c, params, n * sizeof *params);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #define FEDRUN_CUDA_INTERNAL_CUH
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "fedrun/error.h"
@@ -24,9 +25,29 @@ struct cu_ctx {
 	void *scratch;	     /* device scratch, grown on demand */
 	uint64_t scratch_bytes;
 	double *host;	     /* pinned host memory for scalars coming back */
-	const float **ptrs;  /* device arrays of matrix pointers (cu_gemm_heads) */
-	uint64_t ptrs_cap;   /* pointers they hold */
+	const void **ptrs;   /* device arrays of matrix pointers (cu_gemm_heads) */
+	uint64_t ptrs_bytes;
 	bool deterministic;  /* FEDRUN_CUDA_DETERMINISTIC != 0 (the default) */
+	uint32_t precision;  /* enum fedrun_precision of the products */
+	/* BF16 contexts: the two operands of the current product, converted */
+	__nv_bfloat16 *bf[2];
+	uint64_t bf_bytes[2];
+	/* the range given to declare_params, and the bf16 copies of the
+	 * operands read from it (cu_gemm) */
+	const float *pp;
+	uint64_t pn;
+	struct cu_wcopy *w;
+	uint32_t nw, capw;
+};
+
+/* The bf16 copy of a parameter matrix as it is stored (rows of cols floats
+ * from ptr, row stride ld), dense with row stride dld: the same copy
+ * serves a product that reads it transposed and one that does not. */
+struct cu_wcopy {
+	const float *ptr;
+	int rows, cols, ld, dld;
+	bool valid; /* false: written since; convert again */
+	__nv_bfloat16 *data;
 };
 
 /* Records a CUDA runtime failure (a negative FEDRUN_E* code). */
@@ -39,6 +60,13 @@ struct cu_ctx *cu_enter(void *ctx, const char *op);
 /* Device scratch of at least `bytes`, valid until the next call of an op of
  * the same context; NULL with an error recorded on failure. */
 void *cu_scratch(struct cu_ctx *c, uint64_t bytes, const char *op);
+/* Makes *p (device memory, *bytes of it) hold at least `bytes`: grows it
+ * by half again, waiting for the stream before freeing the old block,
+ * which queued work may still read. Contents are not kept. */
+int cu_grow(struct cu_ctx *c, void **p, uint64_t *cap, uint64_t bytes, const char *op);
+/* A write through the context into [dst, dst + bytes): the bf16 copies of
+ * parameters it overlaps are made again at their next use. */
+void cu_params_written(struct cu_ctx *c, const void *dst, uint64_t bytes);
 /* The error of the last launch on this thread, if any. */
 int cu_check_launch(const char *op);
 /* Waits for the context's stream; returns its error, if any. */
@@ -77,8 +105,10 @@ static inline unsigned cu_blocks(uint64_t n, unsigned threads)
 	return b > 0x7fffffffu ? 0x7fffffffu : (unsigned)b;
 }
 
-/* Row-major C (m,n) = alpha op(A) op(B) + beta C on the context's stream;
- * FP32 throughout (no TF32). */
+/* Row-major C (m,n) = alpha op(A) op(B) + beta C on the context's stream,
+ * in the context's precision: FP32 (no TF32); TF32 (the handle's math
+ * mode); BF16 (A and B converted to bf16, a parameter's copy kept; sums
+ * and C in FP32). cu_gemm_batched and cu_gemm_heads likewise. */
 int cu_gemm(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k, float alpha,
 	    const float *a, int lda, const float *b, int ldb, float beta, float *cm, int ldc);
 int cu_gemm_batched(struct cu_ctx *c, const char *op, bool ta, bool tb, int m, int n, int k,
