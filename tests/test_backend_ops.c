@@ -69,9 +69,10 @@
 #include "fedrun/plugin.h"
 #include "fedrun/rng.h"
 
-/* FP32 tolerances, or bf16's for the products of a bf16 context (below) */
-#define RTOL (cur_prod ? BF16_RTOL : 1e-4)
-#define ATOL (cur_prod ? BF16_ATOL : 1e-5)
+/* FP32 tolerances, or bf16's and tf32's for the products of a bf16 or a
+ * tf32 context (below) */
+#define RTOL (!cur_prod ? 1e-4 : precision == FEDRUN_PRECISION_TF32 ? TF32_RTOL : BF16_RTOL)
+#define ATOL (!cur_prod ? 1e-5 : precision == FEDRUN_PRECISION_TF32 ? TF32_ATOL : BF16_ATOL)
 /* bf16 (FEDRUN_TEST_PRECISION=bf16): each operand of a product is rounded
  * to 8 significant bits, a relative error of at most u = 2^-8 each, so a
  * term a_i b_i is off by at most (2u + u^2) |a_i b_i| and an element of C
@@ -86,6 +87,17 @@
 #define BF16_U (1.0 / 256)
 #define BF16_ATOL (4 * BF16_U)
 #define BF16_RTOL (2 * BF16_U + BF16_U * BF16_U)
+/* tf32 (FEDRUN_TEST_PRECISION=tf32, GPU backends): the tensor cores read
+ * each operand with 11 significant bits (10 stored), u = 2^-11 when
+ * rounded to nearest; NVIDIA's cuBLAS may instead drop the 13 low bits
+ * (PyTorch's notes on TF32: "only the first 10 bits of the input mantissa
+ * are read"), an error below 2u = 2^-10, still of either sign with the
+ * sign of the operand. With e = 2^-10 per operand the derivation of bf16's
+ * gives atol 4e (the sum of k errors of random sign, sqrt(k)) and rtol
+ * 2e + e^2 (one term); sums are FP32 as there. */
+#define TF32_E (1.0 / 1024)
+#define TF32_ATOL (4 * TF32_E)
+#define TF32_RTOL (2 * TF32_E + TF32_E * TF32_E)
 #define LOSS_TOL 1e-6
 #define EXIT_SKIP 77
 #define DEFAULT_SEED 20240601u
@@ -104,7 +116,7 @@ static int side; /* which side RUN2 is calling */
 
 static bool exact;	      /* tested against the CPU backend: tolerances 0 */
 static uint32_t precision;    /* FEDRUN_TEST_PRECISION of the tested context */
-static bool cur_prod;	      /* the current op is a product of a bf16 context */
+static bool cur_prod;	      /* the current op is a product of a bf16 or tf32 context */
 static bool big;	      /* the large shapes too */
 static bool perturb;	      /* FEDRUN_TEST_BACKEND_PERTURB */
 static bool perturbed;	      /* done: only one float is changed */
@@ -125,7 +137,7 @@ static int nstats;
 static struct op_stat *cur;
 static char case_desc[256];
 
-/* The ops whose products a bf16 context computes in bf16 */
+/* The ops whose products a bf16 (tf32) context computes in bf16 (tf32) */
 static bool bf16_op(const char *name)
 {
 	static const char *const prods[] = {"sgemm", "sgemm_strided_batched", "linear_forward",
@@ -139,7 +151,7 @@ static bool bf16_op(const char *name)
 
 static void op(const char *name)
 {
-	cur_prod = precision == FEDRUN_PRECISION_BF16 && bf16_op(name);
+	cur_prod = precision != FEDRUN_PRECISION_FP32 && bf16_op(name);
 	for (int i = 0; i < nstats; i++)
 		if (strcmp(stats[i].op, name) == 0) {
 			cur = &stats[i];
@@ -1895,8 +1907,9 @@ int main(int argc, char **argv)
 	printf("backend '%s' (%s) against cpu: seed %" PRIu64 ", %s%s, %s shapes%s\n",
 	       tested_name, fedrun_precision_name(precision), seed,
 	       exact ? "exact (tolerances 0)" : "rtol 1e-4, atol 1e-5 x scale",
-	       precision == FEDRUN_PRECISION_BF16 ? "; products: rtol 2^-7 + 2^-16, atol 2^-6 x scale"
-						  : "",
+	       precision == FEDRUN_PRECISION_BF16   ? "; products: rtol 2^-7 + 2^-16, atol 2^-6 x scale"
+	       : precision == FEDRUN_PRECISION_TF32 ? "; products: rtol 2^-9 + 2^-20, atol 2^-8 x scale"
+						    : "",
 	       big ? "small and large" : "small", perturb ? ", one result PERTURBED" : "");
 	if (precision == FEDRUN_PRECISION_BF16 && sd[1].ops == sd[0].ops)
 		printf("bf16 kernels: %s\n", fedrun_backend_cpu_bf16_isa());
