@@ -3,13 +3,18 @@
 # bench/gpu.sh: the CUDA backend against fedrun's CPU backend on the same
 # machine, and against the GPU's own FP32 GEMM rate measured in the same run.
 #
-#   - the GEMM ceiling: bench/backend_gemm cuda (cuBLAS SGEMM, FP32, no TF32);
+#   - the GEMM ceiling: bench/backend_gemm cuda (cuBLAS SGEMM, FP32, no TF32),
+#     and those of bf16 and tf32 contexts (--precision: cuBLAS's bf16
+#     products with FP32 sums, operands converted beforehand; SGEMM on TF32
+#     tensor cores);
 #   - transformer training, "base" (Vaswani et al. 2017, Table 3: 6+6
 #     layers, d 512, 8 heads, ffn 2048; vocabulary 8000, batches of 128
 #     pairs of 32 tokens, 4096 target tokens a step, dropout 0.1, label
 #     smoothing 0.1, Adam): target tokens per second on cuda and on cpu (one
 #     worker on every core), the ratio, and the fraction of the GEMM ceiling
-#     that training's matrix products reach (tokens/s x MFLOP/token);
+#     that training's matrix products reach (tokens/s x MFLOP/token); the
+#     same on cuda in bf16 and tf32 (--precision), their speed-ups over
+#     FP32 and the fractions of their own ceilings;
 #   - decoding with the base network: greedy and beam 4, sentences per
 #     second, batches of 64 sentences of 30 tokens;
 #   - gru-lm training, the FedAtt presets small, medium and large (hidden
@@ -34,6 +39,12 @@ trap 'rm -rf "$out"' EXIT
 echo "== GEMM ceiling (cuBLAS SGEMM, FP32)"
 "$bin/backend_gemm" cuda | tee "$out/gemm"
 peak=$(get sgemm_gflops_best "$out/gemm")
+for p in bf16 tf32; do
+	echo "== GEMM ceiling ($p context: cuBLAS $p products, FP32 sums)"
+	"$bin/backend_gemm" --precision "$p" cuda | tee "$out/gemm_$p"
+done
+peak_bf16=$(get sgemm_gflops_best "$out/gemm_bf16")
+peak_tf32=$(get sgemm_gflops_best "$out/gemm_tf32")
 
 base="--vocab 8000 --dim 512 --layers 6 --heads 8 --ffn 2048 --dropout 0.1 --label-smoothing 0.1"
 echo "== transformer base, training (128 x 32 target tokens a step)"
@@ -48,6 +59,20 @@ awk -v c="$tc" -v p="$tp" -v mf="$mf" -v peak="$peak" -v th="$th" 'BEGIN {
 	printf "mflop_per_token %.1f | training GFLOP/s %.0f | fraction of the GEMM ceiling %.3f\n",
 		mf, c * mf / 1e3, c * mf / 1e3 / peak }'
 echo "last_loss cuda $(get last_loss "$out/tc") cpu $(get last_loss "$out/tp")"
+
+echo "== transformer base, training on cuda in bf16 and tf32 (the same steps)"
+for p in bf16 tf32; do
+	"$bin/transformer" --mode train $base --batch 128 --len 32 --steps "$steps" --warmup 2 \
+		--backend cuda --precision "$p" >"$out/tc_$p"
+done
+awk -v c="$tc" -v b="$(get tokens_per_s "$out/tc_bf16")" -v t="$(get tokens_per_s "$out/tc_tf32")" \
+	-v mf="$mf" -v pb="$peak_bf16" -v pt="$peak_tf32" 'BEGIN {
+	printf "tokens_per_s cuda fp32 %.0f | bf16 %.0f | tf32 %.0f | bf16/fp32 %.2f | tf32/fp32 %.2f\n",
+		c, b, t, b / c, t / c
+	printf "training GFLOP/s bf16 %.0f, fraction of the bf16 ceiling %.3f | tf32 %.0f, of the tf32 ceiling %.3f\n",
+		b * mf / 1e3, b * mf / 1e3 / pb, t * mf / 1e3, t * mf / 1e3 / pt }'
+echo "last_loss cuda fp32 $(get last_loss "$out/tc") bf16 $(get last_loss "$out/tc_bf16")" \
+	"tf32 $(get last_loss "$out/tc_tf32")"
 
 for mode in greedy beam; do
 	echo "== transformer base, $mode decoding (64 sentences a batch, 30 tokens)"
