@@ -174,6 +174,15 @@ extern "C" int cu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ct
 {
 	if (!ctx)
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend: NULL ctx pointer");
+	/* a precision no backend knows is bad input, whatever the machine */
+	uint32_t prec = FEDRUN_PRECISION_FP32;
+	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, precision) +
+				    sizeof cfg->precision)
+		prec = cfg->precision;
+	if (prec != FEDRUN_PRECISION_FP32 && prec != FEDRUN_PRECISION_BF16 &&
+	    prec != FEDRUN_PRECISION_TF32)
+		return fedrun_error(FEDRUN_EINVAL,
+				    "cuda backend: no precision %u (fp32, bf16 or tf32)", prec);
 	int ndev = 0;
 	cudaError_t e = cudaGetDeviceCount(&ndev);
 	if (e != cudaSuccess)
@@ -189,17 +198,9 @@ extern "C" int cu_ctx_create(const struct fedrun_backend_ctx_cfg *cfg, void **ct
 	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, allow_nondeterministic) +
 				    sizeof cfg->allow_nondeterministic)
 		fast = cfg->allow_nondeterministic != 0;
-	uint32_t prec = FEDRUN_PRECISION_FP32;
-	if (cfg && cfg->size >= offsetof(struct fedrun_backend_ctx_cfg, precision) +
-				    sizeof cfg->precision)
-		prec = cfg->precision;
 	if (dev < 0 || dev >= ndev)
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend: device %d, but %d device%s", dev,
 				    ndev, ndev == 1 ? " is present (0)" : "s are present");
-	if (prec != FEDRUN_PRECISION_FP32 && prec != FEDRUN_PRECISION_BF16 &&
-	    prec != FEDRUN_PRECISION_TF32)
-		return fedrun_error(FEDRUN_EUNSUPPORTED,
-				    "cuda backend: no precision %u (fp32, bf16 or tf32)", prec);
 	if (prec != FEDRUN_PRECISION_FP32) {
 		/* bf16 and tf32 tensor cores came with Ampere (8.0); cuBLAS
 		 * would compute in FP32 on older GPUs, which is not what was
@@ -291,6 +292,13 @@ extern "C" void cu_free_mem(void *ctx, void *p)
 	if (c) {
 		cudaSetDevice(c->device);
 		cudaStreamSynchronize(c->stream);
+		/* the declared parameters freed: their copies would outlive
+		 * them, and a new block at the same address is other data */
+		if (c->pn && (const float *)p >= c->pp && (const float *)p < c->pp + c->pn) {
+			wcopies_free(c);
+			c->pp = NULL;
+			c->pn = 0;
+		}
 	}
 	cudaFree(p);
 }
