@@ -17,23 +17,23 @@
 
 /* ---- bf16 operands ---- */
 
-/* Rows of nb x nh matrices of c floats, matrix (b, h) from src + b sb + h sh
- * with row stride ld, to bf16 (round to nearest even) at dst + (b nh + h)
- * ds with row stride dld. Block (32, 8): x over the columns, y over the
- * rows of all matrices. */
-__global__ void to_bf16(uint64_t rows, int nh, int r, int c, const float *__restrict__ src,
+/* nb x nh matrices of r rows of c floats, matrix (b, h) from src + b sb +
+ * h sh with row stride ld, to bf16 (round to nearest even) at dst + (b nh
+ * + h) ds with row stride dld. Block (32, 8): x over the columns, y over
+ * the rows; z over the matrices. No division per element. */
+__global__ void to_bf16(int nmat, int nh, int r, int c, const float *__restrict__ src,
 			int64_t sb, int64_t sh, int64_t ld, __nv_bfloat16 *__restrict__ dst,
 			int64_t dld, int64_t ds)
 {
 	const int j = blockIdx.x * blockDim.x + threadIdx.x;
 	if (j >= c)
 		return;
-	for (uint64_t R = (uint64_t)blockIdx.y * blockDim.y + threadIdx.y; R < rows;
-	     R += (uint64_t)gridDim.y * blockDim.y) {
-		const uint64_t q = R / (uint64_t)r, i = R % (uint64_t)r;
-		const uint64_t b = q / (uint64_t)nh, h = q % (uint64_t)nh;
-		const float x = src[(int64_t)b * sb + (int64_t)h * sh + (int64_t)i * ld + j];
-		dst[(int64_t)q * ds + (int64_t)i * dld + j] = __float2bfloat16_rn(x);
+	for (int q = blockIdx.z; q < nmat; q += gridDim.z) {
+		const float *s = src + (int64_t)(q / nh) * sb + (int64_t)(q % nh) * sh + j;
+		__nv_bfloat16 *d = dst + (int64_t)q * ds + j;
+		for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < r;
+		     i += gridDim.y * blockDim.y)
+			d[(int64_t)i * dld] = __float2bfloat16_rn(s[(int64_t)i * ld]);
 	}
 }
 
@@ -88,10 +88,9 @@ static int bf16_operand(struct cu_ctx *c, const char *op, int slot, const float 
 			return rc;
 		dst = c->bf[slot];
 	}
-	const uint64_t all = (uint64_t)nb * nh * rows;
-	const uint64_t gy = (all + 7) / 8;
-	const dim3 grid((cols + 31) / 32, gy > 65535 ? 65535 : (unsigned)gy);
-	to_bf16<<<grid, dim3(32, 8), 0, c->stream>>>(all, nh, rows, cols, x, sb, sh, ld, dst,
+	const int nmat = nb * nh, gy = rows / 8 + 1;
+	const dim3 grid((cols + 31) / 32, gy > 65535 ? 65535 : gy, nmat > 65535 ? 65535 : nmat);
+	to_bf16<<<grid, dim3(32, 8), 0, c->stream>>>(nmat, nh, rows, cols, x, sb, sh, ld, dst,
 						     *dld, *ds);
 	CU_LAUNCHED(op);
 	if (w)
