@@ -94,4 +94,57 @@ static inline double tu_err_d(const double *a, const double *r, uint64_t n, doub
 	return e / m;
 }
 
+/* Relative L2 error ||a - r|| / ||r|| of two float arrays (r nonzero). */
+static inline double tu_rel_l2(const float *a, const float *r, uint64_t n)
+{
+	double e = 0.0, m = 0.0;
+	for (uint64_t i = 0; i < n; i++) {
+		double d = (double)a[i] - (double)r[i];
+		e += d * d;
+		m += (double)r[i] * (double)r[i];
+	}
+	return isnan(e) ? INFINITY : sqrt(e / m);
+}
+
+/* The error a bf16 context may add to a result that passes through S
+ * matrix products in sequence, relative to the FP32 context's (normwise,
+ * L2). bf16 has 8 significant bits: rounding an operand to nearest errs
+ * by a relative |d| <= u = 2^-8. A product's term a_k b_k then carries
+ * (1 + d_a)(1 + d_b), a relative error of at most 2u + u^2 ~ 2u; the FP32
+ * sums add 2^-24, negligible. The terms' errors d_k are independent and
+ * of mean zero (round to nearest of data not on bf16's grid), so the
+ * error sum_k a_k b_k d_k of an entry c of C has variance <= (2u)^2
+ * sum_k (a_k b_k)^2, which for a sum of incoherent terms (weights of random
+ * sign, as a model has at and near its initialisation) is (2u)^2 E[c^2]:
+ * a product's relative rms error is <= 2u. To first order the errors of
+ * the S products on the path (forward, and the two backward products dX
+ * and dW of each for a gradient) are independent and add in quadrature,
+ * each reaching the result with a sensitivity <= 1 (layer norm, the gates'
+ * sigmoids and tanh have Jacobians of norm <= 1, and the initialisation
+ * keeps activations O(1), so no stage amplifies a relative error): the
+ * relative rms error is <= 2u sqrt(S). With lambda = 3 standard deviations
+ * of headroom (Hoeffding: a deviation beyond them has probability
+ * <= 2 exp(-4.5) per entry, far less for a norm over many entries) the
+ * bound is 6u sqrt(S). A broken bf16 path (operands lost or zeroed, a
+ * stale weight copy) errs by O(1). */
+#define TU_BF16_BOUND(S) (6.0 * 0x1p-8 * sqrt((double)(S)))
+
+/* Asserts that a bf16 context's loss and gradient (l16, g16) differ from
+ * the FP32 context's (l32, g32) by less than TU_BF16_BOUND of S_f (the
+ * loss: the forward products) and of S (the gradient), and by more than 0
+ * (the bf16 context really rounded); `what` names the case. */
+static inline void tu_bf16_check(const char *what, int _i, double l16, double l32,
+				 const float *g16, const float *g32, uint64_t n, double S_f,
+				 double S)
+{
+	char name[128];
+	const double el = fabs(l16 - l32) / fabs(l32), eg = tu_rel_l2(g16, g32, n);
+	snprintf(name, sizeof name, "%s: loss", what);
+	TU_ASSERT_ERR(el, TU_BF16_BOUND(S_f), name);
+	ck_assert_msg(el > 0, "%s: the bf16 loss equals the FP32 one", name);
+	snprintf(name, sizeof name, "%s: gradient", what);
+	TU_ASSERT_ERR(eg, TU_BF16_BOUND(S), name);
+	ck_assert_msg(eg > 0, "%s: the bf16 gradient equals the FP32 one", name);
+}
+
 #endif

@@ -348,6 +348,64 @@ START_TEST(train_step_is_loss_grad_step)
 }
 END_TEST
 
+/* Precision bf16 against FP32: the whole model's loss and gradient from a
+ * bf16 context (model.precision "bf16") and from an FP32 one, at the same
+ * parameters, before and after each of three SGD steps along the FP32
+ * gradient (the parameters changed in place, as a step changes them, so a
+ * bf16 weight copy kept past its step would show). Bounds: TU_BF16_BOUND
+ * (nn_testutil.h) over the products in sequence. Forward: each of the L
+ * layers' input product (all steps at once) and its recurrent product at
+ * each of the T = bptt steps (the state's update h = (1-z) n + z h' is a
+ * convex combination, so an error carried from a step does not grow),
+ * then the decoder: S_f = L (1 + T) + 1 = 11 for L = 2, T = 4; the loss
+ * (cross-entropy of the logits, whose relative sensitivity to them is
+ * <= 1 at logits O(1)) gets 6u sqrt(11) = 0.078. The gradient adds the
+ * two backward products of each: S = 3 S_f = 33, 6u sqrt(33) = 0.135.
+ * Measured (NN_TEST_VERBOSE=1; amx_bf16 and avx512_bf16 alike): loss
+ * 2.8e-6 to 8.3e-6, gradient 1.1e-3 to 1.5e-3. Both errors must also be
+ * above 0: the bf16 context really rounded. */
+START_TEST(bf16_against_fp32)
+{
+	const char *isa = fedrun_backend_cpu_bf16_isa();
+	if (!isa) {
+		printf("SKIP: gru-lm bf16 against fp32: %s\n", fedrun_error_message());
+		return;
+	}
+	make_dir();
+	write_random_corpus("train.txt", 60, 40, 13);
+	struct fakehost fh;
+	fakehost_init(&fh, 3);
+#define MJ(prec)                                                                                   \
+	"{\"embed\": 32, \"hidden\": 32, \"layers\": 2, \"dropout\": 0, \"bptt\": 4, "           \
+	"\"eval_batch\": 4, \"precision\": \"" prec "\"}"
+	const char *j32 = MJ("fp32"), *j16 = MJ("bf16");
+#undef MJ
+	void *m32 = create(&fh, j32, false, 1, NULL), *m16 = create(&fh, j16, false, 1, NULL);
+	const struct fedrun_layout *l = ops()->layout(m32);
+	ck_assert_uint_eq(ops()->layout(m16)->total, l->total);
+	float *p = fedrun_arena_alloc(l->total), *g32 = fedrun_arena_alloc(l->total),
+	      *g16 = fedrun_arena_alloc(l->total);
+	ck_assert_int_eq(ops()->init_params(m32, 11, p), 0);
+	const double S_f = 2 * (1 + 4) + 1, S = 3 * S_f;
+	for (int step = 0; step <= 3; step++) {
+		double l32, l16;
+		ck_assert_int_eq(ops()->loss_grad(m32, NULL, p, FEDRUN_SPLIT_TRAIN, 0, g32, &l32), 0);
+		ck_assert_int_eq(ops()->loss_grad(m16, NULL, p, FEDRUN_SPLIT_TRAIN, 0, g16, &l16), 0);
+		char what[64];
+		snprintf(what, sizeof what, "%s, step %d", isa, step);
+		tu_bf16_check(what, _i, l16, l32, g16, g32, l->total, S_f, S);
+		for (uint64_t i = 0; i < l->total; i++)
+			p[i] -= 1.0f * g32[i];
+	}
+	fedrun_arena_free(p);
+	fedrun_arena_free(g32);
+	fedrun_arena_free(g16);
+	ops()->destroy(m32);
+	ops()->destroy(m16);
+	remove_dir();
+}
+END_TEST
+
 /* Dropout masks are a function of (seed, round, client): the same call
  * gives the same bits, another round other bits. */
 START_TEST(dropout_is_seeded)
@@ -662,6 +720,7 @@ static Suite *gru_lm_suite(void)
 	tcase_add_test(tc, gradient_tied);
 	tcase_add_test(tc, gradient_untied);
 	tcase_add_test(tc, train_step_is_loss_grad_step);
+	tcase_add_test(tc, bf16_against_fp32);
 	tcase_add_test(tc, dropout_is_seeded);
 	tcase_add_test(tc, learns_markov_chain);
 	tcase_add_test(tc, evaluation_groups);
