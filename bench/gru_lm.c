@@ -7,7 +7,13 @@
  *
  * Usage: bench/gru_lm [--workers N] [--windows N] [--vocab V] [--hidden H]
  *                     [--layers L] [--batch B] [--bptt T] [--dropout P]
- *                     [--backend NAME]
+ *                     [--backend NAME] [--precision fp32|bf16|tf32]
+ * --precision is the model option "precision" (fedrun-models(7)): with
+ * bf16 the backend context's matrix products take bf16 operands with FP32
+ * sums (on the CPU through oneDNN; the plugin declares its parameters to
+ * the backend as in a run); the line "bf16_isa X" then says which kernels
+ * ran (fedrun_backend_cpu_bf16_isa(): amx_bf16 or avx512_bf16). The sgemm
+ * ceiling printed is FP32's either way (bench/dnnl_gemm measures bf16's).
  * With --backend other than cpu (model.backend; e.g. cuda) each worker
  * trains all its windows in one train() call, as a client's round does, so
  * that parameters cross to the device and back once; the figure is that
@@ -58,6 +64,7 @@ static uint64_t seed(void *ctx)
 struct cfg {
 	uint32_t workers, windows, vocab, hidden, layers, batch, bptt;
 	double dropout;
+	const char *precision; /* the model option: fp32, bf16 or tf32 */
 };
 
 /* ---- sgemm: the machine's matrix-product speed ------------------------- */
@@ -241,7 +248,8 @@ int main(int argc, char **argv)
 			.layers = 1,
 			.batch = 20,
 			.bptt = 35,
-			.dropout = 0.2};
+			.dropout = 0.2,
+			.precision = "fp32"};
 	static const struct option opts[] = {{"workers", required_argument, NULL, 'w'},
 					     {"windows", required_argument, NULL, 'n'},
 					     {"vocab", required_argument, NULL, 'v'},
@@ -251,6 +259,7 @@ int main(int argc, char **argv)
 					     {"bptt", required_argument, NULL, 't'},
 					     {"dropout", required_argument, NULL, 'd'},
 					     {"backend", required_argument, NULL, 'B'},
+					     {"precision", required_argument, NULL, 'P'},
 					     {NULL, 0, NULL, 0}};
 	const char *backend = "cpu";
 	int o;
@@ -283,10 +292,20 @@ int main(int argc, char **argv)
 		case 'B':
 			backend = optarg;
 			break;
+		case 'P':
+			if (strcmp(optarg, "fp32") && strcmp(optarg, "bf16") && strcmp(optarg, "tf32")) {
+				fprintf(stderr, "gru_lm: --precision: expected fp32, bf16 or tf32, "
+						"got '%s'\n",
+					optarg);
+				return 2;
+			}
+			c.precision = optarg;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: %s [--workers N] [--windows N] [--vocab V] [--hidden H] "
-				"[--layers L] [--batch B] [--bptt T] [--dropout P] [--backend NAME]\n",
+				"[--layers L] [--batch B] [--bptt T] [--dropout P] [--backend NAME] "
+				"[--precision fp32|bf16|tf32]\n",
 				argv[0]);
 			return 2;
 		}
@@ -319,6 +338,7 @@ int main(int argc, char **argv)
 			       "hidden", (int)c.hidden, "layers", (int)c.layers, "tied", 1,
 			       "dropout", c.dropout, "bptt", (int)c.bptt, "speed_metric", 0);
 	json_object_set_new(mc, "backend", json_string(backend));
+	json_object_set_new(mc, "precision", json_string(c.precision));
 	json_t *dc = json_pack("{s:s, s:{s:i}, s:{s:i}}", "train", path, "partition", "clients",
 			       (int)c.workers, "vocab", "size", (int)c.vocab);
 	void *model;
@@ -357,6 +377,11 @@ int main(int argc, char **argv)
 	       "bptt %u, dropout %g, %u worker(s), %u windows each, backend %s\n",
 	       c.vocab, c.hidden, c.layers, c.batch, c.bptt, c.dropout, c.workers, c.windows,
 	       backend);
+	printf("precision %s\n", c.precision);
+	if (strcmp(c.precision, "bf16") == 0 && strcmp(backend, "cpu") == 0) {
+		const char *isa = fedrun_backend_cpu_bf16_isa();
+		printf("bf16_isa %s\n", isa ? isa : "none");
+	}
 	printf("tokens_per_s %.1f\n", tps);
 	printf("mflop_per_token %.3f\n", fpt / 1e6);
 	printf("train_gflops %.2f\n", tps * fpt / 1e9);

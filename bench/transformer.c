@@ -37,6 +37,14 @@
  * --mode sgemm: prints "sgemm_gflops G", the best of 8 products 1024^3 on
  * one OpenBLAS thread; with a device backend, of 8 products 8192^3 there.
  *
+ * --precision fp32|bf16|tf32 (the model option "precision",
+ * fedrun-models(7); --mode train): the precision of the backend context's
+ * matrix products (struct fedrun_backend_ctx_cfg.precision); the parameters
+ * are declared to the backend (declare_params) as the model plugin declares
+ * them, so that bf16 copies are made once per step. With bf16 on the CPU,
+ * "bf16_isa X" says which kernels ran (fedrun_backend_cpu_bf16_isa():
+ * amx_bf16 or avx512_bf16; DNNL_MAX_CPU_ISA caps it).
+ *
  * --backend NAME (fedrun_backend_find: cpu, cuda): where the network runs.
  * Parameters, gradient and optimizer state are in the backend's memory and
  * the step is its optim_step; each timed step ends with a to_host of one
@@ -363,6 +371,10 @@ static int train(const struct opts *o)
 		total += jobs[i].rate;
 	}
 	if (rc == 0) {
+		if (o->c.precision == FEDRUN_PRECISION_BF16 && o->be == fedrun_backend_cpu()) {
+			const char *isa = fedrun_backend_cpu_bf16_isa();
+			printf("bf16_isa %s\n", isa ? isa : "none");
+		}
 		printf("tokens_per_s %.1f\n", total);
 		printf("last_loss %.3f\n", jobs[0].loss);
 		printf("mflop_per_token %.3f\n", mflop_per_token(o));
