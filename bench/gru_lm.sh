@@ -11,6 +11,15 @@
 # machine's sgemm speed, measured by bench/gru_lm in the same run, and the
 # fraction of it that training reaches.
 #
+# Then a bf16 section: fedrun with model.precision bf16 (bench/gru_lm
+# --precision bf16, 1 worker and one per core) and PyTorch under
+# torch.autocast("cpu", dtype=torch.bfloat16) (gru_lm_torch.py --autocast,
+# the same thread pairs), beside the best FP32 figures above and the
+# machine's bf16 ceiling measured in the same run (bench/dnnl_gemm: oneDNN's
+# best square bf16 product on 1 core and on all), with the CPU model and
+# the kernels fedrun's bf16 products ran (amx_bf16 or avx512_bf16). Without
+# bench/dnnl_gemm (no oneDNN) the section says so and is skipped.
+#
 # Usage: bench/gru_lm.sh [WINDOWS]   (default 40 windows of 700 tokens per run)
 # From the build directory after `make bench`; needs python3-torch
 # (apt-get install python3-torch) for /usr/bin/python3.
@@ -68,3 +77,52 @@ t1=$(val torch_threads_1_tokens_per_s "$out/torch-1-1")
 o1=$(val tokens_per_s "$out/w1")
 awk -v o="$ours" -v b="$best" -v c="$cores" 'BEGIN { printf "ratio, fedrun %s workers / PyTorch best: %.2f\n", c, o / b }'
 awk -v o="$o1" -v b="$t1" 'BEGIN { printf "ratio, one core each (fedrun 1 worker / PyTorch 1 thread, BLAS 1): %.2f\n", o / b }'
+
+# ---- bf16 ----
+# fedrun with model.precision bf16 on the same settings as the rows above,
+# PyTorch's training step under torch.autocast("cpu", dtype=torch.bfloat16)
+# on the same thread pairs, and the machine's bf16 ceiling (bench/dnnl_gemm,
+# oneDNN's best square product on 1 core and on all): each figure's share
+# of it, and the best of each side against FP32's and against each other.
+. "$here/bf16_rows.sh"
+bf16_section() {
+	echo
+	bf16_ceiling || return 0
+	for f in w1 wn; do
+		n=$([ $f = w1 ] && echo 1 || echo "$cores")
+		bench/gru_lm --workers "$n" --windows "$windows" --precision bf16 \
+			>"$out/bf16-$f" 2>"$out/bf16.err" || { bf16_refused "$out/bf16.err"; return 0; }
+	done
+	for b in $settings; do
+		for t in $settings; do
+			OPENBLAS_NUM_THREADS=$b /usr/bin/python3 "$here/gru_lm_torch.py" --threads "$t" \
+				--windows "$windows" --autocast >"$out/autocast-$t-$b"
+		done
+	done
+	bf16_header "$(val bf16_isa "$out/bf16-w1")"
+	ours16=0
+	ours32=0
+	for f in w1 wn; do
+		n=$([ $f = w1 ] && echo 1 || echo "$cores")
+		bf16_row "fedrun gru-lm bf16, $n worker(s), BLAS 1 thread" \
+			"$(val tokens_per_s "$out/bf16-$f")" "$fpt"
+		ours16=$(bf16_max "$ours16" "$(val tokens_per_s "$out/bf16-$f")")
+		ours32=$(bf16_max "$ours32" "$(val tokens_per_s "$out/$f")")
+	done
+	ac=0
+	for b in $settings; do
+		for t in $settings; do
+			tps=$(val "torch_threads_${t}_tokens_per_s" "$out/autocast-$t-$b")
+			bf16_row "PyTorch autocast bf16, $t thread(s), BLAS $b" "$tps" "$fpt"
+			ac=$(bf16_max "$ac" "$tps")
+		done
+	done
+	bf16_row "fedrun gru-lm bf16, best" "$ours16" "$fpt"
+	bf16_row "fedrun gru-lm FP32, best" "$ours32" "$fpt"
+	bf16_row "PyTorch $(val torch_version "$out/torch-1-1") FP32, best" "$best" "$fpt"
+	bf16_row "PyTorch $(val torch_version "$out/torch-1-1") autocast bf16, best" "$ac" "$fpt"
+	bf16_footer "$ours16" "$ours32" "$ac"
+	echo "  (PyTorch's autocast runs nn.GRU's fused op in FP32, as it is not on autocast's bf16 list;" \
+		"its decoder's linear is bf16)"
+}
+bf16_section

@@ -7,8 +7,16 @@ and gradient clipping at 0.25, on random words; prints training tokens per
 second (from the median time of a window) for each thread count asked
 for, and the best.
 
+--autocast: the forward pass and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (the backward pass outside it,
+as usual): the ops on autocast's lower-precision list (the decoder's linear)
+take bf16 operands, the rest stay FP32 (in PyTorch 1.13 that includes
+nn.GRU's own fused op, which is not on the list). Parameters, gradients and
+the optimizer stay FP32. The output lines are the same.
+
 Usage: gru_lm_torch.py [--threads 1,2] [--windows N] [--vocab V] [--hidden H]
                        [--layers L] [--batch B] [--bptt T] [--dropout P]
+                       [--autocast]
 Run with the system python that Debian's python3-torch serves."""
 import argparse
 import statistics
@@ -50,8 +58,9 @@ def tokens_per_s(args, threads):
         x, y = data[w * T:(w + 1) * T], data[w * T + 1:(w + 1) * T + 1]
         h = h.detach()
         opt.zero_grad()
-        out, h = model(x, h)
-        loss = loss_fn(out, y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast):
+            out, h = model(x, h)
+            loss = loss_fn(out, y.reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         opt.step()
@@ -78,6 +87,8 @@ def main():
     p.add_argument("--batch", type=int, default=20)
     p.add_argument("--bptt", type=int, default=35)
     p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--autocast", action="store_true",
+                   help='forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
     args = p.parse_args()
     best = 0.0
     for t in [int(s) for s in args.threads.split(",")]:

@@ -33,11 +33,18 @@ units alike; bench/transformer sets its three dropouts to that value too.
   --sentences random sentences are decoded in batches of --batch, each
   batch --steps times after one untimed batch; the figure is --batch over
   the median time of a batch (encoder included). --warmup is not used.
+--autocast (--mode train): the forward pass and the loss under
+  torch.autocast("cpu", dtype=torch.bfloat16), the backward pass outside
+  it, as PyTorch's documentation shows: the ops on autocast's
+  lower-precision list (linear, matmul, bmm, ...) take bf16 operands, the
+  rest (softmax, layer norm, the loss) FP32; parameters, gradients and Adam
+  stay FP32. The output lines are the same.
 
 Usage: transformer_torch.py [--mode train|greedy|beam] [--threads 1,2]
           [--steps N] [--warmup N] [--vocab V] [--dim D] [--layers L]
           [--heads H] [--ffn F] [--batch B] [--len T] [--dropout P]
           [--label-smoothing E] [--beam K] [--max-len N] [--sentences S]
+          [--autocast]
 Run with the system python that Debian's python3-torch serves."""
 import argparse
 import math
@@ -128,8 +135,9 @@ def train_rate(a, threads):
     for s in range(a.warmup + a.steps):
         src, tin, tout = data[s % len(data)]
         t0 = time.perf_counter()
-        logits = model(src, tin)
-        loss = loss_fn(logits.reshape(-1, a.vocab), tout.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast):
+            logits = model(src, tin)
+            loss = loss_fn(logits.reshape(-1, a.vocab), tout.reshape(-1))
         loss.backward()
         opt.step()
         opt.zero_grad()
@@ -227,6 +235,8 @@ def main():
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--max-len", type=int, default=30)
     p.add_argument("--sentences", type=int, default=256)
+    p.add_argument("--autocast", action="store_true",
+                   help='train: forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
     a = p.parse_args()
     best = 0.0
     for t in [int(s) for s in a.threads.split(",")]:
