@@ -41,14 +41,14 @@ bf16_header() {
 	echo "  fedrun's bf16 products: $1; ceiling: oneDNN $(val dnnl_version "$out/dnnl") matmul," \
 		"bf16 x bf16 -> f32, best square 1024/2048/4096, $(val bf16_impl "$out/dnnl")"
 	echo "  shares of the bf16 ceiling: on 1 core (ceil 1c) and on $cores (ceil ${cores}c)"
-	printf '  %-60s %9s %8s %10s %10s\n' "" "tokens/s" "GFLOP/s" "ceil 1c" "ceil ${cores}c"
+	printf '  %-68s %9s %8s %10s %10s\n' "" "tokens/s" "GFLOP/s" "ceil 1c" "ceil ${cores}c"
 }
 
 # bf16_row LABEL TOKENS_PER_S MFLOP_PER_TOKEN
 bf16_row() {
 	awk -v l="$1" -v t="$2" -v f="$3" -v c1="$bf16_c1" -v cn="$bf16_cn" 'BEGIN {
 		g = t * f / 1000
-		printf "  %-60s %9.0f %8.1f %9.1f%% %9.1f%%\n", l, t, g, 100 * g / c1, 100 * g / cn }'
+		printf "  %-68s %9.0f %8.1f %9.1f%% %9.1f%%\n", l, t, g, 100 * g / c1, 100 * g / cn }'
 }
 
 # bf16_footer FEDRUN_BF16 FEDRUN_FP32 TORCH_AUTOCAST (best tokens/s each)

@@ -20,6 +20,15 @@
 # thread and on as many as cores (PyTorch: intra-op and BLAS threads
 # alike, OMP_WAIT_POLICY=passive as fedrun), best against best.
 #
+# bf16 (after decoding): training only, fedrun with --precision bf16 on
+# the same three settings and PyTorch under
+# torch.autocast("cpu", dtype=torch.bfloat16) (transformer_torch.py
+# --autocast) on the same eight, beside the best FP32 figures and the
+# machine's bf16 ceiling measured in the same run (bench/dnnl_gemm: oneDNN's
+# best square bf16 product on 1 core and on all), with the CPU model and the
+# kernels fedrun's bf16 products ran (amx_bf16 or avx512_bf16). Without
+# bench/dnnl_gemm (no oneDNN) the section says so and is skipped.
+#
 # Every speed is from the median step (training) or batch (decoding), which
 # a few slow ones, when another process takes a core, do not move.
 #
@@ -99,6 +108,8 @@ echo "  ratio, fedrun best / PyTorch best: $(ratio "$ours" "$peer")"
 echo "  ratio, one model on the whole machine (fedrun $cores threads / PyTorch best): $(ratio "$(val tokens_per_s "$out/w1tn")" "$peer")"
 echo "  ratio, one core each (fedrun 1 thread / PyTorch 1 thread, BLAS 1): $(ratio "$(val tokens_per_s "$out/w1t1")" \
 	"$(best "$(val torch_threads_1_tokens_per_s "$out/torch-unset-1")" "$(val torch_threads_1_tokens_per_s "$out/torch-passive-1")")")"
+train_ours=$ours
+train_peer=$peer
 
 # ---- decoding ----
 echo
@@ -123,5 +134,67 @@ for mode in greedy beam; do
 	done
 	echo "  $name: ratio, fedrun best / PyTorch best: $(ratio "$ours" "$peer")"
 done
+
+# ---- bf16 ----
+# Training only: fedrun with --precision bf16 on the three settings of the
+# FP32 rows, PyTorch's step under torch.autocast("cpu", dtype=torch.bfloat16)
+# on the same eight settings as its FP32 rows, the machine's bf16 ceiling
+# (bench/dnnl_gemm), each figure's share of it, and the best of each side
+# against FP32's and against each other.
+. "$here/bf16_rows.sh"
+bf16_section() {
+	echo
+	bf16_ceiling || return 0
+	for f in w1t1 w1tn wn; do
+		case $f in
+		w1t1) a="--workers 1 --threads 1" ;;
+		w1tn) a="--workers 1 --threads $cores" ;;
+		wn) a="--workers $cores" ;;
+		esac
+		bench/transformer $a --steps "$steps" --precision bf16 >"$out/bf16-$f" 2>"$out/bf16.err" ||
+			{ bf16_refused "$out/bf16.err"; return 0; }
+	done
+	for wp in unset passive; do
+		for b in $settings; do
+			if [ $wp = passive ]; then
+				OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=$b /usr/bin/python3 \
+					"$here/transformer_torch.py" --threads "$(echo $settings | tr ' ' ,)" \
+					--steps "$steps" --autocast >"$out/autocast-$wp-$b"
+			else
+				env -u OMP_WAIT_POLICY OPENBLAS_NUM_THREADS=$b /usr/bin/python3 \
+					"$here/transformer_torch.py" --threads "$(echo $settings | tr ' ' ,)" \
+					--steps "$steps" --autocast >"$out/autocast-$wp-$b"
+			fi
+		done
+	done
+	echo "training in bf16: target tokens/s, the same batches and settings as above"
+	bf16_header "$(val bf16_isa "$out/bf16-w1t1")"
+	bf16_row "fedrun bf16, 1 model, 1 thread" "$(val tokens_per_s "$out/bf16-w1t1")" "$fpt"
+	bf16_row "fedrun bf16, 1 model, $cores threads" "$(val tokens_per_s "$out/bf16-w1tn")" "$fpt"
+	bf16_row "fedrun bf16, $cores models (workers), 1 thread each" \
+		"$(val tokens_per_s "$out/bf16-wn")" "$fpt"
+	ours16=0
+	for f in w1t1 w1tn wn; do ours16=$(best "$ours16" "$(val tokens_per_s "$out/bf16-$f")"); done
+	ac=0
+	for wp in unset passive; do
+		for b in $settings; do
+			for t in $settings; do
+				tps=$(val "torch_threads_${t}_tokens_per_s" "$out/autocast-$wp-$b")
+				bf16_row "PyTorch autocast bf16, $t thread(s), BLAS $b, OMP_WAIT_POLICY $wp" \
+					"$tps" "$fpt"
+				ac=$(best "$ac" "$tps")
+			done
+		done
+	done
+	v=$(val torch_version "$out/torch-unset-1")
+	bf16_row "fedrun bf16, best" "$ours16" "$fpt"
+	bf16_row "fedrun FP32, best" "$train_ours" "$fpt"
+	bf16_row "PyTorch $v FP32, best" "$train_peer" "$fpt"
+	bf16_row "PyTorch $v autocast bf16, best" "$ac" "$fpt"
+	bf16_footer "$ours16" "$train_ours" "$ac"
+	echo "  last training loss (label-smoothed, per token): fedrun bf16 $(val last_loss "$out/bf16-w1t1")," \
+		"PyTorch autocast $(val torch_threads_1_last_loss "$out/autocast-unset-1")"
+}
+bf16_section
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
