@@ -82,6 +82,16 @@ bleu=$(metric copy/metrics.jsonl bleu test)
 awk -v b="$bleu" 'BEGIN { exit !(b > 90) }' || die "(d) copy task in bf16: test BLEU '$bleu', expected above 90"
 echo "(d) copy task in bf16: test BLEU $bleu"
 
+# (d2) A worker's context that ran its products on one thread and then
+# on two: three clients on two threads train two at a time on one thread
+# each, then the third on both. oneDNN made such a primitive with two
+# threads from a descriptor made for one and threw
+# std::bad_array_new_length (a segmentation fault or heap corruption
+# before the fix, in the Passban quick reproduction's fine-tuning).
+run_ok --threads 2 "$c" $bf16 --set data.synthetic.clients=3 --set rounds=1 \
+	--set clients.steps=20 --set eval.every=1 --set output.dir=copy3
+echo "(d2) three clients on two threads in bf16: ran"
+
 # (e) No bf16 kernels: refused before anything is written, also into an
 # existing run directory the pipeline may overwrite (the quickstart has
 # output.overwrite true).

@@ -161,6 +161,8 @@ struct wcopy {
 	int k, n, ld, tb;
 	dnnl_memory_desc_t md, src; /* the copy's layout, and ptr's */
 	dnnl_primitive_t reorder;   /* src to md */
+	dnnl_memory_desc_t sp;	    /* its scratchpad */
+	size_t sp_bytes;
 	bool valid;		    /* false: written since; reorder again */
 	void *data;
 };
@@ -365,8 +367,7 @@ static uint32_t prim_hash(const struct prim_key *k)
 	return h;
 }
 
-/* Made with one OpenMP thread (see the top of the file). */
-static int prim_make(const struct prim_key *k, struct prim *out)
+static int prim_make_1t(const struct prim_key *k, struct prim *out)
 {
 	dnnl_memory_desc_t a, b, c;
 	dnnl_status_t s = md2(&a, k->m, k->k, dnnl_bf16, k->ta, k->lda);
@@ -401,16 +402,8 @@ static int prim_make(const struct prim_key *k, struct prim *out)
 			s = dnnl_primitive_attr_set_post_ops(attr, po);
 	}
 	dnnl_primitive_desc_t pd = NULL;
-	if (s == dnnl_success) {
-#ifdef _OPENMP
-		int saved = omp_get_max_threads();
-		omp_set_num_threads(1);
-#endif
+	if (s == dnnl_success)
 		s = dnnl_primitive_desc_create(&pd, &d, attr, bf16_engine, NULL);
-#ifdef _OPENMP
-		omp_set_num_threads(saved);
-#endif
-	}
 	if (po)
 		dnnl_post_ops_destroy(po);
 	dnnl_primitive_attr_destroy(attr);
@@ -440,6 +433,23 @@ static int prim_make(const struct prim_key *k, struct prim *out)
 		return dnnl_fail(s, "matmul primitive");
 	}
 	return 0;
+}
+
+/* Made with one OpenMP thread (see the top of the file): the descriptor
+ * and the primitive both, as oneDNN reads the thread count in each (a
+ * primitive made with two threads from a descriptor made with one threw
+ * std::bad_array_new_length in brgemm_kernel_create). */
+static int prim_make(const struct prim_key *k, struct prim *out)
+{
+#ifdef _OPENMP
+	const int saved = omp_get_max_threads();
+	omp_set_num_threads(1);
+#endif
+	int rc = prim_make_1t(k, out);
+#ifdef _OPENMP
+	omp_set_num_threads(saved);
+#endif
+	return rc;
 }
 
 /* Two slots per key (h, h + 1); a miss replaces one that is not `keep`,
@@ -492,6 +502,8 @@ static int exec(dnnl_primitive_t p, dnnl_stream_t st, int n, const dnnl_memory_d
 	return s == dnnl_success ? 0 : dnnl_fail(s, "matmul execution");
 }
 
+static int threads_ready(struct nn_bf16 *s, int nt, size_t sp_bytes, size_t c_floats);
+
 /* The copy of parameter block B (stored from ptr, row stride ld) in the
  * layout of primitive p, made at its first use since the last write. */
 /* The copy of parameter block B (stored from ptr, row stride ld) in the
@@ -524,20 +536,36 @@ static int wcopy_get(struct nn_bf16 *s, const struct prim *p, const float *ptr, 
 				  .md = p->b};
 		size_t bytes = dnnl_memory_desc_get_size(&p->b);
 		dnnl_primitive_desc_t rpd = NULL;
+		/* A scratchpad of our own, as for the products: oneDNN's
+		 * primitive cache hands two workers whose models have the same
+		 * shapes one reorder primitive, whose library-managed
+		 * scratchpad they would share while running it at once (heap
+		 * corruption seen with two workers fine-tuning in bf16). */
+		dnnl_primitive_attr_t attr = NULL;
 		dnnl_status_t st = md2(&e.src, k->k, k->n, dnnl_f32, k->tb, ld);
+		if (st == dnnl_success)
+			st = dnnl_primitive_attr_create(&attr);
+		if (st == dnnl_success)
+			st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
 		if (st == dnnl_success) {
 #ifdef _OPENMP
 			int saved = omp_get_max_threads();
 			omp_set_num_threads(1);
 #endif
 			st = dnnl_reorder_primitive_desc_create(&rpd, &e.src, bf16_engine, &e.md,
-								bf16_engine, NULL);
+								bf16_engine, attr);
+			if (st == dnnl_success) {
+				e.sp = *dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md,
+								     0);
+				e.sp_bytes = dnnl_memory_desc_get_size(&e.sp);
+				st = dnnl_primitive_create(&e.reorder, rpd);
+			}
 #ifdef _OPENMP
 			omp_set_num_threads(saved);
 #endif
 		}
-		if (st == dnnl_success)
-			st = dnnl_primitive_create(&e.reorder, rpd);
+		if (attr)
+			dnnl_primitive_attr_destroy(attr);
 		if (rpd)
 			dnnl_primitive_desc_destroy(rpd);
 		if (st != dnnl_success)
@@ -550,10 +578,13 @@ static int wcopy_get(struct nn_bf16 *s, const struct prim *p, const float *ptr, 
 		w = &s->w[s->nw++];
 		*w = e;
 	}
-	const dnnl_memory_desc_t *md[2] = {&w->src, &w->md};
-	const int arg[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
-	void *dp[2] = {(void *)ptr, w->data};
-	int rc = exec(w->reorder, s->tb[0].stream, 2, md, arg, dp);
+	int rc = threads_ready(s, 1, w->sp_bytes, 0);
+	if (rc)
+		return rc;
+	const dnnl_memory_desc_t *md[3] = {&w->src, &w->md, &w->sp};
+	const int arg[3] = {DNNL_ARG_FROM, DNNL_ARG_TO, DNNL_ARG_SCRATCHPAD};
+	void *dp[3] = {(void *)ptr, w->data, s->tb[0].scratch};
+	rc = exec(w->reorder, s->tb[0].stream, w->sp_bytes ? 3 : 2, md, arg, dp);
 	if (rc)
 		return rc;
 	w->valid = true;
