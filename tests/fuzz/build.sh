@@ -4,7 +4,7 @@
 # sources, all compiled by clang with -fsanitize=fuzzer,address,undefined.
 # Usage: tests/fuzz/build.sh SRCDIR BUILDDIR [CC [EXTRA_LIBS]]
 # EXTRA_LIBS: the optional libraries configure found (-lgmp for the
-# federated vocabulary's Paillier code).
+# federated vocabulary's Paillier code, -ldnnl for the bf16 products).
 set -eu
 src=$1 build=$2 cc=${3:-clang} extra_libs=${4:-}
 command -v "$cc" >/dev/null 2>&1 || {
