@@ -338,10 +338,9 @@ static int small_gemm(struct nn_bf16 *s, bool ta, bool tb, int m, int n, int k, 
 }
 
 /* y (rows, cols), contiguous = bf16 of x (rows, cols) with row stride ld */
-static void to_bf16(const void *ctx, int nt, uint64_t rows, uint64_t cols, const float *x,
-		    uint64_t ld, uint16_t *y)
+static void to_bf16(int nt, uint64_t rows, uint64_t cols, const float *x, uint64_t ld,
+		    uint16_t *y)
 {
-	(void)ctx;
 	(void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && rows * cols >= 65536)
 	for (uint64_t r = 0; r < rows; r++)
@@ -704,15 +703,13 @@ int nn_bf16_gemm(const void *ctxp, bool spread, bool ta, bool tb, int m, int n, 
 	if (rc)
 		return rc;
 	if (!acut)
-		to_bf16(ctx, nt, (uint64_t)ar, (uint64_t)ac, a, (uint64_t)lda, s->abuf);
+		to_bf16(nt, (uint64_t)ar, (uint64_t)ac, a, (uint64_t)lda, s->abuf);
 	if (!param && !bcut)
-		to_bf16(ctx, nt, (uint64_t)br, (uint64_t)bc, b, (uint64_t)ldb, s->bbuf);
-	struct block one, *blk = nb == 1 ? &one : calloc((size_t)nb, sizeof *blk);
+		to_bf16(nt, (uint64_t)br, (uint64_t)bc, b, (uint64_t)ldb, s->bbuf);
+	struct block one = {0}, *blk = nb == 1 ? &one : calloc((size_t)nb, sizeof *blk);
 	if (!blk)
 		return fedrun_error(FEDRUN_ENOMEM, "bf16 product: %d blocks", nb);
-	memset(&one, 0, sizeof one);
 	size_t sp = 0, cfl = 0;
-	rc = threads_ready(s, nt, 0, 0);
 	for (int i = 0; i < nb && rc == 0; i++) {
 		struct block *q = &blk[i];
 		const int o = i * bl, w = len - o < bl ? len - o : bl;
@@ -781,10 +778,10 @@ int nn_bf16_gemm(const void *ctxp, bool spread, bool ta, bool tb, int m, int n, 
 			const struct block *q = &blk[i];
 			const struct prim *p = q->p;
 			if (q->asrc)
-				to_bf16(ctx, 1, (uint64_t)q->ar, (uint64_t)q->ac, q->asrc,
+				to_bf16(1, (uint64_t)q->ar, (uint64_t)q->ac, q->asrc,
 					(uint64_t)lda, q->a);
 			if (q->bsrc)
-				to_bf16(ctx, 1, (uint64_t)q->br, (uint64_t)q->bc, q->bsrc,
+				to_bf16(1, (uint64_t)q->br, (uint64_t)q->bc, q->bsrc,
 					(uint64_t)ldb, q->bcv);
 			const bool dense = ldc == q->n;
 			const dnnl_memory_desc_t *md[4] = {&p->a, &p->b, &p->c, &p->sp};
