@@ -631,8 +631,6 @@ static int threads_ready(struct nn_bf16 *s, int nt, size_t sp_bytes, size_t c_fl
 	return 0;
 }
 
-#define GEMM_BLOCK 128 /* as gemm.c */
-#define GEMM_PAR_MIN ((uint64_t)1 << 21)
 
 struct block {
 	const float *asrc, *bsrc; /* to convert inside the block, or NULL */
@@ -686,12 +684,7 @@ int nn_bf16_gemm(const void *ctxp, bool spread, bool ta, bool tb, int m, int n, 
 	const int nt = spread ? nn_cpu_threads(ctx) : 1;
 	const bool rows = m >= n;
 	const int len = rows ? m : n;
-	int nb = 1, bl = len;
-	if (spread && len >= 2 * GEMM_BLOCK &&
-	    (uint64_t)m * (uint64_t)n * (uint64_t)k >= GEMM_PAR_MIN) {
-		nb = len / GEMM_BLOCK + (len % GEMM_BLOCK != 0);
-		bl = GEMM_BLOCK;
-	}
+	const int nb = spread ? nn_gemm_blocks(m, n, k) : 1, bl = nb > 1 ? NN_GEMM_BLOCK : len;
 	const bool acut = nb > 1 && rows, bcut = nb > 1 && !rows;
 	/* A stored (m,k), or (k,m) when transposed; B (k,n) or (n,k) */
 	const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;

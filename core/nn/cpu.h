@@ -21,6 +21,22 @@ struct nn_cpu_ctx {
 	struct nn_bf16 *bf16; /* precision bf16: bf16.c's state */
 };
 
+/* ---- the blocks of a large product (gemm.c, bf16.c) ----
+ * Products large enough to share among threads are cut into blocks of
+ * NN_GEMM_BLOCK rows or columns of C (along the longer side, rows when
+ * m >= n): the number of blocks, fixed by the shape alone, or 1 when the
+ * product stays whole. */
+#define NN_GEMM_BLOCK 128
+#define NN_GEMM_PAR_MIN ((uint64_t)1 << 21) /* multiply-adds; smaller stays whole */
+static inline int nn_gemm_blocks(int m, int n, int k)
+{
+	const int len = m >= n ? m : n;
+	if (k <= 0 || len < 2 * NN_GEMM_BLOCK ||
+	    (uint64_t)m * (uint64_t)n * (uint64_t)k < NN_GEMM_PAR_MIN)
+		return 1;
+	return len / NN_GEMM_BLOCK + (len % NN_GEMM_BLOCK != 0); /* no overflow near INT_MAX */
+}
+
 /* ---- bf16.c: the products of a bf16 context (oneDNN) ---- */
 /* Fails, naming what is missing, where bf16 products cannot run. */
 int nn_bf16_create(struct nn_cpu_ctx *c);

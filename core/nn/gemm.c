@@ -30,15 +30,13 @@ int nn_cpu_gemm(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k
 }
 
 /* Products large enough to share among threads are cut into blocks of
- * GEMM_BLOCK rows or columns of C (along the longer side), one serial BLAS
+ * NN_GEMM_BLOCK rows or columns of C (along the longer side), one serial BLAS
  * call each, spread over the context's OpenMP threads. The blocks depend on
  * the shape alone, never on the thread count, and each element of C is
  * computed by one call over all of k, so every thread count gives the same
  * bits; OpenBLAS's own threads (off in runs: engine.c) would not. A block
  * of 128 re-packs the other operand once per 128 rows or columns, under 1%
  * of the block's multiply-adds. */
-#define GEMM_BLOCK 128
-#define GEMM_PAR_MIN ((uint64_t)1 << 21) /* multiply-adds; smaller stays whole */
 
 int nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 		   const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
@@ -48,20 +46,19 @@ int nn_cpu_gemm_mt(const void *ctx, bool trans_a, bool trans_b, int m, int n, in
 				    beta, c, ldc);
 	if (m == 0 || n == 0)
 		return 0;
-	bool rows = m >= n;
-	int len = rows ? m : n;
-	if (k <= 0 || len < 2 * GEMM_BLOCK ||
-	    (uint64_t)m * (uint64_t)n * (uint64_t)k < GEMM_PAR_MIN) {
+	const int nb = nn_gemm_blocks(m, n, k);
+	if (nb == 1) {
 		sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		return 0;
 	}
-	int nb = len / GEMM_BLOCK + (len % GEMM_BLOCK != 0); /* no overflow near INT_MAX */
+	bool rows = m >= n;
+	int len = rows ? m : n;
 	int nt = nn_cpu_threads(ctx);
 	(void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
 	for (int i = 0; i < nb; i++) {
-		ptrdiff_t o = (ptrdiff_t)i * GEMM_BLOCK;
-		int w = len - (int)o < GEMM_BLOCK ? len - (int)o : GEMM_BLOCK;
+		ptrdiff_t o = (ptrdiff_t)i * NN_GEMM_BLOCK;
+		int w = len - (int)o < NN_GEMM_BLOCK ? len - (int)o : NN_GEMM_BLOCK;
 		if (rows) /* C rows o..o+w: op(A) rows, that is A's rows or columns */
 			sgemm1(trans_a, trans_b, w, n, k, alpha, trans_a ? a + o : a + o * lda, lda,
 			       b, ldb, beta, c + o * ldc, ldc);
