@@ -123,7 +123,7 @@ tail -n 1 fsz2/metrics.jsonl | grep -q '"wall":[0-9.]*}$' || die "the last metri
 jr=$(tail -n 1 fsz2/metrics.jsonl | sed 's/^{"round":\([0-9]*\),.*/\1/')
 cr=$(tail -n 1 fsz2/metrics.csv | cut -d, -f1)
 [ "$jr" = "$cr" ] || die "metrics.jsonl ends at round $jr, metrics.csv at round $cr"
-"$FEDRUN" --version | grep -q "plugin ABI 1.10" || die "--version"
+"$FEDRUN" --version | grep -q "plugin ABI 1.11" || die "--version"
 "$FEDRUN" --help | grep -q "Exit status" || die "--help"
 # Output paths: a directory that holds a run's outputs without its
 # pipeline.json is not overwritten unasked (nor changed); an output.dir

@@ -1227,7 +1227,7 @@ static void t_xent_db(void)
 
 static void act_run(enum fedrun_act act, uint64_t n, bool inplace)
 {
-	static const char *names[] = {"relu", "gelu", "tanh", "sigmoid"};
+	static const char *names[] = {"relu", "gelu", "tanh", "sigmoid", "gelu_erf"};
 	case_set("%s n=%" PRIu64 " %s", names[act], n, inplace ? "in place" : "separate");
 	float *hx = hrand(n, -6, 6);
 	struct pair *x = dput(hx, n * sizeof *hx);
@@ -1235,14 +1235,14 @@ static void act_run(enum fedrun_act act, uint64_t n, bool inplace)
 	struct pair *xin = inplace ? dput(hx, n * sizeof *hx) : x, *y = inplace ? xin : dnan(n);
 	/* atol from the size of the terms, not of the result: GELU's tail
 	 * (x near -6) is a tiny difference of O(|x|) terms */
-	const double sy =
-	    act == FEDRUN_ACT_RELU || act == FEDRUN_ACT_GELU ? fmax(1, maxabs(hx, n)) : 1;
+	const bool gelu = act == FEDRUN_ACT_GELU || act == FEDRUN_ACT_GELU_ERF;
+	const double sy = act == FEDRUN_ACT_RELU || gelu ? fmax(1, maxabs(hx, n)) : 1;
 	op("act_forward");
 	if (RUN2("act_forward", OPS->act_forward(CTX, act, n, F(xin), F(y))))
 		cmp_atol("y", y, 0, n, ATOL * sy);
 	op("act_backward");
 	struct pair *dy = drand(n, -1, 1), *dx = inplace ? dy : dnan(n);
-	const double sdx = maxabs(dy->h, n) * (act == FEDRUN_ACT_GELU ? 1.2 : 1.0); /* max |f'| */
+	const double sdx = maxabs(dy->h, n) * (gelu ? 1.2 : 1.0); /* max |f'| */
 	if (RUN2("act_backward", OPS->act_backward(CTX, act, n, F(x), F(dy), F(dx))))
 		cmp_atol(inplace ? "dx (= dy)" : "dx", dx, 0, n, ATOL * sdx);
 	case_end();
@@ -1250,7 +1250,7 @@ static void act_run(enum fedrun_act act, uint64_t n, bool inplace)
 
 static void t_act(void)
 {
-	for (int a = FEDRUN_ACT_RELU; a <= FEDRUN_ACT_SIGMOID; a++) {
+	for (int a = FEDRUN_ACT_RELU; a <= FEDRUN_ACT_LAST; a++) {
 		static const uint64_t ns[] = {1, 7, 1000, 10007};
 		for (unsigned i = 0; i < sizeof ns / sizeof ns[0]; i++)
 			act_run((enum fedrun_act)a, ns[i], i % 2);

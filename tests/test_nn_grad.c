@@ -477,7 +477,7 @@ static Suite *nn_grad_suite(void)
 	tcase_add_test(tc, test_xent_grad);
 	tcase_add_test(tc, test_xent_db_grad);
 	tcase_add_test(tc, test_dropout_grad);
-	tcase_add_loop_test(tc, test_act_grad, 0, 4);
+	tcase_add_loop_test(tc, test_act_grad, 0, FEDRUN_ACT_LAST + 1);
 	suite_add_tcase(s, tc);
 	return s;
 }

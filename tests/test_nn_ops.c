@@ -805,8 +805,9 @@ END_TEST
  * bits. */
 START_TEST(test_act)
 {
-	const enum fedrun_act act = (enum fedrun_act)(_i % 4);
-	const uint64_t n = _i < 4 ? 33 : 20001;
+	const int nact = FEDRUN_ACT_LAST + 1;
+	const enum fedrun_act act = (enum fedrun_act)(_i % nact);
+	const uint64_t n = _i < nact ? 33 : 20001;
 	struct fedrun_rng r;
 	fedrun_rng_init(&r, 31, FEDRUN_RNG_PLUGIN, 0, (uint32_t)_i);
 	float *x = tu_rand(&r, n, -6, 6), *y = tu_fill(n, NAN), *dy = tu_rand(&r, n, -1, 1);
@@ -850,7 +851,7 @@ static Suite *nn_ops_suite(void)
 	tcase_add_loop_test(tc, test_xent, 0, 16);
 	tcase_add_test(tc, test_xent_edges);
 	tcase_add_loop_test(tc, test_xent_db, 0, 30);
-	tcase_add_loop_test(tc, test_act, 0, 8);
+	tcase_add_loop_test(tc, test_act, 0, 2 * (FEDRUN_ACT_LAST + 1));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,7 +2,9 @@
 /* Element-wise activations on the CPU backend, forward and backward (the
  * backward recomputes f'(x) from the forward's input). GELU is the tanh
  * approximation of Hendrycks and Gimpel (2016, sec. 2), as in GPT-2:
- * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); GELU_ERF the exact
+ * x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), as BERT (PyTorch's F.gelu). */
+#include <math.h>
 #include "config.h"
 #include "fedrun/error.h"
 #include "cpu.h"
@@ -10,13 +12,14 @@
 
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
+#define SQRT1_2 0.70710678118654752f  /* 1 / sqrt(2) */
+#define INV_SQRT_2PI 0.3989422804014327f /* 1 / sqrt(2 pi) */
 #define ACT_CHUNK 4096 /* elements per unit of parallel work */
 
 static int act_check(const char *op, enum fedrun_act act, uint64_t n, const void *a, const void *b,
 		     const void *c)
 {
-	if (act != FEDRUN_ACT_RELU && act != FEDRUN_ACT_GELU && act != FEDRUN_ACT_TANH &&
-	    act != FEDRUN_ACT_SIGMOID)
+	if ((unsigned)act > FEDRUN_ACT_LAST)
 		return fedrun_error(FEDRUN_EINVAL, "%s: unknown activation %d", op, (int)act);
 	if (n && (!a || !b || !c))
 		return fedrun_error(FEDRUN_EINVAL, "%s: NULL array", op);
@@ -39,6 +42,10 @@ static void act_fwd_chunk(enum fedrun_act act, uint32_t len, const float *x, flo
 			float v = x[i];
 			y[i] = 0.5f * v * (1.0f + nn_tanhf(GELU_C * (v + GELU_A * v * v * v)));
 		}
+		break;
+	case FEDRUN_ACT_GELU_ERF:
+		for (uint32_t i = 0; i < len; i++)
+			y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * SQRT1_2));
 		break;
 	case FEDRUN_ACT_TANH:
 #pragma omp simd
@@ -72,6 +79,14 @@ static void act_bwd_chunk(enum fedrun_act act, uint32_t len, const float *x, con
 			float th = nn_tanhf(GELU_C * (v + GELU_A * v * v * v));
 			float du = GELU_C * (1.0f + 3.0f * GELU_A * v * v);
 			dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
+		}
+		break;
+	case FEDRUN_ACT_GELU_ERF:
+		/* d/dx = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
+		for (uint32_t i = 0; i < len; i++) {
+			float v = x[i];
+			dx[i] = dy[i] * (0.5f * (1.0f + erff(v * SQRT1_2)) +
+					 v * INV_SQRT_2PI * expf(-0.5f * v * v));
 		}
 		break;
 	case FEDRUN_ACT_TANH:

@@ -17,6 +17,8 @@ static double f(enum fedrun_act act, double v)
 		return v > 0.0 ? v : 0.0;
 	case FEDRUN_ACT_GELU:
 		return gelu(v);
+	case FEDRUN_ACT_GELU_ERF:
+		return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
 	case FEDRUN_ACT_TANH:
 		return tanh(v);
 	case FEDRUN_ACT_SIGMOID:
@@ -36,6 +38,8 @@ static double df(enum fedrun_act act, double v)
 		return 0.5 * (1.0 + th) +
 		       0.5 * v * (1.0 - th * th) * c * (1.0 + 3 * 0.044715 * v * v);
 	}
+	case FEDRUN_ACT_GELU_ERF:
+		return 0.5 * (1.0 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2.0 * M_PI);
 	case FEDRUN_ACT_TANH:
 		return 1.0 - tanh(v) * tanh(v);
 	case FEDRUN_ACT_SIGMOID: {

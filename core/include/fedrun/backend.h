@@ -289,8 +289,13 @@ enum fedrun_act {
 	FEDRUN_ACT_RELU = 0,
 	FEDRUN_ACT_GELU = 1, /* tanh approximation (Hendrycks and Gimpel 2016, sec. 2) */
 	FEDRUN_ACT_TANH = 2,
-	FEDRUN_ACT_SIGMOID = 3
+	FEDRUN_ACT_SIGMOID = 3,
+	/* ABI 1.11: the exact GELU, x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+	 * (Hendrycks and Gimpel 2016, sec. 2; BERT's and Hugging Face's
+	 * "gelu"). A backend older than 1.11 refuses it as unknown. */
+	FEDRUN_ACT_GELU_ERF = 4
 };
+#define FEDRUN_ACT_LAST FEDRUN_ACT_GELU_ERF
 
 /* Settings of one execution context. Grows at the end; size first. */
 struct fedrun_backend_ctx_cfg {

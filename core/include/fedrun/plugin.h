@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define FEDRUN_ABI_MAJOR 1
-#define FEDRUN_ABI_MINOR 10
+#define FEDRUN_ABI_MINOR 11
 
 #define FEDRUN_PLUGIN_ENTRY "fedrun_plugin_entry"
 

@@ -616,6 +616,7 @@ __device__ __forceinline__ float act_f(int act, float x)
 		float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
 		return 0.5f * x * (1.0f + tanhf(u));
 	}
+	case FEDRUN_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 	case FEDRUN_ACT_TANH: return tanhf(x);
 	default: return 1.0f / (1.0f + expf(-x));
 	}
@@ -632,6 +633,9 @@ __device__ __forceinline__ float act_df(int act, float x)
 		return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k *
 						 (1.0f + 3.0f * 0.044715f * x * x);
 	}
+	case FEDRUN_ACT_GELU_ERF:
+		return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) +
+		       x * 0.3989422804014327f * expf(-0.5f * x * x);
 	case FEDRUN_ACT_TANH: {
 		float t = tanhf(x);
 		return 1.0f - t * t;
@@ -659,7 +663,7 @@ __global__ void act_bwd(int act, uint64_t n, const float *x, const float *dy, fl
 
 static int act_check(const char *op, enum fedrun_act act)
 {
-	if ((unsigned)act > FEDRUN_ACT_SIGMOID)
+	if ((unsigned)act > FEDRUN_ACT_LAST)
 		return fedrun_error(FEDRUN_EINVAL, "cuda backend %s: unknown activation %d", op,
 				    (int)act);
 	return 0;
