@@ -268,3 +268,84 @@ int fedrun_opts_parse(const struct fedrun_opt *spec, json_t *section, const char
 	}
 	return 0;
 }
+
+/* ---- lists of files ---- */
+
+static int files_push(const char ***files, uint32_t *n, const char *f)
+{
+	const char **g = realloc(*files, (*n + 1) * sizeof g[0]);
+	if (!g)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	g[(*n)++] = f;
+	*files = g;
+	return 0;
+}
+
+/* Checks one file name through fedrun_opts_parse, so that it is resolved
+ * against the pipeline's directory and reported like any other path; the
+ * resolved name replaces the original in the pipeline and is returned
+ * (borrowed from it). */
+static int resolve_one(json_t *holder, const char *key, size_t index, const char *path, json_t *v,
+		       const char **out)
+{
+	char label[96];
+	if (json_is_array(holder))
+		snprintf(label, sizeof label, "%s[%zu]", key, index);
+	else
+		snprintf(label, sizeof label, "%s", key);
+	struct fedrun_opt spec[] = {
+	    {label, FEDRUN_OPT_PATH, 0, FEDRUN_OPT_REQUIRED, 0, 0, 0, NULL, NULL},
+	    FEDRUN_OPT_END_,
+	};
+	json_t *tmp = json_object();
+	if (!tmp || json_object_set(tmp, label, v) < 0) {
+		json_decref(tmp);
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	const char *file;
+	int rc = fedrun_opts_parse(spec, tmp, path, &file);
+	if (rc == 0) {
+		json_t *resolved = json_object_get(tmp, label);
+		if (json_is_array(holder))
+			rc = json_array_set(holder, index, resolved);
+		else
+			rc = json_object_set(holder, key, resolved);
+		if (rc < 0)
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	json_decref(tmp);
+	if (rc < 0)
+		return rc;
+	v = json_is_array(holder) ? json_array_get(holder, index) : json_object_get(holder, key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+int fedrun_opts_files(json_t *section, const char *key, const char *path, const char ***files,
+		      uint32_t *n)
+{
+	json_t *v = json_object_get(section, key);
+	if (!v)
+		return 0;
+	const char *f;
+	if (json_is_array(v)) {
+		if (json_array_size(v) == 0)
+			return fedrun_error(FEDRUN_ECONFIG, "%s.%s: empty array: expected files",
+					    path, key);
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			int rc = resolve_one(v, key, i, path, json_array_get(v, i), &f);
+			if (rc == 0)
+				rc = files_push(files, n, f);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	char got[64];
+	if (!json_is_string(v))
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "%s.%s: expected a file name or an array of them, got %s", path,
+				    key, fedrun_json_describe(v, got, sizeof got));
+	int rc = resolve_one(section, key, 0, path, v, &f);
+	return rc < 0 ? rc : files_push(files, n, f);
+}

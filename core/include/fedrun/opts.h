@@ -70,6 +70,15 @@ void fedrun_opts_set_base_dir(const char *dir);
  * a NULL base are copied as they are). Free with free(); NULL if no memory. */
 char *fedrun_path_resolve(const char *base, const char *path);
 
+/* The files of `section.key` (JSON path path.key): a file name or a
+ * non-empty array of them, each checked and resolved as a FEDRUN_OPT_PATH
+ * (the resolved names replace the originals in the section), appended to
+ * *files (realloc'd; *n entries; the strings are borrowed from the
+ * section). An absent key appends nothing. FEDRUN_ECONFIG names the entry
+ * ("data.train[2]: ...") on a bad value or a missing file. */
+int fedrun_opts_files(json_t *section, const char *key, const char *path, const char ***files,
+		      uint32_t *n);
+
 /* Describes a JSON value for messages: "a string (\"half\")", "null", ...
  * Writes at most `n` bytes into buf and returns buf. */
 char *fedrun_json_describe(const json_t *v, char *buf, size_t n);
