@@ -78,7 +78,7 @@ awk '
 # tags. A token is word/tag, the tag after the last slash; the tag is
 # upper-cased and looked up in the mapping, and a tag the mapping lacks
 # stops the build. tagcounts: each Brown tag (upper case) and its tokens.
-files=$(cut -f1 "$tmp/samples")
+files=$(cut -f1 "$tmp/samples") # sample names, split on purpose below
 (cd "$src" && awk -v samples="$tmp/samples" -v map="$map" -v counts="$tmp/tagcounts" '
 	BEGIN {
 		FS = "\t"
