@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests of the aggregator plugins (fedatt, fedopt, median, trimmed_mean,
+/* Tests of the aggregator plugins (fedatt, fedopt, fednova, median, trimmed_mean,
  * krum, meritfed), each loaded from its .so and driven through its ops with a
  * fake host; every result is checked against a direct computation written
  * here, in double, independently of the plugins' code. */
@@ -1786,6 +1786,267 @@ START_TEST(fedavg_steps_weights_are_fednmt_eq_3)
 }
 END_TEST
 
+/* ---- fednova ------------------------------------------------------------ */
+
+/* ||a||_1 of the local solver, by the recurrences of a_i (Wang et al.
+ * 2020, sec. 5; FedNova.py's local_normalizing_vec), not the closed forms
+ * the plugin uses: momentum ρ: c ← ρ c + 1, A += c per step; proximal
+ * ημ: A ← (1 − ημ) A + 1 per step; plain SGD: A += 1. */
+static double ref_a_norm(uint64_t tau, double rho, double etamu)
+{
+	double a = 0, c = 0;
+	for (uint64_t s = 0; s < tau; s++) {
+		if (rho > 0) {
+			c = rho * c + 1;
+			a += c;
+		} else if (etamu > 0) {
+			a = (1 - etamu) * a + 1;
+		} else {
+			a += 1;
+		}
+	}
+	return a;
+}
+
+/* x + τ_eff Σ_k p_k Δ_k / A_k per tensor over its senders, p_k = n_k / Σ n
+ * (or 1/m), τ_eff = Σ_k p_k A_k: the paper's FedNova update. */
+static void ref_fednova(const struct world *w, const uint64_t *steps, double rho, double etamu,
+			bool uniform, double *want)
+{
+	for (uint64_t e = 0; e < w->l.total; e++)
+		want[e] = w->theta[e];
+	for (uint32_t i = 0; i < w->l.n; i++) {
+		const struct fedrun_tensor_info *t = &w->l.t[i];
+		double tot = 0, tau_eff = 0;
+		for (uint32_t k = 0; k < w->n; k++)
+			if (sent(w, k, i))
+				tot += uniform ? 1.0 : (double)w->u[k].n_samples;
+		for (uint32_t k = 0; k < w->n; k++)
+			if (sent(w, k, i))
+				tau_eff += (uniform ? 1.0 : (double)w->u[k].n_samples) / tot *
+					   ref_a_norm(steps[k], rho, etamu);
+		for (uint32_t k = 0; k < w->n; k++) {
+			if (!sent(w, k, i))
+				continue;
+			double p = (uniform ? 1.0 : (double)w->u[k].n_samples) / tot;
+			double a = ref_a_norm(steps[k], rho, etamu);
+			for (uint64_t e = 0; e < t->numel; e++)
+				want[t->offset + e] += tau_eff * p / a * sent(w, k, i)[e];
+		}
+	}
+}
+
+/* One round of `config` over w (θ from start) in one aggregate() and in
+ * accumulate() calls of sizes 2, 1, 3, ...: the same bits; θ_{t+1} in
+ * w->theta. */
+static void fednova_round(struct world *w, const char *config, const float *start)
+{
+	const struct fedrun_aggregator_ops *ops = load("fednova");
+	ck_assert(FEDRUN_AGGREGATOR_STREAMS(ops));
+	void *st = create(ops, config, &w->l);
+	memcpy(w->theta, start, w->l.total * sizeof *start);
+	ck_assert_msg(ops->aggregate(st, &w->round, w->u, w->n, w->theta) == 0, "%s: %s", config,
+		      fedrun_error_message());
+	ops->destroy(st);
+	float *once = fedrun_arena_alloc(w->l.total);
+	memcpy(once, w->theta, w->l.total * sizeof *once);
+	st = create(ops, config, &w->l);
+	memcpy(w->theta, start, w->l.total * sizeof *start);
+	ck_assert_int_eq(ops->begin(st, &w->round), 0);
+	const uint64_t *all = w->round.client_steps;
+	for (uint32_t at = 0, len = 2; at < w->n; at += len, len = len % 3 + 1) {
+		len = len < w->n - at ? len : w->n - at;
+		w->round.client_steps = all + at;
+		ck_assert_int_eq(ops->accumulate(st, &w->round, w->u + at, len), 0);
+	}
+	w->round.client_steps = all;
+	ck_assert_int_eq(ops->finish(st, &w->round, w->theta), 0);
+	ops->destroy(st);
+	ck_assert_msg(memcmp(once, w->theta, w->l.total * sizeof *once) == 0,
+		      "%s: streaming differs from aggregate()", config);
+	fedrun_arena_free(once);
+}
+
+/* Unequal τ_k and n_k, a tensor one client did not send: the update is the
+ * paper's (vanilla, momentum, proximal; sample and uniform weights), and
+ * streaming gives aggregate()'s bits. */
+START_TEST(fednova_matches_direct_computation)
+{
+	struct world w = {0};
+	fedrun_layout_init(&w.l);
+	add(&w, "emb", 2, 7, 5, 0);
+	add(&w, "bias", 1, 9, 0, 0);
+	world_init(&w, 5);
+	world_random(&w, 1, 0.1);
+	w.tp[3][1] = NULL; /* client 3 did not send "bias" */
+	const uint64_t steps[5] = {3, 40, 7, 1, 12};
+	w.round.client_steps = steps;
+	float *start = fedrun_arena_alloc(w.l.total);
+	memcpy(start, w.theta, w.l.total * sizeof *start);
+	double *want = malloc(w.l.total * sizeof *want);
+	const struct {
+		const char *config;
+		double rho, etamu;
+		bool uniform;
+	} cases[] = {
+	    {"{}", 0, 0, false},
+	    {"{\"weights\": \"uniform\"}", 0, 0, true},
+	    {"{\"momentum\": 0.9}", 0.9, 0, false},
+	    {"{\"prox_mu\": 0.5, \"local_lr\": 0.1}", 0, 0.05, false},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		metrics_clear();
+		fednova_round(&w, cases[c].config, start);
+		memcpy(w.theta, start, w.l.total * sizeof *start);
+		ref_fednova(&w, steps, cases[c].rho, cases[c].etamu, cases[c].uniform, want);
+		fednova_round(&w, cases[c].config, start);
+		for (uint32_t i = 0; i < w.l.n; i++)
+			for (uint64_t e = 0; e < w.l.t[i].numel; e++) {
+				uint64_t j = w.l.t[i].offset + e;
+				assert_close(w.theta[j], want[j], 1e-6, cases[c].config);
+			}
+		/* It is not FedAvg: the steps are unequal. */
+		double most = 0, nova0[35];
+		for (uint64_t e = 0; e < w.l.t[0].numel; e++)
+			nova0[e] = w.theta[e];
+		memcpy(w.theta, start, w.l.total * sizeof *start);
+		ref_fedavg(&w, cases[c].uniform, want);
+		for (uint64_t e = 0; e < w.l.t[0].numel; e++)
+			most = fmax(most, fabs(want[e] - nova0[e]));
+		ck_assert(most > 1e-3);
+		assert_close(metric("fednova.a_norm", 1, NULL),
+			     ref_a_norm(40, cases[c].rho, cases[c].etamu), 1e-12, "a_norm");
+	}
+	fedrun_arena_free(start);
+	free(want);
+	world_fini(&w);
+}
+END_TEST
+
+/* Every client made the same number of steps: the normalisers cancel and
+ * FedNova is FedAvg (Wang et al. 2020, sec. 5), here to the bit, in every
+ * normalisation and with either weights. */
+START_TEST(fednova_equal_steps_is_fedavg_bitwise)
+{
+	struct world w = {0};
+	fedrun_layout_init(&w.l);
+	add(&w, "emb", 2, 70, 33, 0);
+	add(&w, "out", 2, 300, 250, 0); /* past the parallel threshold */
+	world_init(&w, 6);
+	world_random(&w, 1, 0.1);
+	w.tp[2][0] = NULL;
+	const uint64_t steps[6] = {13, 13, 13, 13, 13, 13};
+	w.round.client_steps = steps;
+	float *start = fedrun_arena_alloc(w.l.total), *avg = fedrun_arena_alloc(w.l.total);
+	memcpy(start, w.theta, w.l.total * sizeof *start);
+	const char *cases[][2] = {{"{}", "{}"},
+				  {"{\"momentum\": 0.9}", "{}"},
+				  {"{\"prox_mu\": 0.01, \"local_lr\": 0.3}", "{}"},
+				  {"{\"weights\": \"uniform\"}", "{\"weights\": \"uniform\"}"}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const struct fedrun_aggregator_ops *ops = load("fedavg");
+		void *st = create(ops, cases[c][1], &w.l);
+		memcpy(w.theta, start, w.l.total * sizeof *start);
+		ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), 0);
+		ops->destroy(st);
+		memcpy(avg, w.theta, w.l.total * sizeof *avg);
+		fednova_round(&w, cases[c][0], start);
+		ck_assert_msg(memcmp(avg, w.theta, w.l.total * sizeof *avg) == 0,
+			      "fednova %s is not fedavg's bits", cases[c][0]);
+	}
+	fedrun_arena_free(start);
+	fedrun_arena_free(avg);
+	world_fini(&w);
+}
+END_TEST
+
+/* server_momentum β (FedNova.py's gmf): v ← β v + D, x ← x + v over two
+ * rounds, D the FedNova step; v is the state blob "m". */
+START_TEST(fednova_server_momentum_two_rounds)
+{
+	struct world w = {0};
+	fedrun_layout_init(&w.l);
+	add(&w, "x", 1, 11, 0, 0);
+	world_init(&w, 3);
+	world_random(&w, 1, 0.1);
+	const uint64_t steps[3] = {2, 9, 5};
+	w.round.client_steps = steps;
+	double *d = malloc(w.l.total * sizeof *d), *v = calloc(w.l.total, sizeof *v);
+	double *x = malloc(w.l.total * sizeof *x);
+	for (uint64_t e = 0; e < w.l.total; e++)
+		x[e] = w.theta[e];
+	const struct fedrun_aggregator_ops *ops = load("fednova");
+	void *st = create(ops, "{\"server_momentum\": 0.5}", &w.l);
+	for (int t = 0; t < 2; t++) {
+		ref_fednova(&w, steps, 0, 0, false, d); /* θ + D */
+		for (uint64_t e = 0; e < w.l.total; e++) {
+			v[e] = 0.5 * v[e] + (d[e] - w.theta[e]);
+			x[e] += v[e];
+		}
+		ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), 0);
+		for (uint64_t e = 0; e < w.l.total; e++)
+			assert_close(w.theta[e], x[e], 1e-5, "server momentum");
+	}
+	const struct fedrun_state_blob *blobs;
+	uint32_t nb = 0;
+	ck_assert_int_eq(ops->state(st, &blobs, &nb), 0);
+	ck_assert_uint_ge(nb, 1);
+	ck_assert_str_eq(blobs[0].name, "m");
+	for (uint64_t e = 0; e < w.l.total; e++)
+		assert_close(((const float *)blobs[0].data)[e], v[e], 1e-5, "blob m");
+	ops->destroy(st);
+	/* Without server momentum there is no state. */
+	st = create(ops, "{}", &w.l);
+	ck_assert_int_eq(ops->state(st, &blobs, &nb), 0);
+	ck_assert_uint_eq(nb, 0);
+	ops->destroy(st);
+	free(d);
+	free(v);
+	free(x);
+	world_fini(&w);
+}
+END_TEST
+
+/* A model that does not count its steps (0), a host without client_steps,
+ * and bad options are refused with messages naming them. */
+START_TEST(fednova_refusals)
+{
+	struct world w = {0};
+	fedrun_layout_init(&w.l);
+	add(&w, "x", 1, 4, 0, 0);
+	world_init(&w, 3);
+	world_random(&w, 1, 0.1);
+	const struct fedrun_aggregator_ops *ops = load("fednova");
+	void *st = create(ops, "{}", &w.l);
+	fedrun_error_clear();
+	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), FEDRUN_EINVAL);
+	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "local steps"));
+	const uint64_t steps[3] = {4, 0, 2};
+	w.round.client_steps = steps;
+	ck_assert_int_eq(ops->aggregate(st, &w.round, w.u, w.n, w.theta), FEDRUN_EINVAL);
+	ck_assert_msg(strstr(fedrun_error_message(), "client 1 made 0 local steps") &&
+			  strstr(fedrun_error_message(), "does not report its local steps"),
+		      "%s", fedrun_error_message());
+	ops->destroy(st);
+	refuse(ops, "{\"weights\": \"steps\"}", "weights", &w.l);
+	refuse(ops, "{\"momentum\": 1}", "momentum", &w.l);
+	refuse(ops, "{\"momentum\": -0.1}", "momentum", &w.l);
+	refuse(ops, "{\"prox_mu\": -1}", "prox_mu", &w.l);
+	refuse(ops, "{\"prox_mu\": 0.1}", "local_lr", &w.l);
+	refuse(ops, "{\"prox_mu\": 10, \"local_lr\": 0.1}", "local_lr", &w.l);
+	refuse(ops, "{\"prox_mu\": 0.1, \"local_lr\": 0.1, \"momentum\": 0.9}", "momentum", &w.l);
+	refuse(ops, "{\"server_momentum\": 1}", "server_momentum", &w.l);
+	refuse(ops, "{\"mu\": 1}", "mu", &w.l);
+	/* prox_mu reaches the clients as FedProx's. */
+	st = create(ops, "{\"prox_mu\": 0.25, \"local_lr\": 0.1}", &w.l);
+	struct fedrun_client_hints h = {.size = sizeof h};
+	ck_assert_int_eq(ops->configure_clients(st, &h), 0);
+	ck_assert_double_eq(h.prox_mu, 0.25);
+	ops->destroy(st);
+	world_fini(&w);
+}
+END_TEST
+
 static Suite *aggregators_suite(void)
 {
 	Suite *s = suite_create("aggregators");
@@ -1840,6 +2101,14 @@ static Suite *aggregators_suite(void)
 	tcase_add_test(tc, streaming_does_not_depend_on_the_cut);
 	tcase_add_test(tc, fedavg_streaming_reports_weights);
 	tcase_add_test(tc, fedavg_steps_weights_are_fednmt_eq_3);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fednova");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, fednova_matches_direct_computation);
+	tcase_add_test(tc, fednova_equal_steps_is_fedavg_bitwise);
+	tcase_add_test(tc, fednova_server_momentum_two_rounds);
+	tcase_add_test(tc, fednova_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }

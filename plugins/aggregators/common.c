@@ -214,6 +214,13 @@ int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
 		 const struct fedrun_round_info *round, const struct fedrun_update *updates,
 		 uint32_t n)
 {
+	return aggr_sum_add_scaled(s, l, round, updates, n, NULL);
+}
+
+int aggr_sum_add_scaled(struct aggr_sum *s, const struct fedrun_layout *l,
+			const struct fedrun_round_info *round, const struct fedrun_update *updates,
+			uint32_t n, const double *scale)
+{
 	int rc;
 	const uint64_t *steps = NULL;
 	if (s->weights == AGGR_WEIGHTS_STEPS) {
@@ -234,6 +241,8 @@ int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
 		w[k] = steps ? (double)steps[k]
 		       : s->weights == AGGR_WEIGHTS_UNIFORM ? 1.0
 							    : (double)updates[k].n_samples;
+		if (scale)
+			w[k] *= scale[k];
 		s->client[s->n + k] = updates[k].client;
 		s->all += w[k];
 	}

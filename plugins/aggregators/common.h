@@ -99,6 +99,11 @@ void aggr_sum_begin(struct aggr_sum *s);
 int aggr_sum_add(struct aggr_sum *s, const struct fedrun_layout *l,
 		 const struct fedrun_round_info *round, const struct fedrun_update *updates,
 		 uint32_t n);
+/* The same with client k's weight p_k times scale[k] (fednova: p_k times
+ * its normaliser); scale NULL is aggr_sum_add. */
+int aggr_sum_add_scaled(struct aggr_sum *s, const struct fedrun_layout *l,
+			const struct fedrun_round_info *round, const struct fedrun_update *updates,
+			uint32_t n, const double *scale);
 /* out[0..numel) = Σ_k p_k Δ_k,i / Σ_k p_k for tensor i of layout l; returns
  * that total, or 0 (out untouched) when it is 0 (nobody sent the tensor:
  * senders[i] == 0, or its senders report 0 samples). */
