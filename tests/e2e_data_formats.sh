@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # data.format (fedrun-models(7)): the same corpus as text files, as tsv and
 # as jsonl gives a byte-identical final.safetensors, for a tiny gru-lm run
-# (iid, and Dirichlet with a label column/field in place of the files) and
+# (iid, Dirichlet with a label column/field in place of the files, and
+# quantity skew, which ignores the labels) and
 # a tiny transformer run; malformed records exit 2 naming file:line; every
 # run directory's partition.tsv holds the counts recomputed here from the
 # data, and partition.svg beside it its figure (bars per client, stacked by
@@ -85,6 +86,18 @@ awk -F'\t' 'NR > 1 { a += $4; b += $5; if ($4 + $5 != $2) bad = 1 }
 	{ cat dl-tsv/partition.tsv; die "dirichlet: category counts do not add up"; }
 [ "$(cut -f2- dl-tsv/partition.tsv | tail -n +2)" = "$(cut -f2- dl-text/partition.tsv | tail -n +2)" ] ||
 	die "dirichlet: partition.tsv counts differ between labels and files"
+
+# ---- gru-lm, quantity skew: Dirichlet client sizes, labels ignored ----
+q='data.partition={"scheme": "quantity", "clients": 3, "alpha": 0.5}'
+run_ok lm.json --set output.dir=q-text --set "$q"
+run_ok lm.json --set output.dir=q-tsv --set data.train=all.tsv --set data.format=tsv \
+	--set 'data.columns={"text": 0, "label": 1}' --set "$q"
+cmp q-text/final.safetensors q-tsv/final.safetensors || die "quantity: the labels changed the partition"
+[ "$(cut -f1,2 q-text/partition.tsv)" = "$(cut -f1,2 q-tsv/partition.tsv)" ] ||
+	die "quantity: partition.tsv sizes differ with labels"
+awk -F'\t' 'NR > 1 { n += $2; if ($2 != 100) skew = 1; if ($4 + $5 != $2) bad = 1 }
+	END { exit !(n == 300 && skew && !bad) }' q-tsv/partition.tsv ||
+	{ cat q-tsv/partition.tsv; die "quantity: partition.tsv sizes"; }
 
 # ---- transformer: both sides in one file ----
 mkdir -p d/x d/y

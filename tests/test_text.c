@@ -606,6 +606,76 @@ START_TEST(test_dirichlet_errors)
 }
 END_TEST
 
+/* Quantity skew: client sizes ~ Dir(alpha 1_K), cut from the shuffled
+ * sentences at floor(N cumsum(q)) (the last client to N); it is the
+ * Dirichlet partition of one category, whatever the labels. */
+START_TEST(test_quantity_sizes)
+{
+	enum { K = 6 };
+	uint32_t *a = malloc(NS * sizeof a[0]), *b = malloc(NS * sizeof b[0]);
+	uint32_t *one = calloc(NS, sizeof one[0]);
+	double q[K];
+	ck_assert_int_eq(fedrun_partition_quantity(NS, K, 0.5, 1, 7, 0, a, q), 0);
+	uint64_t size[K], from = 0;
+	client_sizes(a, K, size, NULL);
+	double cum = 0, qsum = 0;
+	uint64_t most = 0, least = NS;
+	for (int k = 0; k < K; k++) {
+		cum += q[k];
+		qsum += q[k];
+		uint64_t to = k == K - 1 ? NS : (uint64_t)floor(cum * NS);
+		ck_assert_uint_eq(size[k], to - from);
+		ck_assert_uint_ge(size[k], 1);
+		from = to;
+		most = size[k] > most ? size[k] : most;
+		least = size[k] < least ? size[k] : least;
+	}
+	ck_assert_double_eq_tol(qsum, 1, 1e-12);
+	ck_assert_msg(most > 3 * least, "alpha 0.5: sizes %llu to %llu are not skewed",
+		      (unsigned long long)least, (unsigned long long)most);
+	/* The same as the Dirichlet partition of a single category. */
+	ck_assert_int_eq(fedrun_partition_dirichlet(NS, one, 1, K, 0.5, 1, 7, 0, b, NULL), 0);
+	ck_assert_mem_eq(a, b, NS * sizeof a[0]);
+	/* Same seed: same partition; other seed or stream: another. */
+	ck_assert_int_eq(fedrun_partition_quantity(NS, K, 0.5, 1, 7, 0, b, NULL), 0);
+	ck_assert_mem_eq(a, b, NS * sizeof a[0]);
+	ck_assert_int_eq(fedrun_partition_quantity(NS, K, 0.5, 1, 8, 0, b, NULL), 0);
+	ck_assert(memcmp(a, b, NS * sizeof a[0]) != 0);
+	/* Large alpha: every size near N / K = 1500. */
+	ck_assert_int_eq(fedrun_partition_quantity(NS, K, 1e5, 1, 7, 0, b, NULL), 0);
+	client_sizes(b, K, size, NULL);
+	for (int k = 0; k < K; k++)
+		ck_assert_msg(size[k] >= 1400 && size[k] <= 1600, "client %d: %llu", k,
+			      (unsigned long long)size[k]);
+	/* A floor the draws must meet. */
+	ck_assert_int_eq(fedrun_partition_quantity(NS, K, 0.5, 700, 7, 0, b, q), 0);
+	client_sizes(b, K, size, NULL);
+	for (int k = 0; k < K; k++)
+		ck_assert_uint_ge(size[k], 700);
+	free(a);
+	free(b);
+	free(one);
+}
+END_TEST
+
+START_TEST(test_quantity_errors)
+{
+	uint32_t *a = malloc(NS * sizeof a[0]);
+	ck_assert_int_eq(fedrun_partition_quantity(NS, 4, 0, 1, 1, 0, a, NULL), FEDRUN_EINVAL);
+	ck_msg("Dirichlet alpha must be a positive number, got 0");
+	ck_assert_int_eq(fedrun_partition_quantity(NS, 4, -2, 1, 1, 0, a, NULL), FEDRUN_EINVAL);
+	ck_msg("got -2");
+	ck_assert_int_eq(fedrun_partition_quantity(10, 11, 1, 1, 1, 0, a, NULL), FEDRUN_EINVAL);
+	ck_msg("10 sentences cannot give each of 11 clients at least 1");
+	ck_assert_int_eq(fedrun_partition_quantity(NS, 50, 1e-4, 1, 1, 0, a, NULL), FEDRUN_EINVAL);
+	ck_msg("draws of Dirichlet(alpha = 0.0001) over client sizes, some of the 50 clients "
+	       "got no sentence; use a larger alpha or fewer clients");
+	ck_assert_int_eq(fedrun_partition_quantity(NS, 4, 1, 2250, 1, 0, a, NULL), FEDRUN_EINVAL);
+	ck_msg("got fewer than 2250 sentences");
+	free(a);
+}
+END_TEST
+
 /* ---- streams and BPTT ---- */
 
 START_TEST(test_bptt_windows)
@@ -908,6 +978,62 @@ START_TEST(test_data_dirichlet)
 }
 END_TEST
 
+/* data.partition.scheme "quantity": sizes by Dir(alpha), fixed by the seed,
+ * held-out data cut by the same proportions with eval "clients". */
+START_TEST(test_data_quantity)
+{
+#define QUANTITY_CFG(alpha)                                                                        \
+	"{\"train\": [\"cat_a.txt\", \"cat_b.txt\", \"cat_c.txt\"], \"valid\": \"cat_a.txt\","    \
+	" \"partition\": {\"scheme\": \"quantity\", \"clients\": 4, \"alpha\": " alpha            \
+	", \"eval\": \"clients\"}}"
+	uint64_t first[4], valid[4];
+	for (int run = 0; run < 3; run++) {
+		json_t *j;
+		struct fedrun_textdata *td;
+		int rc = from_json(run < 2 ? QUANTITY_CFG("0.5") : QUANTITY_CFG("1e6"), 11, &j, &td);
+		ck_assert_msg(rc == 0, "%s", fedrun_error_message());
+		uint64_t sum = 0, vsum = 0;
+		for (int k = 0; k < 4; k++) {
+			struct fedrun_stream s, v;
+			ck_assert_int_eq(fedrun_textdata_stream(td, FEDRUN_SPLIT_TRAIN, k, &s), 0);
+			ck_assert_int_eq(fedrun_textdata_stream(td, FEDRUN_SPLIT_VALID, k, &v), 0);
+			ck_assert_uint_ge(s.n_sent, 1);
+			sum += s.n_sent;
+			vsum += v.n_sent;
+			if (run == 0) {
+				first[k] = s.n_sent;
+				valid[k] = v.n_sent;
+			} else if (run == 1) { /* same seed */
+				ck_assert_uint_eq(s.n_sent, first[k]);
+				ck_assert_uint_eq(v.n_sent, valid[k]);
+			} else { /* alpha 1e6: 18 each and 7.5, within one (rounding) */
+				ck_assert(s.n_sent >= 17 && s.n_sent <= 19);
+				ck_assert(v.n_sent >= 6 && v.n_sent <= 9);
+			}
+		}
+		ck_assert_uint_eq(sum, 72);
+		ck_assert_uint_eq(vsum, 30);
+		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "partition"),
+								    "min_sentences")),
+				 1);
+		fedrun_textdata_destroy(td);
+		json_decref(j);
+	}
+	/* Skewed, and the held-out sizes follow the training ones: valid has
+	 * 30/72 of each client's training share, within rounding. */
+	uint64_t most = 0, least = 72;
+	for (int k = 0; k < 4; k++) {
+		most = first[k] > most ? first[k] : most;
+		least = first[k] < least ? first[k] : least;
+		ck_assert_msg(fabs((double)valid[k] - 30.0 * (double)first[k] / 72) <= 1.5,
+			      "client %d: train %llu, valid %llu", k, (unsigned long long)first[k],
+			      (unsigned long long)valid[k]);
+	}
+	ck_assert_uint_gt(most, 2 * least);
+#undef QUANTITY_CFG
+}
+END_TEST
+
 START_TEST(test_data_errors)
 {
 	static const struct {
@@ -927,17 +1053,26 @@ START_TEST(test_data_errors)
 	    {"{\"train\": \"cat_a.txt\"}", FEDRUN_ECONFIG,
 	     "data.partition.clients: required key is missing"},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"clients\": 2, \"min_sentences\": 3}}",
-	     FEDRUN_ECONFIG, "data.partition.min_sentences: only for scheme \"dirichlet\""},
+	     FEDRUN_ECONFIG, "data.partition.min_sentences: only for schemes \"dirichlet\" and \"quantity\""},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"clients\": 2, \"alpha\": 1}}",
-	     FEDRUN_ECONFIG, "data.partition.alpha: only for scheme \"dirichlet\""},
+	     FEDRUN_ECONFIG, "data.partition.alpha: only for schemes \"dirichlet\" and \"quantity\""},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"scheme\": \"dirichlet\", "
 	     "\"clients\": 2}}",
 	     FEDRUN_ECONFIG, "data.partition.alpha: required key is missing"},
+	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"scheme\": \"quantity\", "
+	     "\"clients\": 2}}",
+	     FEDRUN_ECONFIG, "data.partition.alpha: required key is missing (scheme \"quantity\")"},
+	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"scheme\": \"quantity\", "
+	     "\"clients\": 31, \"alpha\": 1}}",
+	     FEDRUN_EINVAL, "data.train: partition: 30 sentences cannot give each of 31 clients"},
+	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"scheme\": \"quantity\", "
+	     "\"clients\": 5, \"alpha\": 1, \"min_sentences\": 7}}",
+	     FEDRUN_EINVAL, "data.train: partition: 30 sentences cannot give each of 5 clients at least 7"},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"scheme\": \"dirichlet\", "
 	     "\"clients\": 2, \"alpha\": 0}}",
 	     FEDRUN_ECONFIG, "data.partition.alpha: expected a number in (0, 1000000000]"},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"scheme\": \"random\", \"clients\": 2}}",
-	     FEDRUN_ECONFIG, "data.partition.scheme: expected one of {iid,files,dirichlet}"},
+	     FEDRUN_ECONFIG, "data.partition.scheme: expected one of {iid,files,dirichlet,quantity}"},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"clients\": 31}}", FEDRUN_EINVAL,
 	     "data.train: partition: 30 sentences cannot be split over 31 clients"},
 	    {"{\"train\": \"cat_a.txt\", \"partition\": {\"clients\": 2},"
@@ -1008,6 +1143,8 @@ Suite *text_suite(void)
 	tcase_add_test(tc, test_dirichlet_large_alpha);
 	tcase_add_test(tc, test_dirichlet_small_alpha);
 	tcase_add_test(tc, test_dirichlet_errors);
+	tcase_add_test(tc, test_quantity_sizes);
+	tcase_add_test(tc, test_quantity_errors);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("bptt");
@@ -1021,6 +1158,7 @@ Suite *text_suite(void)
 	tcase_add_test(tc, test_data_files);
 	tcase_add_test(tc, test_data_client_list);
 	tcase_add_test(tc, test_data_dirichlet);
+	tcase_add_test(tc, test_data_quantity);
 	tcase_add_test(tc, test_data_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Client partitions of a corpus's sentences: iid shards (FedAtt) and
- * Dirichlet allocation over categories (Hsu et al. 2019; FedNLP), each a
- * pure function of its arguments and the seed. */
+/* Client partitions of a corpus's sentences: iid shards (FedAtt),
+ * Dirichlet allocation over categories (Hsu et al. 2019; FedNLP) and
+ * Dirichlet client sizes (FedNLP's quantity skew), each a pure function of
+ * its arguments and the seed. */
 #include "config.h"
 #include <math.h>
 #include <stdio.h>
@@ -108,11 +109,13 @@ int fedrun_partition_by_props(uint64_t n_sent, const uint32_t *category, uint32_
 	if (n_sent > UINT32_MAX)
 		return fedrun_error(FEDRUN_EINVAL, "partition: %llu sentences: at most %u",
 				    (unsigned long long)n_sent, UINT32_MAX);
-	for (uint64_t s = 0; s < n_sent; s++)
+	for (uint64_t s = 0; category && s < n_sent; s++)
 		if (category[s] >= n_cat)
 			return fedrun_error(FEDRUN_EINVAL,
 					    "partition: sentence %llu has category %u of %u",
 					    (unsigned long long)s, category[s], n_cat);
+	if (n_cat == 0 && n_sent > 0)
+		return fedrun_error(FEDRUN_EINVAL, "partition: sentences but no categories");
 	/* Sentences grouped by category, each group in corpus order. */
 	uint64_t *start = calloc((uint64_t)n_cat + 1, sizeof start[0]);
 	uint32_t *idx = malloc((n_sent ? n_sent : 1) * sizeof idx[0]);
@@ -122,11 +125,11 @@ int fedrun_partition_by_props(uint64_t n_sent, const uint32_t *category, uint32_
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
 	for (uint64_t s = 0; s < n_sent; s++)
-		start[category[s] + 1]++;
+		start[(category ? category[s] : 0) + 1]++;
 	for (uint32_t c = 0; c < n_cat; c++)
 		start[c + 1] += start[c];
 	for (uint64_t s = 0; s < n_sent; s++)
-		idx[start[category[s]]++] = (uint32_t)s;
+		idx[start[category ? category[s] : 0]++] = (uint32_t)s;
 	for (uint32_t c = n_cat; c > 0; c--)
 		start[c] = start[c - 1];
 	start[0] = 0;
@@ -207,12 +210,13 @@ int fedrun_partition_dirichlet(uint64_t n_sent, const uint32_t *category, uint32
 		if (min_sent > 1)
 			snprintf(need, sizeof need, "fewer than %llu sentences",
 				 (unsigned long long)min_sent);
-		rc =
-		    fedrun_error(FEDRUN_EINVAL,
-				 "partition: in each of %d draws of Dirichlet(alpha = %g) over %u "
-				 "categories, some of the %u clients got %s; use a larger alpha or "
-				 "fewer clients",
-				 DIRICHLET_TRIES, alpha, n_cat, clients, need);
+		char over[64] = "client sizes";
+		if (category)
+			snprintf(over, sizeof over, "%u categories", n_cat);
+		rc = fedrun_error(FEDRUN_EINVAL,
+				  "partition: in each of %d draws of Dirichlet(alpha = %g) over %s, "
+				  "some of the %u clients got %s; use a larger alpha or fewer clients",
+				  DIRICHLET_TRIES, alpha, over, clients, need);
 		goto out;
 	}
 	if (props_out)
@@ -221,4 +225,11 @@ out:
 	free(props);
 	free(size);
 	return rc;
+}
+
+int fedrun_partition_quantity(uint64_t n_sent, uint32_t clients, double alpha, uint64_t min_sent,
+			      uint64_t seed, uint32_t stream, uint32_t *assign, double *props)
+{
+	return fedrun_partition_dirichlet(n_sent, NULL, 1, clients, alpha, min_sent, seed, stream,
+					  assign, props);
 }

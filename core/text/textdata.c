@@ -13,10 +13,13 @@
  *   clients    instead of train/valid/test/partition: an array of
  *              {"name", "train", "valid", "test"}, one client each, every
  *              file key a file or an array of files (valid, test optional)
- *   partition  {"scheme": "iid" | "files" | "dirichlet" (default "iid"),
- *               "clients": K (required for iid and dirichlet),
- *               "alpha": Dirichlet concentration (dirichlet only, required),
- *               "min_sentences": floor per client (dirichlet only, default 1),
+ *   partition  {"scheme": "iid" | "files" | "dirichlet" | "quantity"
+ *               (default "iid"; quantity: Dirichlet client sizes),
+ *               "clients": K (required but for files),
+ *               "alpha": Dirichlet concentration (dirichlet and quantity
+ *               only, required),
+ *               "min_sentences": floor per client (dirichlet and quantity
+ *               only, default 1),
  *               "seed": partition seed (default: the run's seed),
  *               "eval": "server" | "clients" (default "server")}
  *   vocab      {"file": vocabulary file, or built from every client's
@@ -101,7 +104,7 @@ static int resolve_files(json_t *section, const char *key, const char *path, str
 
 /* ---- options ---- */
 
-enum { SCHEME_IID, SCHEME_FILES, SCHEME_DIRICHLET };
+enum { SCHEME_IID, SCHEME_FILES, SCHEME_DIRICHLET, SCHEME_QUANTITY };
 enum { EVAL_SERVER, EVAL_CLIENTS };
 
 struct data_opts {
@@ -145,7 +148,7 @@ struct partition_opts {
 
 static const struct fedrun_opt partition_spec[] = {
     {"scheme", FEDRUN_OPT_CHOICE, offsetof(struct partition_opts, scheme), 0, 0, 0, 0, "iid",
-     "iid|files|dirichlet"},
+     "iid|files|dirichlet|quantity"},
     {"clients", FEDRUN_OPT_INT, offsetof(struct partition_opts, clients), FEDRUN_OPT_OPTIONAL, 1,
      1e6, 0, NULL, NULL},
     {"alpha", FEDRUN_OPT_NUMBER, offsetof(struct partition_opts, alpha),
@@ -358,7 +361,7 @@ static int check_labels(const struct fedrun_corpus *c, uint32_t n_cat,
 	return 0;
 }
 
-/* Pooled files partitioned by scheme (iid or dirichlet). */
+/* Pooled files partitioned by scheme (iid, dirichlet or quantity). */
 static int build_pooled(struct fedrun_textdata *td, const struct files *pool,
 			const struct partition_opts *po, uint64_t seed,
 			const struct fedrun_text_opts *to, const char *path)
@@ -381,7 +384,7 @@ static int build_pooled(struct fedrun_textdata *td, const struct files *pool,
 	if (rc < 0)
 		return rc;
 	uint32_t K = td->clients;
-	if (po->scheme == SCHEME_DIRICHLET) {
+	if (po->scheme == SCHEME_DIRICHLET || po->scheme == SCHEME_QUANTITY) {
 		props = malloc((uint64_t)(n_cat ? n_cat : 1) * K * sizeof props[0]);
 		if (!props)
 			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -401,6 +404,13 @@ static int build_pooled(struct fedrun_textdata *td, const struct files *pool,
 		}
 		if (po->scheme == SCHEME_IID) {
 			rc = fedrun_partition_iid(sp->c.n_sent, K, seed, (uint32_t)s, assign);
+		} else if (po->scheme == SCHEME_QUANTITY) {
+			/* Held-out splits are cut by the training sizes' proportions. */
+			rc = s == 0 ? fedrun_partition_quantity(sp->c.n_sent, K, po->alpha,
+								(uint64_t)po->min_sentences, seed,
+								0, assign, props)
+				    : fedrun_partition_by_props(sp->c.n_sent, NULL, 1, K, props,
+								seed, (uint32_t)s, assign);
 		} else if (s == 0) {
 			rc = fedrun_partition_dirichlet(sp->c.n_sent, category(&sp->c), n_cat, K,
 							po->alpha, (uint64_t)po->min_sentences,
@@ -581,22 +591,23 @@ static int parse_partition(json_t *section, const char *path, struct partition_o
 	int rc = fedrun_opts_parse(partition_spec, p, ppath, po);
 	if (rc < 0)
 		return rc;
-	if (po->scheme != SCHEME_DIRICHLET && po->min_sentences)
+	const bool dir = po->scheme == SCHEME_DIRICHLET || po->scheme == SCHEME_QUANTITY;
+	const char *scheme = po->scheme == SCHEME_QUANTITY ? "quantity" : "dirichlet";
+	if (!dir && po->min_sentences)
 		return fedrun_error(FEDRUN_ECONFIG,
-				    "%s.min_sentences: only for scheme \"dirichlet\" (iid shards "
-				    "differ by at most one sentence)",
+				    "%s.min_sentences: only for schemes \"dirichlet\" and "
+				    "\"quantity\" (iid shards differ by at most one sentence)",
 				    ppath);
-	if (po->scheme == SCHEME_DIRICHLET && !po->min_sentences) {
+	if (dir && !po->min_sentences) {
 		po->min_sentences = 1;
 		json_object_set_new(p, "min_sentences", json_integer(1));
 	}
-	if (po->scheme == SCHEME_DIRICHLET && isnan(po->alpha))
+	if (dir && isnan(po->alpha))
+		return fedrun_error(FEDRUN_ECONFIG, "%s.alpha: required key is missing (scheme \"%s\")",
+				    ppath, scheme);
+	if (!dir && !isnan(po->alpha))
 		return fedrun_error(FEDRUN_ECONFIG,
-				    "%s.alpha: required key is missing (scheme \"dirichlet\")",
-				    ppath);
-	if (po->scheme != SCHEME_DIRICHLET && !isnan(po->alpha))
-		return fedrun_error(FEDRUN_ECONFIG, "%s.alpha: only for scheme \"dirichlet\"",
-				    ppath);
+				    "%s.alpha: only for schemes \"dirichlet\" and \"quantity\"", ppath);
 	if (po->scheme != SCHEME_FILES && po->clients == 0)
 		return fedrun_error(FEDRUN_ECONFIG, "%s.clients: required key is missing", ppath);
 	return 0;

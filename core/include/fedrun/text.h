@@ -175,7 +175,8 @@ int fedrun_corpus_add_line(struct fedrun_corpus *c, const struct fedrun_vocab *v
 enum fedrun_partition_scheme {
 	FEDRUN_PARTITION_IID = 0,      /* shuffled shards of nearly equal size */
 	FEDRUN_PARTITION_FILES = 1,    /* client k = file k */
-	FEDRUN_PARTITION_DIRICHLET = 2 /* Dir(alpha) over categories (files) */
+	FEDRUN_PARTITION_DIRICHLET = 2, /* Dir(alpha) over categories (files) */
+	FEDRUN_PARTITION_QUANTITY = 3   /* Dir(alpha) over the client sizes */
 };
 
 /* IID shards as in the FedAtt paper (sec. IV-A, "Data Partitioning"): the
@@ -196,7 +197,8 @@ int fedrun_partition_dirichlet_props(uint32_t n_cat, uint32_t clients, double al
 
 /* Assigns sentences by per-category proportions: the sentences of category
  * c (category[s] == c) are shuffled and cut at floor(n_c * cumsum(p_c)), as
- * FedNLP's label-Dirichlet partition does. Categories are < n_cat. */
+ * FedNLP's label-Dirichlet partition does. Categories are < n_cat;
+ * category NULL puts every sentence in category 0. */
 int fedrun_partition_by_props(uint64_t n_sent, const uint32_t *category, uint32_t n_cat,
 			      uint32_t clients, const double *props, uint64_t seed, uint32_t stream,
 			      uint32_t *assign);
@@ -210,6 +212,16 @@ int fedrun_partition_by_props(uint64_t n_sent, const uint32_t *category, uint32_
 int fedrun_partition_dirichlet(uint64_t n_sent, const uint32_t *category, uint32_t n_cat,
 			       uint32_t clients, double alpha, uint64_t min_sent, uint64_t seed,
 			       uint32_t stream, uint32_t *assign, double *props);
+
+/* Quantity skew (FedNLP): client sizes q ~ Dir(alpha * 1_K), categories
+ * ignored. The sentences are shuffled and cut into consecutive shards,
+ * client k taking positions [floor(N Q_{k-1}), floor(N Q_k)) of the
+ * shuffled order, Q_k = q_0 + ... + q_k and the last client up to N, so the
+ * sizes are within one of q_k N and sum to N. The floor, the redraws and
+ * the errors are fedrun_partition_dirichlet's (it is that partition with
+ * one category); props (may be NULL) receives the K proportions. */
+int fedrun_partition_quantity(uint64_t n_sent, uint32_t clients, double alpha, uint64_t min_sent,
+			      uint64_t seed, uint32_t stream, uint32_t *assign, double *props);
 
 /* Reorders the sentences of `c` so that each client's sentences are
  * contiguous, clients in order 0, 1, ..., sentences of one client in their
