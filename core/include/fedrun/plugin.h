@@ -83,8 +83,10 @@ struct fedrun_round_info {
 	uint32_t num_trainable;
 	/* ABI 1.5 (check size): in aggregate() and accumulate(), the optimizer
 	 * updates (local steps) each client of that call's `updates` made this
-	 * round, parallel to `updates`; NULL in the other calls. FedNMT's
-	 * weighted average (Wang et al. 2021, eq. 3) weighs by it. */
+	 * round, parallel to `updates`; NULL in the other calls: how far the
+	 * client's train() advanced *args->optim_step (0 for a model that does
+	 * not advance it). FedNMT's weighted average (Wang et al. 2021, eq. 3)
+	 * weighs by it; FedNova (Wang et al. 2020) normalises by it. */
 	const uint64_t *client_steps;
 };
 
