@@ -12,6 +12,7 @@
 #define FEDRUN_MODELS_DEVICE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +44,32 @@ static inline int mdev_to_host(const struct fedrun_backend_ops *be, void *ctx, s
 	int rc = be->to_host(ctx, dst, src, bytes);
 	if (rc == 0)
 		x->d2h += bytes;
+	return rc;
+}
+
+/* Whether the train args ask for FedProx's proximal term (ABI 1.0's
+ * members checked against the host's size). */
+static inline bool mdev_has_prox(const struct fedrun_train_args *a)
+{
+	return a->size >= offsetof(struct fedrun_train_args, prox_anchor) + sizeof a->prox_anchor &&
+	       a->prox_mu > 0 && a->prox_anchor;
+}
+
+/* Device room for `floats` floats at *p (capacity *cap floats, grown by a
+ * new allocation; the old contents are not kept): a worker's optimizer
+ * state, whose size depends on the round's optimizer. */
+static inline int mdev_reserve(const struct fedrun_backend_ops *be, void *ctx, float **p,
+			       uint64_t *cap, uint64_t floats)
+{
+	if (floats <= *cap)
+		return 0;
+	if (*p)
+		be->free_mem(ctx, *p);
+	*p = NULL;
+	*cap = 0;
+	int rc = be->alloc(ctx, floats * sizeof(float), (void **)p);
+	if (rc == 0)
+		*cap = floats;
 	return rc;
 }
 

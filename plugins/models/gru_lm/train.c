@@ -42,27 +42,6 @@ static int get_worker(struct gru_lm *m, void *worker, struct gru_lm_worker **w, 
 	return gru_lm_worker_create(m, (void **)w);
 }
 
-static bool has_prox(const struct fedrun_train_args *a)
-{
-	return a->size >= offsetof(struct fedrun_train_args, prox_anchor) + sizeof a->prox_anchor &&
-	       a->prox_mu > 0 && a->prox_anchor;
-}
-
-/* Device room for `floats` floats of optimizer state. */
-static int reserve_state(struct gru_lm *m, struct gru_lm_worker *w, uint64_t floats)
-{
-	if (floats <= w->state_cap)
-		return 0;
-	if (w->state)
-		m->be->free_mem(w->ctx, w->state);
-	w->state = NULL;
-	w->state_cap = 0;
-	int rc = m->be->alloc(w->ctx, floats * sizeof(float), (void **)&w->state);
-	if (rc == 0)
-		w->state_cap = floats;
-	return rc;
-}
-
 /* The train args' host arrays on the device: parameters, optimizer state
  * (sf floats) and, with FedProx, the anchor. */
 static int send_train_arrays(struct gru_lm *m, struct gru_lm_worker *w,
@@ -72,7 +51,7 @@ static int send_train_arrays(struct gru_lm *m, struct gru_lm_worker *w,
 	const uint64_t n = m->layout.total;
 	if (sf && !args->optim_state)
 		return fedrun_error(FEDRUN_EINVAL, "gru-lm: no optimizer state from the host");
-	int rc = reserve_state(m, w, sf);
+	int rc = mdev_reserve(m->be, w->ctx, &w->state, &w->state_cap, sf);
 	if (rc == 0 && prox && !w->anchor)
 		rc = m->be->alloc(w->ctx, n * sizeof(float), (void **)&w->anchor);
 	if (rc == 0)
@@ -120,7 +99,7 @@ int gru_lm_train(void *model, void *worker, const struct fedrun_train_args *args
 	const uint64_t steps = args->steps ? args->steps : (uint64_t)args->epochs * it.windows;
 	const uint64_t n = m->layout.total;
 	const uint64_t sf = fedrun_optim_state_floats(args->optim, n);
-	const bool prox = has_prox(args);
+	const bool prox = mdev_has_prox(args);
 	const struct fedrun_backend_ops *be = m->be;
 	double loss_sum = 0, t0 = now();
 	uint64_t tokens = 0;

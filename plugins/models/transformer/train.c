@@ -103,12 +103,6 @@ static uint64_t sched_base(const struct fedrun_train_args *a)
 	return *a->optim_step;
 }
 
-static bool has_prox(const struct fedrun_train_args *a)
-{
-	return a->size >= offsetof(struct fedrun_train_args, prox_anchor) + sizeof a->prox_anchor &&
-	       a->prox_mu > 0 && a->prox_anchor;
-}
-
 /* The train args' host arrays on the device: parameters, optimizer state
  * (sf floats) and, with FedProx, the anchor. */
 static int send_train_arrays(struct tfm_model *m, struct tfm_worker *w,
@@ -119,15 +113,7 @@ static int send_train_arrays(struct tfm_model *m, struct tfm_worker *w,
 	const uint64_t n = m->layout->total;
 	if (sf && !args->optim_state)
 		return fedrun_error(FEDRUN_EINVAL, "transformer: no optimizer state from the host");
-	int rc = 0;
-	if (sf > w->state_cap) {
-		if (w->state)
-			m->be->free_mem(ctx, w->state);
-		w->state = NULL;
-		w->state_cap = 0;
-		if ((rc = m->be->alloc(ctx, sf * sizeof(float), (void **)&w->state)) == 0)
-			w->state_cap = sf;
-	}
+	int rc = mdev_reserve(m->be, ctx, &w->state, &w->state_cap, sf);
 	if (rc == 0 && prox && !w->anchor)
 		rc = m->be->alloc(ctx, n * sizeof(float), (void **)&w->anchor);
 	if (rc == 0)
@@ -185,7 +171,7 @@ int tfm_train(void *model, void *worker, const struct fedrun_train_args *args, f
 	const uint64_t steps = args->steps ? args->steps : (uint64_t)args->epochs * nb;
 	const uint64_t n = m->layout->total;
 	const uint64_t sf = fedrun_optim_state_floats(args->optim, n);
-	const bool prox = has_prox(args);
+	const bool prox = mdev_has_prox(args);
 	const uint64_t base = sched_base(args);
 	const struct fedrun_backend_ops *be = m->be;
 	void *ctx = tfm_work_ctx(w->w);
