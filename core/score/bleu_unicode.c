@@ -174,7 +174,7 @@ int bleu_utf8_encode(const uint32_t *v, size_t n, char **out)
 	return 0;
 }
 
-static bool in_ranges(const struct bleu_range *r, size_t n, uint32_t c)
+bool bleu_in_ranges(const struct bleu_range *r, size_t n, uint32_t c)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -194,32 +194,32 @@ bool bleu_is_space(uint32_t c)
 	/* The common case, without a search. */
 	if (c < 0x80)
 		return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
-	return in_ranges(bleu_space_ranges, bleu_space_ranges_n, c);
+	return bleu_in_ranges(bleu_space_ranges, bleu_space_ranges_n, c);
 }
 
 bool bleu_is_punct(uint32_t c)
 {
-	return in_ranges(bleu_punct_ranges, bleu_punct_ranges_n, c);
+	return bleu_in_ranges(bleu_punct_ranges, bleu_punct_ranges_n, c);
 }
 
 bool bleu_is_symbol(uint32_t c)
 {
-	return in_ranges(bleu_symbol_ranges, bleu_symbol_ranges_n, c);
+	return bleu_in_ranges(bleu_symbol_ranges, bleu_symbol_ranges_n, c);
 }
 
 bool bleu_is_number(uint32_t c)
 {
-	return in_ranges(bleu_number_ranges, bleu_number_ranges_n, c);
+	return bleu_in_ranges(bleu_number_ranges, bleu_number_ranges_n, c);
 }
 
 bool bleu_is_cased(uint32_t c)
 {
-	return in_ranges(bleu_cased_ranges, bleu_cased_ranges_n, c);
+	return bleu_in_ranges(bleu_cased_ranges, bleu_cased_ranges_n, c);
 }
 
 bool bleu_is_case_ignorable(uint32_t c)
 {
-	return in_ranges(bleu_case_ignorable_ranges, bleu_case_ignorable_ranges_n, c);
+	return bleu_in_ranges(bleu_case_ignorable_ranges, bleu_case_ignorable_ranges_n, c);
 }
 
 static uint32_t lower_single(uint32_t c)

@@ -64,6 +64,9 @@ int bleu_utf8_decode(const char *s, size_t n, struct bleu_ustr *out);
 /* Encodes v[0..n) into a new NUL-terminated UTF-8 string (free()). */
 int bleu_utf8_encode(const uint32_t *v, size_t n, char **out);
 
+/* Whether c is in one of the sorted, disjoint ranges r[0..n). */
+bool bleu_in_ranges(const struct bleu_range *r, size_t n, uint32_t c);
+
 bool bleu_is_space(uint32_t c);		 /* Python str.isspace() */
 bool bleu_is_punct(uint32_t c);		 /* regex \p{P} */
 bool bleu_is_symbol(uint32_t c);	 /* regex \p{S} */
