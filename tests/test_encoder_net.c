@@ -592,6 +592,516 @@ START_TEST(test_forward_reference)
 }
 END_TEST
 
+/* ---- gradients ---------------------------------------------------------------- */
+
+/* Mean loss over the labelled rows or positions, in double; rng (copied,
+ * so that every call draws the same dropout masks) may be NULL. */
+static double mean_loss(struct net *n, const struct enc_batch *b, const struct fedrun_rng *rng,
+			float *grad, const uint8_t *trainable)
+{
+	struct fedrun_rng r;
+	if (rng)
+		r = *rng;
+	double ls = 0.0;
+	uint64_t cnt = 0;
+	int rc = enc_forward_backward(n->w, n->p, b, rng ? &r : NULL, grad, trainable, &ls, &cnt,
+				      NULL);
+	ck_assert_msg(rc == 0, "enc_forward_backward: %s", fedrun_error_message());
+	ck_assert_uint_gt(cnt, 0);
+	return ls / (double)cnt;
+}
+
+/* Central differences of every entry of every tensor against g: returns
+ * the normwise error max |fd - g| / max |g| over the model and writes into
+ * *worst the largest per-tensor error max_j |fd_j - g_j| / max(max_j
+ * |g_j|, 0.05 max |g|) (the floor: a tensor whose gradient is far below
+ * the largest one is judged at the scale of the rounding noise of the
+ * differences, ~1e-4 absolute) and into *which its name. */
+static double fd_error(struct net *n, const struct enc_batch *b, const struct fedrun_rng *rng,
+		       const float *g, double h, double *worst, const char **which)
+{
+	double emax = 0.0, gmax = 0.0;
+	double *fd = tu_dzeros(n->l->total);
+	for (uint32_t t = 0; t < n->l->n; t++) {
+		const struct fedrun_tensor_info *ti = &n->l->t[t];
+		for (uint64_t j = 0; j < ti->numel; j++) {
+			float *p = n->p + ti->offset + j;
+			const float v = *p, hi = (float)(v + h), lo = (float)(v - h);
+			*p = hi;
+			double lp = mean_loss(n, b, rng, NULL, NULL);
+			*p = lo;
+			double lm = mean_loss(n, b, rng, NULL, NULL);
+			*p = v;
+			fd[ti->offset + j] = (lp - lm) / ((double)hi - (double)lo);
+			emax = fmax(emax, fabs(fd[ti->offset + j] - g[ti->offset + j]));
+			gmax = fmax(gmax, fabs(g[ti->offset + j]));
+		}
+	}
+	*worst = 0.0;
+	*which = "";
+	for (uint32_t t = 0; t < n->l->n; t++) {
+		const struct fedrun_tensor_info *ti = &n->l->t[t];
+		double e = 0.0, m = 0.05 * gmax;
+		for (uint64_t j = 0; j < ti->numel; j++) {
+			e = fmax(e, fabs(fd[ti->offset + j] - g[ti->offset + j]));
+			m = fmax(m, fabs(g[ti->offset + j]));
+		}
+		if (e / m > *worst) {
+			*worst = e / m;
+			*which = ti->name;
+		}
+	}
+	free(fd);
+	return emax / gmax;
+}
+
+/* The gradient-check cases: every head of both architectures; LoRA on
+ * several targets; dropout (hidden, attention, classifier); dim 16 (the
+ * fused q/k/v weights and biases: one linear op), 8 (fused weights,
+ * biases apart) and 6 (three products). */
+static const struct {
+	enum enc_arch arch;
+	enum enc_task task;
+	uint32_t lora, D, H;
+	int dropout;
+} grad_cases[] = {
+    {ENC_BERT, ENC_TASK_CLASSIFY, 0, 8, 2, 0},
+    {ENC_BERT, ENC_TASK_TAG, 0, 8, 2, 0},
+    {ENC_BERT, ENC_TASK_MLM, 0, 8, 2, 0},
+    {ENC_DISTILBERT, ENC_TASK_CLASSIFY, 0, 8, 2, 0},
+    {ENC_DISTILBERT, ENC_TASK_TAG, 0, 8, 2, 0},
+    {ENC_DISTILBERT, ENC_TASK_MLM, 0, 8, 2, 0},
+    {ENC_BERT, ENC_TASK_CLASSIFY, ENC_LORA_Q | ENC_LORA_V | ENC_LORA_FFN1, 16, 4, 0},
+    {ENC_DISTILBERT, ENC_TASK_TAG, ENC_LORA_K | ENC_LORA_O | ENC_LORA_FFN2, 6, 3, 0},
+    {ENC_BERT, ENC_TASK_MLM, 0x3f, 6, 2, 0},
+    {ENC_DISTILBERT, ENC_TASK_CLASSIFY, 0x3f, 8, 2, 1},
+    {ENC_BERT, ENC_TASK_TAG, 0, 16, 2, 1},
+    {ENC_BERT, ENC_TASK_CLASSIFY, ENC_LORA_Q, 8, 4, 1},
+    {ENC_DISTILBERT, ENC_TASK_MLM, ENC_LORA_V | ENC_LORA_FFN1, 8, 2, 1},
+};
+
+static struct enc_cfg grad_cfg(int i)
+{
+	struct enc_cfg c = case_cfg(grad_cases[i].arch, grad_cases[i].task, grad_cases[i].lora,
+				    FEDRUN_ACT_GELU_ERF);
+	c.dim = grad_cases[i].D;
+	c.heads = grad_cases[i].H;
+	if (grad_cases[i].dropout) {
+		c.dropout = 0.2f;
+		c.attn_dropout = 0.25f;
+		c.cls_dropout = 0.3f;
+	}
+	return c;
+}
+
+/* Step and tolerances of the check. The loss is a float computation
+ * (rounding ~1e-7 relative, summed in double), so a central difference
+ * errs by ~1e-7 / h from rounding and O(h^2) from truncation. Measured
+ * (NN_TEST_VERBOSE=1), largest over the cases, whole model / worst
+ * tensor: h = 1e-3: 3.1e-4 / 4.4e-3 (rounding); h = 2e-3: 4.3e-4 /
+ * 2.2e-3; h = 3e-3: 9.8e-4 / 1.5e-3 (truncation, the MLM head). At
+ * h = 2e-3 the tolerances leave a factor 4.5 or more, while one entry off
+ * by 2% of the largest gives 2e-2 (checked below) and a missing or
+ * doubled term far more. */
+#define FD_STEP 2e-3
+#define FD_TOL 2e-3
+#define FD_TOL_TENSOR 1e-2
+
+START_TEST(test_fd_gradient)
+{
+	struct enc_cfg c = grad_cfg(_i);
+	struct net n;
+	net_make(&n, &c, 7 + _i);
+	net_randomize(&n, 40 + _i);
+	struct rows q;
+	rows_make(&q, &c, 3 + _i);
+	struct fedrun_rng drop, *dr = NULL;
+	if (grad_cases[_i].dropout) {
+		fedrun_rng_init(&drop, 5, FEDRUN_RNG_DROPOUT, 0, _i);
+		dr = &drop;
+	}
+	memset(n.g, 0, n.l->total * sizeof *n.g);
+	mean_loss(&n, &q.b, dr, n.g, NULL);
+	double worst;
+	const char *which;
+	TU_ASSERT_ERR(fd_error(&n, &q.b, dr, n.g, FD_STEP, &worst, &which), FD_TOL,
+		      "whole-model gradient");
+	TU_ASSERT_ERR(worst, FD_TOL_TENSOR, which);
+	/* every tensor gets a gradient (none is left out by mistake), but
+	 * the pad row and the rows of tokens absent from the batch */
+	for (uint32_t t = 0; t < n.l->n; t++) {
+		const struct fedrun_tensor_info *ti = &n.l->t[t];
+		double m = 0.0;
+		for (uint64_t j = 0; j < ti->numel; j++)
+			m = fmax(m, fabs(n.g[ti->offset + j]));
+		ck_assert_msg(m > 0.0, "%s has no gradient", ti->name);
+	}
+	if (_i == 0) {
+		/* the check can fail: one entry off by 2% of the largest */
+		uint64_t arg = 0;
+		for (uint64_t j = 0; j < n.l->total; j++)
+			arg = fabsf(n.g[j]) > fabsf(n.g[arg]) ? j : arg;
+		int64_t k = fedrun_layout_find(n.l, "bert.encoder.layer.0.attention.self.key.bias");
+		ck_assert_int_ge(k, 0);
+		n.g[n.l->t[k].offset + 1] += 0.02f * fabsf(n.g[arg]);
+		double e = fd_error(&n, &q.b, dr, n.g, FD_STEP, &worst, &which);
+		ck_assert_msg(e > FD_TOL || worst > FD_TOL_TENSOR, "a perturbed gradient passed");
+	}
+	net_free(&n);
+}
+END_TEST
+
+/* The backend of the tests, with attn_backward and embedding_backward
+ * counted: how many layers and embeddings a backward pass went through. */
+static struct fedrun_backend_ops counting;
+static int n_attn_bwd, n_emb_bwd;
+
+static int count_attn_bwd(void *ctx, const struct fedrun_attn_dims *d, const float *q,
+			  const float *k, const float *v, const int32_t *key_len,
+			  const float *cache, const float *dout, float *dq, float *dk, float *dv)
+{
+	n_attn_bwd++;
+	return fedrun_backend_cpu()->attn_backward(ctx, d, q, k, v, key_len, cache, dout, dq, dk,
+						   dv);
+}
+
+static int count_emb_bwd(void *ctx, uint32_t N, uint32_t V, uint32_t D, const int32_t *ids,
+			 const float *dout, float *dw)
+{
+	n_emb_bwd++;
+	return fedrun_backend_cpu()->embedding_backward(ctx, N, V, D, ids, dout, dw);
+}
+
+/* The trainable mask. Cases: (0) embeddings and layers 0, 1 of 3 frozen;
+ * (1) LoRA adapters and the head only; (2) the head alone; (3) a layer's
+ * LayerNorms and a q weight frozen in the middle; (4) MLM with the word
+ * embeddings (the tied decoder) frozen. Frozen gradients keep their
+ * values bit for bit; the trainable ones equal the unmasked run's (the
+ * products differ in shape, so to rounding: 1e-6 normwise); the backward
+ * pass goes through the layers from the top to the lowest trainable one
+ * only (attn_backward calls) and touches the embeddings only when they are
+ * trainable (embedding_backward calls). */
+START_TEST(test_trainable_mask)
+{
+	struct enc_cfg c = case_cfg(ENC_BERT, _i == 4 ? ENC_TASK_MLM : ENC_TASK_CLASSIFY,
+				    _i == 1 ? ENC_LORA_Q | ENC_LORA_V | ENC_LORA_FFN2 : 0,
+				    FEDRUN_ACT_GELU_ERF);
+	c.layers = 3;
+	c.dim = 16;
+	c.heads = 4;
+	struct net n;
+	counting = *fedrun_backend_cpu();
+	counting.attn_backward = count_attn_bwd;
+	counting.embedding_backward = count_emb_bwd;
+	n.c = c;
+	ck_assert_int_eq(enc_layout(&c, &n.l), 0);
+	n.p = fedrun_arena_alloc(n.l->total);
+	n.g = fedrun_arena_alloc(n.l->total);
+	ck_assert_int_eq(enc_init(&c, n.l, 3, n.p), 0);
+	ck_assert_int_eq(enc_work_create(&c, n.l, &counting, &n.w), 0);
+	net_randomize(&n, 8);
+	struct rows q;
+	rows_make(&q, &c, 9);
+	uint8_t *tr = calloc(n.l->n, 1);
+	int want_attn = 3, want_emb = 0;
+	for (uint32_t t = 0; t < n.l->n; t++) {
+		const char *name = n.l->t[t].name;
+		const int layer = enc_tensor_layer(&c, n.l, t);
+		switch (_i) {
+		case 0:
+			tr[t] = layer >= 2;
+			want_attn = 1;
+			break;
+		case 1:
+			tr[t] = strstr(name, "lora_") || layer == 3;
+			break;
+		case 2:
+			tr[t] = layer == 3;
+			want_attn = 0;
+			break;
+		case 3:
+			tr[t] = !(layer == 1 && strstr(name, "LayerNorm")) &&
+				!strstr(name, "layer.1.attention.self.query.weight");
+			want_emb = 3;
+			break;
+		default:
+			tr[t] = !strstr(name, "word_embeddings");
+			want_emb = 2; /* positions and types */
+			break;
+		}
+	}
+	want_emb += _i != 2; /* the head's gradient into the hidden states' rows */
+	const uint64_t total = n.l->total;
+	float *full = tu_zeros(total);
+	n_attn_bwd = n_emb_bwd = 0;
+	const double l0 = mean_loss(&n, &q.b, NULL, full, NULL);
+	ck_assert_int_eq(n_attn_bwd, 3);
+	ck_assert_int_eq(n_emb_bwd, 4); /* word, position, type, and the head's */
+	for (uint32_t t = 0; t < n.l->n; t++)
+		for (uint64_t j = 0; j < n.l->t[t].numel; j++)
+			n.g[n.l->t[t].offset + j] = tr[t] ? 0.0f : 7.0f;
+	n_attn_bwd = n_emb_bwd = 0;
+	const double l1 = mean_loss(&n, &q.b, NULL, n.g, tr);
+	ck_assert(l0 == l1);
+	ck_assert_int_eq(n_attn_bwd, want_attn);
+	ck_assert_int_eq(n_emb_bwd, want_emb);
+	double e = 0.0, m = 0.0;
+	for (uint32_t t = 0; t < n.l->n; t++) {
+		const struct fedrun_tensor_info *ti = &n.l->t[t];
+		for (uint64_t j = 0; j < ti->numel; j++) {
+			const float a = n.g[ti->offset + j], r = full[ti->offset + j];
+			if (!tr[t]) {
+				ck_assert_msg(a == 7.0f, "frozen %s[%llu] changed to %g", ti->name,
+					      (unsigned long long)j, (double)a);
+				continue;
+			}
+			e = fmax(e, fabs((double)a - r));
+			m = fmax(m, fabs((double)r));
+		}
+	}
+	ck_assert(m > 0.0);
+	TU_ASSERT_ERR(e / m, 1e-6, "masked gradient against the unmasked");
+	/* nothing trainable: the loss, and no gradient work at all */
+	memset(tr, 0, n.l->n);
+	n_attn_bwd = n_emb_bwd = 0;
+	ck_assert(mean_loss(&n, &q.b, NULL, n.g, tr) == l0);
+	ck_assert_int_eq(n_attn_bwd + n_emb_bwd, 0);
+	free(tr);
+	free(full);
+	net_free(&n);
+}
+END_TEST
+
+/* Gradients add up over calls; the loss sums agree; evaluation (grad
+ * NULL) gives the same sums; a batch without labelled positions gives
+ * zeros and leaves the gradient alone. */
+START_TEST(test_accumulates)
+{
+	struct enc_cfg c = case_cfg(ENC_DISTILBERT, ENC_TASK_TAG, ENC_LORA_Q, FEDRUN_ACT_GELU_ERF);
+	struct net n;
+	net_make(&n, &c, 1);
+	net_randomize(&n, 2);
+	struct rows q;
+	rows_make(&q, &c, 1);
+	float *g1 = tu_zeros(n.l->total);
+	double l1, l2, l3;
+	uint64_t t1, t2, t3;
+	memset(n.g, 0, n.l->total * sizeof *n.g);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, g1, NULL, &l1, &t1, NULL), 0);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, n.g, NULL, &l2, &t2, NULL), 0);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, n.g, NULL, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(t1, 7); /* 5 + 3 + 1 real positions, one unlabelled in rows 0, 1 */
+	ck_assert(t1 == t2 && l1 == l2 && l1 > 0.0);
+	double e = 0.0, m = 0.0;
+	for (uint64_t j = 0; j < n.l->total; j++) {
+		e = fmax(e, fabs((double)n.g[j] - 2.0 * g1[j]));
+		m = fmax(m, fabs((double)g1[j]));
+	}
+	ck_assert(m > 0.0);
+	ck_assert_msg(e <= 1e-6 * m, "second pass did not add: %g", e);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, NULL, NULL, &l3, &t3, NULL), 0);
+	ck_assert(l3 == l1 && t3 == t1);
+	/* padding is invisible: other tokens after len change nothing */
+	for (int b = 0; b < 3; b++)
+		for (int t = q.len[b]; t < 5; t++)
+			q.ids[b * 5 + t] = 3 + t;
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, NULL, NULL, &l3, &t3, NULL), 0);
+	ck_assert_msg(l3 == l1, "padding changed the loss: %.17g, %.17g", l3, l1);
+	for (int i = 0; i < 15; i++)
+		q.labels[i] = -1;
+	memcpy(g1, n.g, n.l->total * sizeof *g1);
+	int32_t pred[15];
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, n.g, NULL, &l3, &t3, pred), 0);
+	ck_assert(l3 == 0.0 && t3 == 0);
+	ck_assert_int_eq(memcmp(g1, n.g, n.l->total * sizeof *g1), 0);
+	for (int i = 0; i < 15; i++)
+		ck_assert_int_eq(pred[i], -1);
+	free(g1);
+	net_free(&n);
+}
+END_TEST
+
+/* Dropout draws from the stream: the same state gives the same bits (loss
+ * and gradient), another state another loss; NULL switches it off (the
+ * loss of enc_forward's logits); the stream advances. */
+START_TEST(test_dropout_stream)
+{
+	struct enc_cfg c = case_cfg(_i ? ENC_DISTILBERT : ENC_BERT, ENC_TASK_CLASSIFY, 0,
+				    FEDRUN_ACT_GELU_ERF);
+	c.dropout = 0.3f;
+	c.attn_dropout = 0.2f;
+	c.cls_dropout = 0.4f;
+	struct net n;
+	net_make(&n, &c, 1);
+	net_randomize(&n, 3);
+	struct rows q;
+	rows_make(&q, &c, 1);
+	const uint64_t total = n.l->total;
+	float *g2 = tu_zeros(total);
+	struct fedrun_rng a, b, a0;
+	fedrun_rng_init(&a, 1, FEDRUN_RNG_DROPOUT, 0, 0);
+	fedrun_rng_init(&b, 2, FEDRUN_RNG_DROPOUT, 0, 0);
+	a0 = a;
+	memset(n.g, 0, total * sizeof *n.g);
+	double la, la2, lb, l0;
+	uint64_t k;
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, &a, n.g, NULL, &la, &k, NULL), 0);
+	ck_assert(memcmp(&a, &a0, sizeof a) != 0);
+	a = a0;
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, &a, g2, NULL, &la2, &k, NULL), 0);
+	ck_assert(la == la2);
+	ck_assert_int_eq(memcmp(n.g, g2, total * sizeof *g2), 0);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, &b, NULL, NULL, &lb, &k, NULL), 0);
+	ck_assert(lb != la);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, NULL, NULL, &l0, &k, NULL), 0);
+	ck_assert(l0 != la);
+	float logits[9];
+	ck_assert_int_eq(enc_forward(n.w, n.p, &q.b, NULL, NULL, logits), 0);
+	double want = 0.0;
+	for (int r = 0; r < 3; r++) {
+		double l[3] = {logits[3 * r], logits[3 * r + 1], logits[3 * r + 2]};
+		want += d_xent(l, 3, q.labels[r]);
+	}
+	TU_ASSERT_ERR(fabs(l0 - want) / want, 1e-6, "loss without dropout");
+	free(g2);
+	net_free(&n);
+}
+END_TEST
+
+/* Precision bf16 against fp32: loss and gradient of a bf16 context and of
+ * an FP32 one at the same parameters, before and after three SGD steps
+ * along the FP32 gradient; BERT classify (_i 0) and DistilBERT MLM with
+ * LoRA (_i 1). Bounds TU_BF16_BOUND (nn_testutil.h) over the products in
+ * sequence: per layer 6 (the q/k/v projection, Q K^T, the weights times
+ * V, the output projection, ffn1, ffn2; LoRA's two small products run
+ * beside these, not after them), the head 2 (pooler and classifier;
+ * transform and decoder): S_f = 2 6 + 2 = 14, the gradient S = 3 S_f. */
+START_TEST(test_bf16_against_fp32)
+{
+	const char *isa = fedrun_backend_cpu_bf16_isa();
+	if (!isa) {
+		printf("SKIP: encoder bf16 against fp32: %s\n", fedrun_error_message());
+		return;
+	}
+	struct enc_cfg c = case_cfg(_i ? ENC_DISTILBERT : ENC_BERT,
+				    _i ? ENC_TASK_MLM : ENC_TASK_CLASSIFY,
+				    _i ? ENC_LORA_Q | ENC_LORA_FFN2 : 0, FEDRUN_ACT_GELU_ERF);
+	c.dim = 16;
+	c.heads = 4;
+	c.ffn = 32;
+	c.init_range = 0.2f;
+	struct net n32, n16;
+	net_make(&n32, &c, 7);
+	c.precision = FEDRUN_PRECISION_BF16;
+	net_make(&n16, &c, 7);
+	const uint64_t total = n32.l->total;
+	struct rows q;
+	rows_make(&q, &c, 5);
+	const double S_f = 2 * 6 + 2, S = 3 * S_f;
+	for (int step = 0; step <= 3; step++) {
+		memset(n32.g, 0, total * sizeof *n32.g);
+		memset(n16.g, 0, total * sizeof *n16.g);
+		memcpy(n16.p, n32.p, total * sizeof *n16.p);
+		const double l32 = mean_loss(&n32, &q.b, NULL, n32.g, NULL),
+			     l16 = mean_loss(&n16, &q.b, NULL, n16.g, NULL);
+		char what[64];
+		snprintf(what, sizeof what, "%s, step %d", isa, step);
+		tu_bf16_check(what, _i, l16, l32, n16.g, n32.g, total, S_f, S);
+		for (uint64_t j = 0; j < total; j++)
+			n32.p[j] -= 0.5f * n32.g[j];
+	}
+	net_free(&n32);
+	net_free(&n16);
+}
+END_TEST
+
+/* Bad arguments: FEDRUN_EINVAL with a message naming what is wrong. */
+static void expect_einval(int rc, const char *what)
+{
+	ck_assert_msg(rc == FEDRUN_EINVAL, "%s: rc %d", what, rc);
+	ck_assert_msg(strstr(fedrun_error_message(), what), "message \"%s\" lacks \"%s\"",
+		      fedrun_error_message(), what);
+}
+
+START_TEST(test_bad_input)
+{
+	struct enc_cfg c = case_cfg(ENC_BERT, ENC_TASK_TAG, 0, FEDRUN_ACT_GELU_ERF);
+	struct net n;
+	net_make(&n, &c, 1);
+	struct rows q;
+	rows_make(&q, &c, 1);
+	float *g = n.g;
+	double ls;
+	uint64_t k;
+#define FB(b) enc_forward_backward(n.w, n.p, (b), NULL, g, NULL, &ls, &k, NULL)
+	ck_assert_int_eq(FB(&q.b), 0);
+	struct rows r = q;
+	r.b.ids = r.ids, r.b.len = r.len, r.b.type_ids = r.types, r.b.labels = r.labels;
+	r.ids[7] = 13;
+	expect_einval(FB(&r.b), "ids[7]");
+	r.ids[7] = -1;
+	expect_einval(FB(&r.b), "ids[7]");
+	r.ids[7] = 1;
+	r.len[1] = 0;
+	expect_einval(FB(&r.b), "len[1] = 0");
+	r.len[1] = 6;
+	expect_einval(FB(&r.b), "len[1] = 6");
+	r.len[1] = 3;
+	r.labels[2] = 3;
+	expect_einval(FB(&r.b), "labels[2] (row 0, position 2) = 3");
+	r.labels[2] = 0;
+	r.labels[9] = 1; /* row 1, position 4 >= len 3 */
+	expect_einval(FB(&r.b), "padding");
+	r.labels[9] = -1;
+	r.types[3] = 2;
+	expect_einval(FB(&r.b), "type_ids[3]");
+	r.types[3] = 1;
+	ck_assert_int_eq(FB(&r.b), 0);
+	r.b.T = 8; /* > max_pos 7 */
+	expect_einval(FB(&r.b), "max_pos");
+	r.b.T = 5;
+	r.b.labels = NULL;
+	expect_einval(FB(&r.b), "labels");
+	expect_einval(enc_forward(n.w, n.p, &q.b, NULL, g, NULL), "pooler");
+	net_free(&n);
+	/* classify labels, DistilBERT token types, the base model */
+	c = case_cfg(ENC_DISTILBERT, ENC_TASK_CLASSIFY, 0, FEDRUN_ACT_GELU_ERF);
+	net_make(&n, &c, 1);
+	rows_make(&q, &c, 1);
+	g = n.g;
+	q.labels[1] = 3;
+	expect_einval(FB(&q.b), "labels[1] = 3");
+	q.labels[1] = 0;
+	q.b.type_ids = q.types;
+	expect_einval(FB(&q.b), "token types");
+	net_free(&n);
+	c = case_cfg(ENC_BERT, ENC_TASK_BASE, 0, FEDRUN_ACT_GELU_ERF);
+	net_make(&n, &c, 1);
+	rows_make(&q, &c, 1);
+	g = n.g;
+	expect_einval(FB(&q.b), "task head");
+	net_free(&n);
+#undef FB
+	/* configurations */
+	struct fedrun_layout *l;
+	c = case_cfg(ENC_BERT, ENC_TASK_CLASSIFY, 0, FEDRUN_ACT_GELU_ERF);
+	c.labels = 1;
+	expect_einval(enc_layout(&c, &l), "labels 1");
+	c = case_cfg(ENC_BERT, ENC_TASK_CLASSIFY, 0, FEDRUN_ACT_GELU_ERF);
+	c.dim = 9;
+	expect_einval(enc_layout(&c, &l), "multiple of heads");
+	c.dim = 8;
+	c.act = FEDRUN_ACT_SIGMOID;
+	expect_einval(enc_layout(&c, &l), "activation");
+	c.act = FEDRUN_ACT_GELU_ERF;
+	c.lora_r = 2;
+	expect_einval(enc_layout(&c, &l), "LoRA targets");
+	c.lora_r = 0;
+	c.dropout = 1.0f;
+	expect_einval(enc_layout(&c, &l), "dropout");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("encoder_net");
@@ -601,6 +1111,13 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_init);
 	tcase_add_loop_test(tc, test_forward_reference, 0,
 			    (int)(sizeof fwd_cases / sizeof fwd_cases[0]));
+	tcase_add_loop_test(tc, test_fd_gradient, 0,
+			    (int)(sizeof grad_cases / sizeof grad_cases[0]));
+	tcase_add_loop_test(tc, test_trainable_mask, 0, 5);
+	tcase_add_test(tc, test_accumulates);
+	tcase_add_loop_test(tc, test_dropout_stream, 0, 2);
+	tcase_add_loop_test(tc, test_bf16_against_fp32, 0, 2);
+	tcase_add_test(tc, test_bad_input);
 	suite_add_tcase(s, tc);
 	return s;
 }

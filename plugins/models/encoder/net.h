@@ -55,13 +55,48 @@
  *   "P.weight" the tensors "P.lora_A.weight" (r,in) and "P.lora_B.weight"
  *   (out,r), PEFT's names without its "base_model.model." prefix.
  *
+ *   Arena order (net.c): the embeddings (word, position, token type,
+ *   LayerNorm); then per layer the q, k, v weights, the q, k, v biases
+ *   (adjacent: one fused (N,3D) projection when D*D and D are multiples of
+ *   FEDRUN_TENSOR_ALIGN, i.e. D a multiple of 16; other dims work, with a
+ *   product per part), the attention output dense and its LayerNorm, ffn1,
+ *   ffn2, the output LayerNorm, then the layer's adapters (A, B for each
+ *   target in ENC_LORA_* bit order); then the pooler, then the head. A
+ *   checkpoint reader maps by name, never by position.
+ *   LoRA has no dropout of its own (PEFT's lora_dropout 0); lora_alpha is
+ *   any finite nonzero value.
+ *
+ * Dropout as HF: BERT on the embeddings, the attention weights, the
+ * attention block's and the feed-forward block's outputs; DistilBERT the
+ * same but for the attention block's output (its TransformerBlock adds
+ * out_lin's output to x without dropout). Masks are drawn in that order,
+ * layer by layer, then the head's (cls_dropout), so that a pass is a
+ * function of the stream's state.
+ *
  * Freezing: the caller passes a per-tensor `trainable` mask; the backward
  * pass computes no gradient for a frozen tensor (its grad entries are left
- * untouched) and stops below the lowest layer that has a trainable tensor.
+ * untouched) and stops below the lowest layer that has a trainable tensor
+ * (enc_tensor_layer; the adapters count in their layer): that layer's
+ * input gradient is not formed and no layer below it, nor the
+ * embeddings, is visited. The MLM decoder is the word embeddings, a
+ * tensor of layer -1: training it means the full backward pass.
+ *
+ * Batches: labels at padding positions (t >= len) must be < 0 for TAG and
+ * MLM (FEDRUN_EINVAL otherwise); type_ids must be NULL for DistilBERT;
+ * cfg.labels is not read for BASE and MLM.
  *
  * Memory, threads: as the transformer's net.h: params and grad are device
  * memory of the work object's backend; batches and outputs are host
- * memory; one thread at a time per work object. */
+ * memory; one thread at a time per work object. The backend needs the
+ * Transformer layers, softmax_xent_db and prox_grad (ABI 1.11 for the
+ * exact GELU). Work memory, kept for the largest batch seen: per token
+ * and layer about (9 + 2 F/D) D floats (+ 2r per adapter), the attention
+ * weights (B H T T floats a layer, a quarter more with attention
+ * dropout), about 12 D + F per token for the embeddings, the head and
+ * the gradients, and the head's logits: tokens x labels, or for MLM a chunk
+ * of at most 512 positions x vocab (only the labelled positions go
+ * through the MLM head in enc_forward_backward; enc_forward computes
+ * every position's, chunk by chunk, into the caller's array). */
 #ifndef FEDRUN_ENCODER_NET_H
 #define FEDRUN_ENCODER_NET_H
 
@@ -165,8 +200,9 @@ int enc_work_to_host(struct enc_work *w, void *dst, const void *src, uint64_t by
  * *loss_sum (cross-entropy summed over the labelled rows or positions),
  * *count (how many), each may be NULL. pred (host, may be NULL): the
  * argmax label of each row (CLASSIFY, B entries) or position (TAG and
- * MLM, B*T entries; -1 where the label is < 0). Not for BASE. A batch
- * without labelled positions gives zeros and leaves grad unchanged. */
+ * MLM, B*T entries; -1 where the label is < 0). Not for BASE
+ * (FEDRUN_EINVAL). A batch without labelled positions gives zeros, pred
+ * all -1, and leaves grad unchanged. */
 int enc_forward_backward(struct enc_work *w, const float *params, const struct enc_batch *b,
 			 struct fedrun_rng *rng, float *grad, const uint8_t *trainable,
 			 double *loss_sum, uint64_t *count, int32_t *pred);
