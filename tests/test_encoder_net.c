@@ -6,7 +6,8 @@
  * architectures, every head, LoRA on several targets, padding, token
  * types, dropout), the trainable mask (frozen gradients untouched, the
  * rest equal to the unmasked run's, the frozen layers' backward skipped),
- * dropout's determinism, bf16 against fp32 and argument errors. */
+ * dropout's determinism, bf16 against fp32, argument errors, and the same
+ * bits on the "tagged" backend (no host access to device memory). */
 #include "config.h"
 #include <check.h>
 #include <math.h>
@@ -1015,6 +1016,80 @@ START_TEST(test_bf16_against_fp32)
 }
 END_TEST
 
+/* On the "tagged" backend (tests/backend_tagged.c: the CPU backend behind
+ * tagged device pointers, so that host code touching device memory
+ * crashes and an op given host memory fails): parameters and gradient in
+ * its device memory, the same bits as on the CPU backend for the loss,
+ * the gradient (dropout, LoRA, a trainable mask), pred, the hidden states,
+ * the pooler output and the logits. (_i 0) BERT MLM with LoRA, (1)
+ * DistilBERT tag, (2) BERT classify with its embeddings frozen. */
+START_TEST(test_tagged_backend)
+{
+	const enum enc_task task[] = {ENC_TASK_MLM, ENC_TASK_TAG, ENC_TASK_CLASSIFY};
+	struct enc_cfg c = case_cfg(_i == 1 ? ENC_DISTILBERT : ENC_BERT, task[_i],
+				    _i == 0 ? ENC_LORA_Q | ENC_LORA_FFN1 : 0, FEDRUN_ACT_GELU_ERF);
+	c.dim = 16;
+	c.heads = 4;
+	c.dropout = 0.1f;
+	c.attn_dropout = 0.1f;
+	c.cls_dropout = 0.2f;
+	ck_assert_int_eq(setenv("FEDRUN_PLUGIN_PATH", PLUGIN_DIR ":" TAGGED_DIR, 1), 0);
+	const struct fedrun_backend_ops *be;
+	ck_assert_int_eq(fedrun_backend_find("tagged", &be), 0);
+	struct net n;
+	net_make(&n, &c, 2);
+	net_randomize(&n, 4);
+	struct rows q;
+	rows_make(&q, &c, 6);
+	const uint64_t total = n.l->total, bytes = total * sizeof(float);
+	uint8_t *tr = calloc(n.l->n, 1);
+	for (uint32_t t = 0; t < n.l->n; t++)
+		tr[t] = _i != 2 || enc_tensor_layer(&c, n.l, t) >= 0;
+	struct enc_work *w;
+	ck_assert_int_eq(enc_work_create(&c, n.l, be, &w), 0);
+	void *ctx = enc_work_ctx(w);
+	float *dp, *dg;
+	ck_assert_int_eq(be->alloc(ctx, bytes, (void **)&dp), 0);
+	ck_assert_int_eq(be->alloc(ctx, bytes, (void **)&dg), 0);
+	ck_assert_int_eq(enc_work_to_device(w, dp, n.p, bytes), 0);
+	struct fedrun_rng r0, r1;
+	fedrun_rng_init(&r0, 3, FEDRUN_RNG_DROPOUT, 0, 0);
+	r1 = r0;
+	double l0, l1;
+	uint64_t k0, k1;
+	int32_t p0[15], p1[15];
+	memset(n.g, 0, bytes);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, &r0, n.g, tr, &l0, &k0, p0), 0);
+	int rc = enc_forward_backward(w, dp, &q.b, &r1, dg, tr, &l1, &k1, p1);
+	ck_assert_msg(rc == 0, "tagged: %s", fedrun_error_message());
+	ck_assert(l0 == l1 && k0 == k1);
+	ck_assert_int_eq(memcmp(p0, p1, sizeof(int32_t) * (_i == 2 ? 3 : 15)), 0);
+	float *g1 = tu_zeros(total);
+	ck_assert_int_eq(enc_work_to_host(w, g1, dg, bytes), 0);
+	ck_assert_int_eq(memcmp(g1, n.g, bytes), 0);
+	const uint64_t nh = (c.layers + 1) * 15 * c.dim, nl = 15 * c.vocab;
+	float *h0 = tu_zeros(nh), *h1 = tu_zeros(nh), *o0 = tu_zeros(nl), *o1 = tu_zeros(nl),
+	      pool0[48], pool1[48];
+	float *pool = _i == 2 ? pool0 : NULL;
+	ck_assert_int_eq(enc_forward(n.w, n.p, &q.b, h0, pool, o0), 0);
+	ck_assert_int_eq(enc_forward(w, dp, &q.b, h1, pool ? pool1 : NULL, o1), 0);
+	ck_assert_int_eq(memcmp(h0, h1, nh * sizeof *h0), 0);
+	ck_assert_int_eq(memcmp(o0, o1, nl * sizeof *o0), 0);
+	if (pool)
+		ck_assert_int_eq(memcmp(pool0, pool1, sizeof pool0), 0);
+	be->free_mem(ctx, dp);
+	be->free_mem(ctx, dg);
+	enc_work_destroy(w);
+	free(tr);
+	free(g1);
+	free(h0);
+	free(h1);
+	free(o0);
+	free(o1);
+	net_free(&n);
+}
+END_TEST
+
 /* Bad arguments: FEDRUN_EINVAL with a message naming what is wrong. */
 static void expect_einval(int rc, const char *what)
 {
@@ -1118,6 +1193,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_dropout_stream, 0, 2);
 	tcase_add_loop_test(tc, test_bf16_against_fp32, 0, 2);
 	tcase_add_test(tc, test_bad_input);
+	tcase_add_loop_test(tc, test_tagged_backend, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
