@@ -77,8 +77,8 @@ static void net_randomize(struct net *n, uint64_t seed)
 	fedrun_rng_init(&r, seed, FEDRUN_RNG_DATA, 7, 0);
 	for (uint32_t t = 0; t < n->l->n; t++) {
 		const struct fedrun_tensor_info *ti = &n->l->t[t];
-		const int ln = strstr(ti->name, "LayerNorm.weight") || strstr(ti->name,
-									      "layer_norm.weight");
+		const int ln =
+		    strstr(ti->name, "LayerNorm.weight") || strstr(ti->name, "layer_norm.weight");
 		for (uint64_t j = 0; j < ti->numel; j++) {
 			double u = 2.0 * fedrun_rng_uniform(&r) - 1.0;
 			n->p[ti->offset + j] = (float)(ln ? 1.0 + 0.3 * u : 0.5 * u);
@@ -103,7 +103,8 @@ static void rows_make(struct rows *q, const struct enc_cfg *c, uint64_t seed)
 		q->len[b] = len[b];
 		for (int t = 0; t < 5; t++) {
 			const int i = b * 5 + t, real = t < len[b];
-			q->ids[i] = real ? 1 + (int32_t)fedrun_rng_below(&r, c->vocab - 1) : c->pad_id;
+			q->ids[i] =
+			    real ? 1 + (int32_t)fedrun_rng_below(&r, c->vocab - 1) : c->pad_id;
 			q->types[i] = real && t >= 2 ? 1 : 0;
 			const int lab = real && (t != 1 || b == 2);
 			if (c->task == ENC_TASK_TAG)
@@ -184,7 +185,9 @@ static double d_act(int act, double x)
 	case FEDRUN_ACT_GELU_ERF:
 		return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
 	case FEDRUN_ACT_GELU:
-		return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+		return 0.5 * x *
+		       (1.0 +
+			tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
 	case FEDRUN_ACT_TANH:
 		return tanh(x);
 	default:
@@ -210,8 +213,8 @@ static void d_row(const struct net *n, const struct enc_batch *q, int b, double 
 		  double *pooled, double *logits)
 {
 	const struct enc_cfg *c = &n->c;
-	const int T = (int)q->T, D = (int)c->dim, F = (int)c->ffn, H = (int)c->heads,
-		  dh = D / H, len = q->len[b], bert = c->arch == ENC_BERT;
+	const int T = (int)q->T, D = (int)c->dim, F = (int)c->ffn, H = (int)c->heads, dh = D / H,
+		  len = q->len[b], bert = c->arch == ENC_BERT;
 	const char *pre = c->task == ENC_TASK_BASE ? "" : bert ? "bert." : "distilbert.";
 	char p[128];
 	double *x = calloc((size_t)T * D, sizeof *x), *qkv[3], *ctx = calloc((size_t)T * D, 8),
@@ -230,13 +233,17 @@ static void d_row(const struct net *n, const struct enc_batch *q, int b, double 
 	d_layernorm(x, T, D, c->ln_eps, tensor(n, "%sembeddings.LayerNorm.weight", pre),
 		    tensor(n, "%sembeddings.LayerNorm.bias", pre));
 	memcpy(hidden, x, sizeof(double) * T * D);
-	static const char *const bn[] = {"attention.self.query", "attention.self.key",
-					 "attention.self.value", "attention.output.dense",
-					 "attention.output.LayerNorm", "intermediate.dense",
-					 "output.dense", "output.LayerNorm"};
-	static const char *const dn[] = {"attention.q_lin", "attention.k_lin", "attention.v_lin",
-					 "attention.out_lin", "sa_layer_norm", "ffn.lin1",
-					 "ffn.lin2", "output_layer_norm"};
+	static const char *const bn[] = {"attention.self.query",
+					 "attention.self.key",
+					 "attention.self.value",
+					 "attention.output.dense",
+					 "attention.output.LayerNorm",
+					 "intermediate.dense",
+					 "output.dense",
+					 "output.LayerNorm"};
+	static const char *const dn[] = {"attention.q_lin",   "attention.k_lin",  "attention.v_lin",
+					 "attention.out_lin", "sa_layer_norm",	  "ffn.lin1",
+					 "ffn.lin2",	      "output_layer_norm"};
 	const char *const *nm = bert ? bn : dn;
 	for (int l = 0; l < (int)c->layers; l++) {
 		snprintf(p, sizeof p, "%s%s.layer.%d.", pre, bert ? "encoder" : "transformer", l);
@@ -310,7 +317,8 @@ static void d_row(const struct net *n, const struct enc_batch *q, int b, double 
 			    bert ? tensor(n, "cls.predictions.transform.LayerNorm.bias")
 				 : tensor(n, "vocab_layer_norm.bias"));
 		d_linear(tr, T, D, (int)c->vocab, we,
-			 bert ? tensor(n, "cls.predictions.bias") : tensor(n, "vocab_projector.bias"),
+			 bert ? tensor(n, "cls.predictions.bias")
+			      : tensor(n, "vocab_projector.bias"),
 			 NULL, NULL, 0, 0.0, logits);
 		free(tr);
 		break;
@@ -530,8 +538,7 @@ START_TEST(test_forward_reference)
 	const uint32_t lrows = c.task == ENC_TASK_CLASSIFY ? 1 : T;
 	float *hid = tu_zeros((L + 1) * B * T * D), *pooled = tu_zeros(B * D),
 	      *logits = tu_zeros(B * T * (K ? K : 1));
-	int rc = enc_forward(n.w, n.p, &q.b, hid, pool ? pooled : NULL,
-			     c.task ? logits : NULL);
+	int rc = enc_forward(n.w, n.p, &q.b, hid, pool ? pooled : NULL, c.task ? logits : NULL);
 	ck_assert_msg(rc == 0, "enc_forward: %s", fedrun_error_message());
 	double *rh = tu_dzeros((L + 1) * T * D), *rp = tu_dzeros(D), *rl = tu_dzeros(T * (K + 1));
 	double want_loss = 0.0;
@@ -552,8 +559,8 @@ START_TEST(test_forward_reference)
 		TU_ASSERT_ERR(tu_err(logits + (uint64_t)b * lrows * K, rl, nr * K, 1.0), 1e-5,
 			      "logits");
 		for (uint32_t t = 0; t < nr; t++) {
-			const int32_t y = c.task == ENC_TASK_CLASSIFY ? q.labels[b]
-								       : q.labels[b * T + t];
+			const int32_t y =
+			    c.task == ENC_TASK_CLASSIFY ? q.labels[b] : q.labels[b * T + t];
 			if (y < 0)
 				continue;
 			want_loss += d_xent(rl + t * K, (int)K, y);
@@ -605,8 +612,8 @@ static double mean_loss(struct net *n, const struct enc_batch *b, const struct f
 		r = *rng;
 	double ls = 0.0;
 	uint64_t cnt = 0;
-	int rc = enc_forward_backward(n->w, n->p, b, rng ? &r : NULL, grad, trainable, &ls, &cnt,
-				      NULL);
+	int rc =
+	    enc_forward_backward(n->w, n->p, b, rng ? &r : NULL, grad, trainable, &ls, &cnt, NULL);
 	ck_assert_msg(rc == 0, "enc_forward_backward: %s", fedrun_error_message());
 	ck_assert_uint_gt(cnt, 0);
 	return ls / (double)cnt;
@@ -784,9 +791,9 @@ static int count_emb_bwd(void *ctx, uint32_t N, uint32_t V, uint32_t D, const in
  * trainable (embedding_backward calls). */
 START_TEST(test_trainable_mask)
 {
-	struct enc_cfg c = case_cfg(ENC_BERT, _i == 4 ? ENC_TASK_MLM : ENC_TASK_CLASSIFY,
-				    _i == 1 ? ENC_LORA_Q | ENC_LORA_V | ENC_LORA_FFN2 : 0,
-				    FEDRUN_ACT_GELU_ERF);
+	struct enc_cfg c =
+	    case_cfg(ENC_BERT, _i == 4 ? ENC_TASK_MLM : ENC_TASK_CLASSIFY,
+		     _i == 1 ? ENC_LORA_Q | ENC_LORA_V | ENC_LORA_FFN2 : 0, FEDRUN_ACT_GELU_ERF);
 	c.layers = 3;
 	c.dim = 16;
 	c.heads = 4;
@@ -890,7 +897,8 @@ START_TEST(test_accumulates)
 	memset(n.g, 0, n.l->total * sizeof *n.g);
 	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, g1, NULL, &l1, &t1, NULL), 0);
 	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, n.g, NULL, &l2, &t2, NULL), 0);
-	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, n.g, NULL, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(enc_forward_backward(n.w, n.p, &q.b, NULL, n.g, NULL, NULL, NULL, NULL),
+			 0);
 	ck_assert_uint_eq(t1, 7); /* 5 + 3 + 1 real positions, one unlabelled in rows 0, 1 */
 	ck_assert(t1 == t2 && l1 == l2 && l1 > 0.0);
 	double e = 0.0, m = 0.0;
@@ -927,8 +935,8 @@ END_TEST
  * loss of enc_forward's logits); the stream advances. */
 START_TEST(test_dropout_stream)
 {
-	struct enc_cfg c = case_cfg(_i ? ENC_DISTILBERT : ENC_BERT, ENC_TASK_CLASSIFY, 0,
-				    FEDRUN_ACT_GELU_ERF);
+	struct enc_cfg c =
+	    case_cfg(_i ? ENC_DISTILBERT : ENC_BERT, ENC_TASK_CLASSIFY, 0, FEDRUN_ACT_GELU_ERF);
 	c.dropout = 0.3f;
 	c.attn_dropout = 0.2f;
 	c.cls_dropout = 0.4f;
@@ -984,9 +992,9 @@ START_TEST(test_bf16_against_fp32)
 		printf("SKIP: encoder bf16 against fp32: %s\n", fedrun_error_message());
 		return;
 	}
-	struct enc_cfg c = case_cfg(_i ? ENC_DISTILBERT : ENC_BERT,
-				    _i ? ENC_TASK_MLM : ENC_TASK_CLASSIFY,
-				    _i ? ENC_LORA_Q | ENC_LORA_FFN2 : 0, FEDRUN_ACT_GELU_ERF);
+	struct enc_cfg c =
+	    case_cfg(_i ? ENC_DISTILBERT : ENC_BERT, _i ? ENC_TASK_MLM : ENC_TASK_CLASSIFY,
+		     _i ? ENC_LORA_Q | ENC_LORA_FFN2 : 0, FEDRUN_ACT_GELU_ERF);
 	c.dim = 16;
 	c.heads = 4;
 	c.ffn = 32;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Shared by the model plugins gru-lm and transformer (header only, so that
+/* Shared by the model plugins gru-lm, transformer and encoder (header only, so that
  * the check programs and benchmarks that compile a model's network get it
  * too): the backend a model runs on, named by its "backend" option, and the
  * host<->device copies of a worker, counted so that a run can report the
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fedrun/fedrun.h>
 
@@ -171,6 +172,62 @@ static inline void mdev_report(const struct fedrun_host *host, bool report, int6
 		     (double)(now->h2d - before->h2d));
 	host->metric(host->ctx, "backend.d2h_bytes", client, NULL,
 		     (double)(now->d2h - before->d2h));
+}
+
+/* ---- work memory of the networks (transformer/net.c, encoder/net.c) ---- */
+
+/* Carves 64-byte aligned arrays out of one allocation: a first pass with
+ * base NULL counts the floats (n), a second with base = the allocation
+ * assigns them. */
+struct mdev_carve {
+	float *base;
+	uint64_t n; /* floats used */
+};
+
+static inline float *mdev_take(struct mdev_carve *k, uint64_t floats)
+{
+	float *p = k->base ? k->base + k->n : NULL;
+	k->n += (floats + 15) & ~(uint64_t)15;
+	return p;
+}
+
+static inline uint8_t *mdev_take_bytes(struct mdev_carve *k, uint64_t bytes)
+{
+	return (uint8_t *)mdev_take(k, (bytes + 3) / 4);
+}
+
+/* Host room for n int32s (ids staged for one to_device) in *buf, of *cap
+ * entries, grown as needed; NULL (error set) when out of memory. */
+static inline int32_t *mdev_stage(int32_t **buf, uint64_t *cap, uint64_t n)
+{
+	if (n > *cap) {
+		int32_t *p = realloc(*buf, n * sizeof *p);
+		if (!p) {
+			fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			return NULL;
+		}
+		*buf = p;
+		*cap = n;
+	}
+	return *buf;
+}
+
+/* Device zeros: at least n floats (or int32 ids) in *p, of *cap: alloc
+ * zero-fills, and the callers never write them. */
+static inline int mdev_grow_zeros(const struct fedrun_backend_ops *be, void *ctx, void **p,
+				  uint64_t *cap, uint64_t n)
+{
+	if (n <= *cap)
+		return 0;
+	if (*p)
+		be->free_mem(ctx, *p);
+	*p = NULL;
+	*cap = 0;
+	int rc = be->alloc(ctx, n * sizeof(float), p);
+	if (rc < 0)
+		return rc;
+	*cap = n;
+	return 0;
 }
 
 #endif

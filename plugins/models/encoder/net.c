@@ -59,8 +59,8 @@ int enc_cfg_check(const struct enc_cfg *c)
 	if (!c)
 		return fedrun_error(FEDRUN_EINVAL, "encoder: NULL configuration");
 	if (c->arch != ENC_BERT && c->arch != ENC_DISTILBERT)
-		return fedrun_error(FEDRUN_EINVAL, "encoder: arch %d is neither BERT nor DistilBERT",
-				    (int)c->arch);
+		return fedrun_error(
+		    FEDRUN_EINVAL, "encoder: arch %d is neither BERT nor DistilBERT", (int)c->arch);
 	if (c->task < ENC_TASK_BASE || c->task > ENC_TASK_MLM)
 		return fedrun_error(FEDRUN_EINVAL, "encoder: task %d unknown", (int)c->task);
 	if (!c->vocab || !c->max_pos || !c->dim || !c->layers || !c->heads || !c->ffn)
@@ -89,10 +89,11 @@ int enc_cfg_check(const struct enc_cfg *c)
 		return fedrun_error(FEDRUN_EINVAL, "encoder: ln_eps %g must be > 0",
 				    (double)c->ln_eps);
 	if (c->act != FEDRUN_ACT_GELU_ERF && c->act != FEDRUN_ACT_GELU && c->act != FEDRUN_ACT_RELU)
-		return fedrun_error(FEDRUN_EINVAL,
-				    "encoder: activation %d is none of gelu (erf), gelu_new (tanh), "
-				    "relu",
-				    c->act);
+		return fedrun_error(
+		    FEDRUN_EINVAL,
+		    "encoder: activation %d is none of gelu (erf), gelu_new (tanh), "
+		    "relu",
+		    c->act);
 	const float p[] = {c->dropout, c->attn_dropout, c->cls_dropout};
 	const char *pn[] = {"dropout", "attention dropout", "classifier dropout"};
 	for (int i = 0; i < 3; i++)
@@ -125,13 +126,13 @@ int enc_cfg_check(const struct enc_cfg *c)
  * first six. */
 enum { P_Q, P_K, P_V, P_O, P_F1, P_F2, P_LN1, P_LN2, P_N };
 
-static const char *const bert_part[P_N] = {
-    "attention.self.query",   "attention.self.key", "attention.self.value",
-    "attention.output.dense", "intermediate.dense", "output.dense",
-    "attention.output.LayerNorm", "output.LayerNorm"};
+static const char *const bert_part[P_N] = {"attention.self.query",	 "attention.self.key",
+					   "attention.self.value",	 "attention.output.dense",
+					   "intermediate.dense",	 "output.dense",
+					   "attention.output.LayerNorm", "output.LayerNorm"};
 static const char *const distil_part[P_N] = {
-    "attention.q_lin", "attention.k_lin", "attention.v_lin",   "attention.out_lin",
-    "ffn.lin1",	       "ffn.lin2",	  "sa_layer_norm",     "output_layer_norm"};
+    "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
+    "ffn.lin1",	       "ffn.lin2",	  "sa_layer_norm",   "output_layer_norm"};
 
 /* The base model's prefix in the task model's state_dict. */
 static const char *base_prefix(const struct enc_cfg *c)
@@ -267,8 +268,8 @@ static int build_layout(const struct enc_cfg *c, struct fedrun_layout *l)
 		if (rc == 0)
 			rc = add_t(l, n, "", ".bias", D, 0);
 		if (rc == 0)
-			rc = add_t(l, bert ? "cls.predictions.bias" : "vocab_projector.bias", "", "",
-				   V, 0);
+			rc = add_t(l, bert ? "cls.predictions.bias" : "vocab_projector.bias", "",
+				   "", V, 0);
 		break;
 	}
 	}
@@ -349,9 +350,9 @@ static int find_t(const struct fedrun_layout *l, const char *a, const char *b, c
 	if (i < 0)
 		return fedrun_error(FEDRUN_EINVAL, "encoder: layout has no tensor %s", name);
 	if (l->t[i].numel != numel)
-		return fedrun_error(FEDRUN_EINVAL, "encoder: tensor %s has %llu floats, expected %llu",
-				    name, (unsigned long long)l->t[i].numel,
-				    (unsigned long long)numel);
+		return fedrun_error(FEDRUN_EINVAL,
+				    "encoder: tensor %s has %llu floats, expected %llu", name,
+				    (unsigned long long)l->t[i].numel, (unsigned long long)numel);
 	*out = (int32_t)i;
 	return 0;
 }
@@ -429,12 +430,12 @@ static int resolve(const struct enc_cfg *c, const struct fedrun_layout *l, struc
 	if (rc == 0 && (c->task == ENC_TASK_CLASSIFY || c->task == ENC_TASK_TAG))
 		rc = find_lin(l, "classifier", "", c->labels, D, &o->cls);
 	if (rc == 0 && c->task == ENC_TASK_MLM) {
-		rc = find_lin(l, bert ? "cls.predictions.transform.dense" : "vocab_transform", "", D,
-			      D, &o->mt);
+		rc = find_lin(l, bert ? "cls.predictions.transform.dense" : "vocab_transform", "",
+			      D, D, &o->mt);
 		if (rc == 0)
-			rc = find_ln(l, bert ? "cls.predictions.transform.LayerNorm"
-					     : "vocab_layer_norm",
-				     "", D, &o->mln);
+			rc = find_ln(
+			    l, bert ? "cls.predictions.transform.LayerNorm" : "vocab_layer_norm",
+			    "", D, &o->mln);
 		if (rc == 0)
 			rc = find_t(l, bert ? "cls.predictions.bias" : "vocab_projector.bias", "",
 				    "", V, &o->mbias);
@@ -483,7 +484,8 @@ int enc_init(const struct enc_cfg *c, const struct fedrun_layout *l, uint64_t se
 				memset(p + (uint64_t)c->pad_id * c->dim, 0, c->dim * sizeof *p);
 			continue;
 		}
-		if (ends_with(t->name, "LayerNorm.weight") || ends_with(t->name, "layer_norm.weight"))
+		if (ends_with(t->name, "LayerNorm.weight") ||
+		    ends_with(t->name, "layer_norm.weight"))
 			for (uint64_t j = 0; j < t->numel; j++)
 				p[j] = 1.0f;
 		/* biases (cls.predictions.bias, vocab_projector.bias too) stay 0 */
@@ -512,7 +514,7 @@ struct enc_work {
 	void *ctx;
 	struct offs off;
 	uint32_t D, H, F, V, dh, NL; /* NL: layers */
-	float lora_s;		      /* alpha / r */
+	float lora_s;		     /* alpha / r */
 
 	struct mdev_xfer xfer;
 	float *zeros; /* zcap floats of 0, never written */
@@ -540,77 +542,56 @@ struct enc_work {
 	const uint8_t *train; /* trainable mask of this pass, NULL: all */
 };
 
-struct carve {
-	float *base;
-	uint64_t n; /* floats used */
-};
-
-static float *take(struct carve *k, uint64_t floats)
-{
-	float *p = k->base ? k->base + k->n : NULL;
-	k->n += (floats + 15) & ~(uint64_t)15;
-	return p;
-}
-
-static uint8_t *take_bytes(struct carve *k, uint64_t bytes)
-{
-	return (uint8_t *)take(k, (bytes + 3) / 4);
-}
-
 static uint64_t attn_floats(const struct enc_work *w, uint32_t B, uint32_t T)
 {
-	struct fedrun_attn_dims d = {.batch = B,
-				     .heads = w->H,
-				     .tq = T,
-				     .tk = T,
-				     .dh = w->dh,
-				     .dropout = w->c.attn_dropout};
+	struct fedrun_attn_dims d = {
+	    .batch = B, .heads = w->H, .tq = T, .tk = T, .dh = w->dh, .dropout = w->c.attn_dropout};
 	return w->be->attn_cache_floats(w->ctx, &d);
 }
 
-static void carve_work(struct enc_work *w, struct carve *k)
+static void carve_work(struct enc_work *w, struct mdev_carve *k)
 {
 	const uint64_t N = w->capN, D = w->D, F = w->F, r = w->c.lora_r;
 	const int dm = w->c.dropout > 0, cm = w->c.cls_dropout > 0;
-	w->ids = (int32_t *)take(k, 8 * N + 8);
-	w->e0 = take(k, N * D);
-	w->en = take(k, N * D);
-	w->eln = take(k, 2 * N);
-	w->em = dm ? take_bytes(k, N * D) : NULL;
+	w->ids = (int32_t *)mdev_take(k, 8 * N + 8);
+	w->e0 = mdev_take(k, N * D);
+	w->en = mdev_take(k, N * D);
+	w->eln = mdev_take(k, 2 * N);
+	w->em = dm ? mdev_take_bytes(k, N * D) : NULL;
 	for (uint32_t l = 0; l < w->NL; l++) {
 		struct lact *e = &w->la[l];
-		e->qkv = take(k, N * 3 * D);
-		e->ac = take(k, w->capA);
-		e->a = take(k, N * D);
-		e->r1 = take(k, N * D);
-		e->n1 = take(k, N * D);
-		e->ln1 = take(k, 2 * N);
-		e->m1 = dm && w->c.arch == ENC_BERT ? take_bytes(k, N * D) : NULL;
-		e->hpre = take(k, N * F);
-		e->h = take(k, N * F);
-		e->r2 = take(k, N * D);
-		e->n2 = take(k, N * D);
-		e->ln2 = take(k, 2 * N);
-		e->m2 = dm ? take_bytes(k, N * D) : NULL;
+		e->qkv = mdev_take(k, N * 3 * D);
+		e->ac = mdev_take(k, w->capA);
+		e->a = mdev_take(k, N * D);
+		e->r1 = mdev_take(k, N * D);
+		e->n1 = mdev_take(k, N * D);
+		e->ln1 = mdev_take(k, 2 * N);
+		e->m1 = dm && w->c.arch == ENC_BERT ? mdev_take_bytes(k, N * D) : NULL;
+		e->hpre = mdev_take(k, N * F);
+		e->h = mdev_take(k, N * F);
+		e->r2 = mdev_take(k, N * D);
+		e->n2 = mdev_take(k, N * D);
+		e->ln2 = mdev_take(k, 2 * N);
+		e->m2 = dm ? mdev_take_bytes(k, N * D) : NULL;
 		for (int p = 0; p < 6; p++)
-			e->u[p] = w->off.L[l].p[p].a >= 0 ? take(k, N * r) : NULL;
+			e->u[p] = w->off.L[l].p[p].a >= 0 ? mdev_take(k, N * r) : NULL;
 	}
-	w->hc = take(k, N * D);
-	w->hp = take(k, N * D);
-	w->hq = take(k, N * D);
-	w->hd = take(k, N * D);
-	w->hln = take(k, 2 * N);
-	w->hm = (dm || cm) ? take_bytes(k, N * D) : NULL;
+	w->hc = mdev_take(k, N * D);
+	w->hp = mdev_take(k, N * D);
+	w->hq = mdev_take(k, N * D);
+	w->hd = mdev_take(k, N * D);
+	w->hln = mdev_take(k, 2 * N);
+	w->hm = (dm || cm) ? mdev_take_bytes(k, N * D) : NULL;
 	if (w->c.task == ENC_TASK_MLM)
-		w->logits = take(k, (N < ENC_OUT_CHUNK ? N : ENC_OUT_CHUNK) * w->V);
+		w->logits = mdev_take(k, (N < ENC_OUT_CHUNK ? N : ENC_OUT_CHUNK) * w->V);
 	else
-		w->logits = take(k, N * (w->c.labels ? w->c.labels : 1));
-	w->g = take(k, N * D);
-	w->tmp = take(k, N * D);
-	w->dz = take(k, N * (F > D ? F : D));
-	w->dqkv = take(k, N * 3 * D);
-	w->du = take(k, N * (r ? r : 1));
-	w->dh2 = take(k, N * D);
+		w->logits = mdev_take(k, N * (w->c.labels ? w->c.labels : 1));
+	w->g = mdev_take(k, N * D);
+	w->tmp = mdev_take(k, N * D);
+	w->dz = mdev_take(k, N * (F > D ? F : D));
+	w->dqkv = mdev_take(k, N * 3 * D);
+	w->du = mdev_take(k, N * (r ? r : 1));
+	w->dh2 = mdev_take(k, N * D);
 }
 
 /* Activations for B rows of T tokens (kept while large enough: the
@@ -622,7 +603,7 @@ static int reserve(struct enc_work *w, uint32_t B, uint32_t T)
 		return 0;
 	w->capN = N > w->capN ? N : w->capN;
 	w->capA = a > w->capA ? a : w->capA;
-	struct carve k = {NULL, 0};
+	struct mdev_carve k = {NULL, 0};
 	carve_work(w, &k);
 	if (w->mem)
 		w->be->free_mem(w->ctx, w->mem);
@@ -630,8 +611,8 @@ static int reserve(struct enc_work *w, uint32_t B, uint32_t T)
 	int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&w->mem);
 	if (rc < 0) {
 		w->capN = w->capA = 0;
-		return fedrun_error_wrap(rc, "encoder: activations for %llu tokens: ",
-					 (unsigned long long)N);
+		return fedrun_error_wrap(
+		    rc, "encoder: activations for %llu tokens: ", (unsigned long long)N);
 	}
 	k.base = w->mem;
 	k.n = 0;
@@ -723,46 +704,17 @@ int enc_work_to_host(struct enc_work *w, void *dst, const void *src, uint64_t by
 	return mdev_to_host(w->be, w->ctx, &w->xfer, dst, src, bytes);
 }
 
-/* Host room for n int32s; NULL (error set) when out of memory. */
-static int32_t *stage(struct enc_work *w, uint64_t n)
-{
-	if (n > w->hcap) {
-		int32_t *p = realloc(w->hbuf, n * sizeof *p);
-		if (!p) {
-			fedrun_error(FEDRUN_ENOMEM, "out of memory");
-			return NULL;
-		}
-		w->hbuf = p;
-		w->hcap = n;
-	}
-	return w->hbuf;
-}
-
-/* At least n floats (or ids) of device zeros in *p. */
-static int grow_zeros(struct enc_work *w, void **p, uint64_t *cap, uint64_t n)
-{
-	if (n <= *cap)
-		return 0;
-	if (*p)
-		w->be->free_mem(w->ctx, *p);
-	*p = NULL;
-	*cap = 0;
-	CHECK(w->be->alloc(w->ctx, n * sizeof(float), p));
-	*cap = n;
-	return 0;
-}
-
 /* y (n) += a x: prox_grad's y + a (x - 0), the bits of y + a x. */
 static int dev_add(struct enc_work *w, uint64_t n, float a, const float *x, float *y)
 {
-	CHECK(grow_zeros(w, (void **)&w->zeros, &w->zcap, n));
+	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zeros, &w->zcap, n));
 	return w->be->prox_grad(w->ctx, n, a, x, w->zeros, y);
 }
 
 /* Every row of y (N, Q) = row (Q): embedding_forward of a one-row table. */
 static int bcast_row(struct enc_work *w, uint64_t N, uint64_t Q, const float *row, float *y)
 {
-	CHECK(grow_zeros(w, (void **)&w->zids, &w->zidcap, N));
+	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zids, &w->zidcap, N));
 	return w->be->embedding_forward(w->ctx, (uint32_t)N, 1, (uint32_t)Q, w->zids, row, y);
 }
 
@@ -826,14 +778,15 @@ static int lin_fwd(struct enc_work *w, const float *P, const struct lin_t *l, in
 			CHECK(mm(w, false, true, N, ld, in, 1.0f, x, in, W0, in, 1.0f, y, ld));
 		else
 			for (int p = 0; p < np; p++)
-				CHECK(mm(w, false, true, N, out, in, 1.0f, x, in,
-					 pt(w, P, l[p].w), in, 1.0f, y + p * out, ld));
+				CHECK(mm(w, false, true, N, out, in, 1.0f, x, in, pt(w, P, l[p].w),
+					 in, 1.0f, y + p * out, ld));
 	}
 	const uint64_t r = w->c.lora_r;
 	for (int p = 0; p < np; p++) {
 		if (l[p].a < 0)
 			continue;
-		CHECK(mm(w, false, true, N, r, in, 1.0f, x, in, pt(w, P, l[p].a), in, 0.0f, u[p], r));
+		CHECK(
+		    mm(w, false, true, N, r, in, 1.0f, x, in, pt(w, P, l[p].a), in, 0.0f, u[p], r));
 		CHECK(mm(w, false, true, N, out, r, w->lora_s, u[p], r, pt(w, P, l[p].bb), r, 1.0f,
 			 y + p * out, ld));
 	}
@@ -875,8 +828,8 @@ static int lin_bwd(struct enc_work *w, const float *P, float *G, const struct li
 				 1.0f, dB, r));
 		if (!dA && !dx)
 			continue;
-		CHECK(mm(w, false, false, N, r, out, w->lora_s, dy + p * out, ld,
-			 pt(w, P, l[p].bb), r, 0.0f, w->du, r));
+		CHECK(mm(w, false, false, N, r, out, w->lora_s, dy + p * out, ld, pt(w, P, l[p].bb),
+			 r, 0.0f, w->du, r));
 		if (dA)
 			CHECK(mm(w, true, false, r, in, N, 1.0f, w->du, r, x, in, 1.0f, dA, in));
 		if (dx)
@@ -1127,7 +1080,8 @@ static int check_batch(const struct enc_work *w, const struct enc_batch *b, int 
 			return fedrun_error(FEDRUN_EINVAL,
 					    "encoder: labels[%llu] = %d at padding (row %llu, "
 					    "position %llu >= len %d); padding must be < 0",
-					    (unsigned long long)i, y, (unsigned long long)(i / b->T),
+					    (unsigned long long)i, y,
+					    (unsigned long long)(i / b->T),
 					    (unsigned long long)(i % b->T), b->len[i / b->T]);
 	}
 	return 0;
@@ -1141,7 +1095,7 @@ static int send_batch(struct enc_work *w, const struct enc_batch *b, int labels,
 		      struct dev_batch *d)
 {
 	const uint64_t B = b->B, T = b->T, N = B * T;
-	int32_t *h = stage(w, 8 * N + 8);
+	int32_t *h = mdev_stage(&w->hbuf, &w->hcap, 8 * N + 8);
 	if (!h)
 		return FEDRUN_ENOMEM;
 	memcpy(h, b->ids, N * sizeof *h);
@@ -1240,7 +1194,8 @@ static int classify_fwd(struct enc_work *w, const float *P, const struct dev_bat
 			const float *h)
 {
 	const uint64_t B = d->B, D = w->D;
-	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)B, (uint32_t)d->N, w->D, d->cls, h, w->hc));
+	CHECK(
+	    w->be->embedding_forward(w->ctx, (uint32_t)B, (uint32_t)d->N, w->D, d->cls, h, w->hc));
 	if (w->c.arch == ENC_BERT) {
 		CHECK(pooler_fwd(w, P, B));
 	} else {
@@ -1264,8 +1219,8 @@ static int classify_bwd(struct enc_work *w, const float *P, float *G, const stru
 	const struct lin_t *first = w->c.arch == ENC_BERT ? &w->off.pool : &w->off.pre;
 	const int need = below || lin_trainable(w, first);
 	const float *z = w->cdrop ? w->hd : w->hq;
-	CHECK(lin_bwd(w, P, G, &w->off.cls, 1, B, D, w->c.labels, z, w->logits, need ? w->dh2 : NULL,
-		      0.0f, NULL));
+	CHECK(lin_bwd(w, P, G, &w->off.cls, 1, B, D, w->c.labels, z, w->logits,
+		      need ? w->dh2 : NULL, 0.0f, NULL));
 	if (!need)
 		return 0;
 	if (w->cdrop)
@@ -1273,8 +1228,8 @@ static int classify_bwd(struct enc_work *w, const float *P, float *G, const stru
 					      w->dh2));
 	CHECK(w->be->act_backward(w->ctx, w->c.arch == ENC_BERT ? FEDRUN_ACT_TANH : FEDRUN_ACT_RELU,
 				  B * D, w->hp, w->dh2, w->dh2));
-	CHECK(lin_bwd(w, P, G, first, 1, B, D, D, w->hc, w->dh2, below ? w->tmp : NULL, 0.0f,
-		      NULL));
+	CHECK(
+	    lin_bwd(w, P, G, first, 1, B, D, D, w->hc, w->dh2, below ? w->tmp : NULL, 0.0f, NULL));
 	if (!below)
 		return 0;
 	CHECK(w->be->zero(w->ctx, w->g, d->N * D * sizeof(float)));
@@ -1426,7 +1381,8 @@ int enc_forward_backward(struct enc_work *w, const float *params, const struct e
 			if (rc == 0 && hl) {
 				rc = enc_work_to_host(w, hl, w->logits, n * w->V * sizeof *hl);
 				for (uint64_t i = 0; rc == 0 && i < n; i++)
-					argmax_rows(hl + i * w->V, 1, w->V, pred + d.hrow[r0 + i], 1);
+					argmax_rows(hl + i * w->V, 1, w->V, pred + d.hrow[r0 + i],
+						    1);
 			}
 			double l = 0.0;
 			uint64_t k = 0;
@@ -1453,8 +1409,8 @@ int enc_forward_backward(struct enc_work *w, const float *params, const struct e
 		CHECK(ln_bwd(w, P, G, &w->off.mln, nc, w->hq, w->hln, w->dh2, w->dh2));
 		CHECK(w->be->act_backward(w->ctx, (enum fedrun_act)w->c.act, nc * D, w->hp, w->dh2,
 					  w->dh2));
-		CHECK(lin_bwd(w, P, G, &w->off.mt, 1, nc, D, D, w->hc, w->dh2, below ? w->tmp : NULL,
-			      0.0f, NULL));
+		CHECK(lin_bwd(w, P, G, &w->off.mt, 1, nc, D, D, w->hc, w->dh2,
+			      below ? w->tmp : NULL, 0.0f, NULL));
 		if (below) {
 			CHECK(w->be->zero(w->ctx, w->g, N * D * sizeof(float)));
 			CHECK(w->be->embedding_backward(w->ctx, (uint32_t)nc, (uint32_t)N, w->D,

@@ -526,25 +526,6 @@ int tfm_init(const struct tfm_cfg *c, const struct fedrun_layout *l, uint64_t se
 #define OUT_CHUNK 512
 #endif
 
-/* Carves aligned arrays out of one allocation: a first pass with base NULL
- * counts, a second assigns. */
-struct carve {
-	float *base;
-	uint64_t n; /* floats used */
-};
-
-static float *take(struct carve *k, uint64_t floats)
-{
-	float *p = k->base ? k->base + k->n : NULL;
-	k->n += (floats + 15) & ~(uint64_t)15;
-	return p;
-}
-
-static uint8_t *take_bytes(struct carve *k, uint64_t bytes)
-{
-	return (uint8_t *)take(k, (bytes + 3) / 4);
-}
-
 static uint64_t attn_floats(const struct tfm_work *w, uint32_t B, uint32_t tq, uint32_t tk, float p)
 {
 	struct fedrun_attn_dims d = {
@@ -552,16 +533,16 @@ static uint64_t attn_floats(const struct tfm_work *w, uint32_t B, uint32_t tq, u
 	return w->be->attn_cache_floats(w->ctx, &d);
 }
 
-static void carve_blk(struct carve *k, struct blk *b, uint64_t N, uint64_t D, int mask)
+static void carve_blk(struct mdev_carve *k, struct blk *b, uint64_t N, uint64_t D, int mask)
 {
-	b->r = take(k, N * D);
-	b->n = take(k, N * D);
-	b->ln = take(k, 2 * N);
-	b->mask = mask ? take_bytes(k, N * D) : NULL;
+	b->r = mdev_take(k, N * D);
+	b->n = mdev_take(k, N * D);
+	b->ln = mdev_take(k, 2 * N);
+	b->mask = mask ? mdev_take_bytes(k, N * D) : NULL;
 }
 
 /* The training arena for the capacities cap*. */
-static void carve_train(struct tfm_work *w, struct carve *k)
+static void carve_train(struct tfm_work *w, struct mdev_carve *k)
 {
 	const uint64_t Ns = w->capNs, Nt = w->capNt;
 	const uint64_t N = Ns > Nt ? Ns : Nt, D = w->D, F = w->F, V = w->V;
@@ -569,54 +550,54 @@ static void carve_train(struct tfm_work *w, struct carve *k)
 	const int gelu = w->c.activation != FEDRUN_ACT_RELU;
 	/* src (Ns), tgt_in (Nt), src_len and tgt_len (B each, B <= Ns, Nt),
 	 * targets and their rows (<= Nt each), every row's target (Nt) */
-	w->ids = (int32_t *)take(k, Ns + 4 * Nt + 2 * (Ns < Nt ? Ns : Nt));
-	w->xs = take(k, Ns * D);
-	w->xt = take(k, Nt * D);
-	w->ms = dm ? take_bytes(k, Ns * D) : NULL;
-	w->mt = dm ? take_bytes(k, Nt * D) : NULL;
+	w->ids = (int32_t *)mdev_take(k, Ns + 4 * Nt + 2 * (Ns < Nt ? Ns : Nt));
+	w->xs = mdev_take(k, Ns * D);
+	w->xt = mdev_take(k, Nt * D);
+	w->ms = dm ? mdev_take_bytes(k, Ns * D) : NULL;
+	w->mt = dm ? mdev_take_bytes(k, Nt * D) : NULL;
 	for (uint32_t l = 0; l < w->c.enc_layers; l++) {
 		struct enc_act *e = &w->enc[l];
 		carve_blk(k, &e->sa, Ns, D, dm);
 		carve_blk(k, &e->ff, Ns, D, dm);
-		e->qkv = take(k, Ns * 3 * D);
-		e->a = take(k, Ns * D);
-		e->ac = take(k, w->capAss);
-		e->h = take(k, Ns * F);
-		e->hpre = gelu ? take(k, Ns * F) : NULL;
-		e->hmask = hm ? take_bytes(k, Ns * F) : NULL;
+		e->qkv = mdev_take(k, Ns * 3 * D);
+		e->a = mdev_take(k, Ns * D);
+		e->ac = mdev_take(k, w->capAss);
+		e->h = mdev_take(k, Ns * F);
+		e->hpre = gelu ? mdev_take(k, Ns * F) : NULL;
+		e->hmask = hm ? mdev_take_bytes(k, Ns * F) : NULL;
 	}
 	for (uint32_t l = 0; l < w->c.dec_layers; l++) {
 		struct dec_act *e = &w->dec[l];
 		carve_blk(k, &e->sa, Nt, D, dm);
 		carve_blk(k, &e->ca, Nt, D, dm);
 		carve_blk(k, &e->ff, Nt, D, dm);
-		e->qkv = take(k, Nt * 3 * D);
-		e->a = take(k, Nt * D);
-		e->ac = take(k, w->capAtt);
-		e->q = take(k, Nt * D);
-		e->kv = take(k, Ns * 2 * D);
-		e->c = take(k, Nt * D);
-		e->cc = take(k, w->capAts);
-		e->h = take(k, Nt * F);
-		e->hpre = gelu ? take(k, Nt * F) : NULL;
-		e->hmask = hm ? take_bytes(k, Nt * F) : NULL;
+		e->qkv = mdev_take(k, Nt * 3 * D);
+		e->a = mdev_take(k, Nt * D);
+		e->ac = mdev_take(k, w->capAtt);
+		e->q = mdev_take(k, Nt * D);
+		e->kv = mdev_take(k, Ns * 2 * D);
+		e->c = mdev_take(k, Nt * D);
+		e->cc = mdev_take(k, w->capAts);
+		e->h = mdev_take(k, Nt * F);
+		e->hpre = gelu ? mdev_take(k, Nt * F) : NULL;
+		e->hmask = hm ? mdev_take_bytes(k, Nt * F) : NULL;
 	}
 	if (w->c.pre_norm) {
-		w->enc_fin = take(k, Ns * D);
-		w->enc_fln = take(k, 2 * Ns);
-		w->dec_fin = take(k, Nt * D);
-		w->dec_fln = take(k, 2 * Nt);
+		w->enc_fin = mdev_take(k, Ns * D);
+		w->enc_fln = mdev_take(k, 2 * Ns);
+		w->dec_fin = mdev_take(k, Nt * D);
+		w->dec_fln = mdev_take(k, 2 * Nt);
 	}
-	w->hc = take(k, Nt * D);
-	w->logits = take(k, (Nt < OUT_CHUNK ? Nt : OUT_CHUNK) * V);
-	w->gs = take(k, Ns * D);
-	w->gt = take(k, Nt * D);
-	w->tmp = take(k, N * D);
-	w->dz = take(k, N * (F > D ? F : D));
-	w->dqkv = take(k, N * 3 * D);
-	w->dq = take(k, Nt * D);
-	w->dkv = take(k, Ns * 2 * D);
-	w->dn = take(k, N * D);
+	w->hc = mdev_take(k, Nt * D);
+	w->logits = mdev_take(k, (Nt < OUT_CHUNK ? Nt : OUT_CHUNK) * V);
+	w->gs = mdev_take(k, Ns * D);
+	w->gt = mdev_take(k, Nt * D);
+	w->tmp = mdev_take(k, N * D);
+	w->dz = mdev_take(k, N * (F > D ? F : D));
+	w->dqkv = mdev_take(k, N * 3 * D);
+	w->dq = mdev_take(k, Nt * D);
+	w->dkv = mdev_take(k, Ns * 2 * D);
+	w->dn = mdev_take(k, N * D);
 }
 
 static int reserve_train(struct tfm_work *w, uint32_t B, uint32_t Ts, uint32_t Tt)
@@ -635,7 +616,7 @@ static int reserve_train(struct tfm_work *w, uint32_t B, uint32_t Ts, uint32_t T
 	GROW_(w->capAtt, att);
 	GROW_(w->capAts, ats);
 #undef GROW_
-	struct carve k = {NULL, 0};
+	struct mdev_carve k = {NULL, 0};
 	carve_train(w, &k);
 	if (w->mem)
 		w->be->free_mem(w->ctx, w->mem);
@@ -767,42 +748,11 @@ void tfm_work_xfer_add(struct tfm_work *w, uint64_t h2d, uint64_t d2h)
 	w->xfer.d2h += d2h;
 }
 
-/* Host room for n int32s of ids to send; NULL (error set) when out of
- * memory. */
-static int32_t *stage(struct tfm_work *w, uint64_t n)
-{
-	if (n > w->hcap) {
-		int32_t *p = realloc(w->hbuf, n * sizeof *p);
-		if (!p) {
-			fedrun_error(FEDRUN_ENOMEM, "out of memory");
-			return NULL;
-		}
-		w->hbuf = p;
-		w->hcap = n;
-	}
-	return w->hbuf;
-}
-
-/* Device zeros: at least n floats in w->zeros (ids: w->zids). alloc
- * zero-fills, and nothing ever writes them. */
-static int grow_zeros(struct tfm_work *w, void **p, uint64_t *cap, uint64_t n)
-{
-	if (n <= *cap)
-		return 0;
-	if (*p)
-		w->be->free_mem(w->ctx, *p);
-	*p = NULL;
-	*cap = 0;
-	CHECK(w->be->alloc(w->ctx, n * sizeof(float), p));
-	*cap = n;
-	return 0;
-}
-
 /* y (n) += a x: prox_grad's y + a (x - 0) with the zeros as anchor, the
  * same bits as y + a x (x - 0 is x, signed zeros too). */
 static int dev_add(struct tfm_work *w, uint64_t n, float a, const float *x, float *y)
 {
-	CHECK(grow_zeros(w, (void **)&w->zeros, &w->zcap, n));
+	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zeros, &w->zcap, n));
 	return w->be->prox_grad(w->ctx, n, a, x, w->zeros, y);
 }
 
@@ -826,7 +776,7 @@ static int bcast_rows(struct tfm_work *w, uint64_t N, uint32_t P, uint64_t D, co
 			CHECK(w->be->copy(w->ctx, w->prow + p * D, b[p], D * sizeof(float)));
 		row = w->prow;
 	}
-	CHECK(grow_zeros(w, (void **)&w->zids, &w->zidcap, N));
+	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zids, &w->zidcap, N));
 	return w->be->embedding_forward(w->ctx, (uint32_t)N, 1, (uint32_t)(P * D), w->zids, row, y);
 }
 
@@ -1344,7 +1294,7 @@ static int send_batch(struct tfm_work *w, const struct tfm_batch *b, bool target
 		      struct dev_batch *d)
 {
 	const uint64_t Ns = (uint64_t)b->B * b->Ts, Nt = (uint64_t)b->B * b->Tt, B = b->B;
-	int32_t *h = stage(w, Ns + 4 * Nt + 2 * B);
+	int32_t *h = mdev_stage(&w->hbuf, &w->hcap, Ns + 4 * Nt + 2 * B);
 	if (!h)
 		return FEDRUN_ENOMEM;
 	memcpy(h, b->src, Ns * sizeof *h);
@@ -1513,31 +1463,31 @@ int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm
 
 /* ---- incremental decoding ------------------------------------------------------ */
 
-static void carve_dec(struct tfm_work *w, struct carve *k)
+static void carve_dec(struct tfm_work *w, struct mdev_carve *k)
 {
 	struct dec_state *s = &w->ds;
 	const uint64_t R = s->rows, D = w->D, M = s->steps;
-	s->src_len = (int32_t *)take(k, s->B + (uint64_t)s->B * s->Ts);
+	s->src_len = (int32_t *)mdev_take(k, s->B + (uint64_t)s->B * s->Ts);
 	s->src = s->src_len ? s->src_len + s->B : NULL;
-	s->tokens = (int32_t *)take(k, 2 * R);
+	s->tokens = (int32_t *)mdev_take(k, 2 * R);
 	s->klen = s->tokens ? s->tokens + R : NULL;
 	for (uint32_t l = 0; l < w->c.dec_layers; l++) {
-		s->ckv[l] = take(k, (uint64_t)s->B * s->Ts * 2 * D);
-		s->kv[l] = take(k, R * M * 2 * D);
+		s->ckv[l] = mdev_take(k, (uint64_t)s->B * s->Ts * 2 * D);
+		s->kv[l] = mdev_take(k, R * M * 2 * D);
 	}
-	s->spare = take(k, R * M * 2 * D);
-	s->x = take(k, R * D);
-	s->qkv = take(k, R * 3 * D);
-	s->a = take(k, R * D);
-	s->ac = take(k, attn_floats(w, s->rows, 1, s->steps, 0.0f));
-	s->q = take(k, R * D);
-	s->c = take(k, R * D);
-	s->cc = take(k, attn_floats(w, s->B, s->beam, s->Ts, 0.0f));
-	s->h = take(k, R * w->F);
-	s->hpre = w->c.activation != FEDRUN_ACT_RELU ? take(k, R * w->F) : NULL;
-	s->fin = take(k, R * D);
-	s->finln = take(k, 2 * R);
-	s->logits = take(k, R * w->V);
+	s->spare = mdev_take(k, R * M * 2 * D);
+	s->x = mdev_take(k, R * D);
+	s->qkv = mdev_take(k, R * 3 * D);
+	s->a = mdev_take(k, R * D);
+	s->ac = mdev_take(k, attn_floats(w, s->rows, 1, s->steps, 0.0f));
+	s->q = mdev_take(k, R * D);
+	s->c = mdev_take(k, R * D);
+	s->cc = mdev_take(k, attn_floats(w, s->B, s->beam, s->Ts, 0.0f));
+	s->h = mdev_take(k, R * w->F);
+	s->hpre = w->c.activation != FEDRUN_ACT_RELU ? mdev_take(k, R * w->F) : NULL;
+	s->fin = mdev_take(k, R * D);
+	s->finln = mdev_take(k, 2 * R);
+	s->logits = mdev_take(k, R * w->V);
 	carve_blk(k, &s->sa, R, D, 0);
 	carve_blk(k, &s->ca, R, D, 0);
 	carve_blk(k, &s->ff, R, D, 0);
@@ -1567,7 +1517,7 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	s->B = B, s->Ts = Ts, s->beam = beam, s->rows = B * beam, s->steps = max_steps;
 	s->next_t = 0;
-	struct carve k = {NULL, 0};
+	struct mdev_carve k = {NULL, 0};
 	carve_dec(w, &k);
 	if (k.n > s->cap) {
 		if (s->mem)
@@ -1586,7 +1536,7 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 	carve_dec(w, &k);
 	/* src_len (B) then src (B,Ts), in one to_device */
 	const uint64_t Ns = (uint64_t)B * Ts;
-	int32_t *h = stage(w, B + Ns);
+	int32_t *h = mdev_stage(&w->hbuf, &w->hcap, B + Ns);
 	if (!h)
 		return FEDRUN_ENOMEM;
 	memcpy(h, src_len, B * sizeof *h);
@@ -1688,7 +1638,7 @@ int tfm_decode_step(struct tfm_work *w, const float *params, uint32_t t, const i
 	set_drop(w, NULL);
 	s->sa.drop = s->ca.drop = s->ff.drop = 0;
 	/* the step's tokens and every row's key count t + 1, in one to_device */
-	int32_t *hs = stage(w, 2 * R);
+	int32_t *hs = mdev_stage(&w->hbuf, &w->hcap, 2 * R);
 	if (!hs)
 		return FEDRUN_ENOMEM;
 	memcpy(hs, tokens, R * sizeof *hs);
