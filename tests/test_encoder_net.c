@@ -1085,6 +1085,23 @@ START_TEST(test_tagged_backend)
 	ck_assert_int_eq(memcmp(o0, o1, nl * sizeof *o0), 0);
 	if (pool)
 		ck_assert_int_eq(memcmp(pool0, pool1, sizeof pool0), 0);
+	/* the byte counts: the parameters in, the batches' ids in; the
+	 * gradient and the hidden states (and the logits) out; then axpy on
+	 * the device: g1 += 0.5 g1 */
+	uint64_t h2d, d2h;
+	enc_work_xfer(w, &h2d, &d2h);
+	ck_assert_uint_gt(h2d, bytes);
+	ck_assert_uint_gt(d2h, bytes + nh * sizeof(float));
+	enc_work_xfer_add(w, 3, 4);
+	uint64_t h2d2, d2h2;
+	enc_work_xfer(w, &h2d2, &d2h2);
+	ck_assert(h2d2 == h2d + 3 && d2h2 == d2h + 4);
+	ck_assert_int_eq(enc_work_axpy(w, total, 0.5f, dg, dg), 0);
+	float *g2 = tu_zeros(total);
+	ck_assert_int_eq(enc_work_to_host(w, g2, dg, bytes), 0);
+	for (uint64_t j = 0; j < total; j++)
+		ck_assert(g2[j] == g1[j] + 0.5f * g1[j]);
+	free(g2);
 	be->free_mem(ctx, dp);
 	be->free_mem(ctx, dg);
 	enc_work_destroy(w);

@@ -711,6 +711,23 @@ static int dev_add(struct enc_work *w, uint64_t n, float a, const float *x, floa
 	return w->be->prox_grad(w->ctx, n, a, x, w->zeros, y);
 }
 
+void enc_work_xfer(const struct enc_work *w, uint64_t *h2d, uint64_t *d2h)
+{
+	*h2d = w->xfer.h2d;
+	*d2h = w->xfer.d2h;
+}
+
+void enc_work_xfer_add(struct enc_work *w, uint64_t h2d, uint64_t d2h)
+{
+	w->xfer.h2d += h2d;
+	w->xfer.d2h += d2h;
+}
+
+int enc_work_axpy(struct enc_work *w, uint64_t n, float a, const float *x, float *y)
+{
+	return dev_add(w, n, a, x, y);
+}
+
 /* Every row of y (N, Q) = row (Q): embedding_forward of a one-row table. */
 static int bcast_row(struct enc_work *w, uint64_t N, uint64_t Q, const float *row, float *y)
 {

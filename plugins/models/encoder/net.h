@@ -192,6 +192,14 @@ void enc_work_destroy(struct enc_work *w); /* NULL is fine */
 void *enc_work_ctx(const struct enc_work *w);
 int enc_work_to_device(struct enc_work *w, void *dst, const void *src, uint64_t bytes);
 int enc_work_to_host(struct enc_work *w, void *dst, const void *src, uint64_t bytes);
+/* As tfm_work_xfer, tfm_work_xfer_add and tfm_work_axpy (added with net.c,
+ * for the plugin's backend.*_bytes metrics and device-side sums): the
+ * bytes copied so far by the work object (its own copies and the
+ * to_device / to_host above), copies made elsewhere added to the count,
+ * and y (n) += a x in device memory, the bits of y[i] + a x[i]. */
+void enc_work_xfer(const struct enc_work *w, uint64_t *h2d, uint64_t *d2h);
+void enc_work_xfer_add(struct enc_work *w, uint64_t h2d, uint64_t d2h);
+int enc_work_axpy(struct enc_work *w, uint64_t n, float a, const float *x, float *y);
 
 /* Forward pass of the task head over b, and the backward pass when grad
  * != NULL: grad (layout total floats) += d(mean loss)/d(params) for every
