@@ -595,6 +595,141 @@ START_TEST(test_safetensors_damaged)
 }
 END_TEST
 
+/* A file as Hugging Face's safetensors writes it, made here byte by byte:
+ * {"format":"pt"} metadata and no fedrun checksum, F16, BF16, F32, I64 and
+ * BOOL tensors, the header listing them in another order than their data,
+ * padded with spaces. Read, its floats converted exactly; a bad range is
+ * still refused. */
+static size_t hf_file(char *out, const char *hdr, const unsigned char *data, size_t n)
+{
+	size_t hl = strlen(hdr);
+	for (int b = 0; b < 8; b++)
+		out[b] = (char)(hl >> (8 * b));
+	memcpy(out + 8, hdr, hl);
+	memcpy(out + 8 + hl, data, n);
+	return 8 + hl + n;
+}
+
+START_TEST(test_safetensors_hf)
+{
+	make_tmpdir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/model.safetensors", tmpdir);
+	/* data: h (F16 x4, 8 bytes) at 0, b (BF16 x2) at 8, f (F32 x1) at 12,
+	 * ids (I64 1x2) at 16, mask (BOOL x3) at 32 */
+	unsigned char data[35] = {
+	    0x00, 0x3c, 0x01, 0x00, 0x00, 0x7c, 0x01, 0xfe, /* 1, 2^-24, inf, -nan */
+	    0x80, 0x3f, 0x49, 0xc0,			    /* 1, -3.140625 */
+	    0x00, 0x00, 0x00, 0x40,			    /* 2 */
+	    7, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1};
+	const char *hdr = "{\"__metadata__\":{\"format\":\"pt\"},"
+			  "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[8,12]},"
+			  "\"f\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[12,16]},"
+			  "\"h\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[0,8]},"
+			  "\"ids\":{\"dtype\":\"I64\",\"shape\":[1,2],\"data_offsets\":[16,32]},"
+			  "\"mask\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[32,35]}}   ";
+	char buf[1024];
+	size_t n = hf_file(buf, hdr, data, sizeof data);
+	ck_assert_int_eq(fedrun_write_file_atomic(path, buf, n), 0);
+	struct fedrun_st_file f;
+	ck_assert_msg(fedrun_st_read(&f, path) == 0, "%s", fedrun_error_message());
+	ck_assert_str_eq(fedrun_st_meta_get(&f, "format"), "pt");
+	ck_assert_int_eq(fedrun_st_checksum_kind(&f), FEDRUN_ST_CHECKSUM_NONE);
+	const struct fedrun_st_tensor *h = fedrun_st_find(&f, "h"), *b = fedrun_st_find(&f, "b"),
+				      *x = fedrun_st_find(&f, "f"), *ids = fedrun_st_find(&f, "ids"),
+				      *mask = fedrun_st_find(&f, "mask");
+	ck_assert(h && b && x && ids && mask);
+	ck_assert_int_eq(h->dtype, FEDRUN_F16);
+	ck_assert_int_eq(b->dtype, FEDRUN_BF16);
+	ck_assert_int_eq(ids->dtype, FEDRUN_I64);
+	ck_assert_int_eq(mask->dtype, FEDRUN_BOOL);
+	ck_assert_uint_eq(x->ndim, 0);
+	ck_assert_uint_eq(mask->bytes, 3);
+	float v[4];
+	ck_assert_int_eq(fedrun_st_to_f32(h, v), 0);
+	ck_assert(v[0] == 1.0f && v[1] == ldexpf(1.0f, -24) && isinf(v[2]) && v[2] > 0);
+	ck_assert(isnan(v[3]) && signbit(v[3]));
+	ck_assert_int_eq(fedrun_st_to_f32(b, v), 0);
+	ck_assert(v[0] == 1.0f && v[1] == -3.140625f);
+	ck_assert_int_eq(fedrun_st_to_f32(x, v), 0);
+	ck_assert(v[0] == 2.0f);
+	ck_assert_int_eq(fedrun_st_to_f32(ids, v), FEDRUN_EFORMAT);
+	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "'ids': dtype I64"));
+	int64_t id;
+	memcpy(&id, (const char *)ids->data + 8, 8);
+	ck_assert_int_eq(id, 9);
+	fedrun_st_fini(&f);
+
+	/* Written by fedrun in F16 and BF16, read back the same. */
+	char mine[512];
+	snprintf(mine, sizeof mine, "%s/half.safetensors", tmpdir);
+	fedrun_st_init(&f);
+	uint64_t four = 4, two = 2;
+	ck_assert_int_eq(fedrun_st_add(&f, "h", FEDRUN_F16, 1, &four, data), 0);
+	ck_assert_int_eq(fedrun_st_add(&f, "b", FEDRUN_BF16, 1, &two, data + 8), 0);
+	ck_assert_int_eq(fedrun_st_write(&f, mine), 0);
+	fedrun_st_fini(&f);
+	ck_assert_int_eq(fedrun_st_read(&f, mine), 0);
+	ck_assert_int_eq(fedrun_st_checksum_kind(&f), FEDRUN_ST_CHECKSUM_FULL);
+	ck_assert_mem_eq(fedrun_st_find(&f, "h")->data, data, 8);
+	ck_assert_mem_eq(fedrun_st_find(&f, "b")->data, data + 8, 4);
+	fedrun_st_fini(&f);
+
+	/* Header sanity holds for these files too: overlapping ranges, a
+	 * range past the data, a BOOL of the wrong size, an unknown dtype. */
+	struct {
+		const char *from, *to, *msg;
+	} bad[] = {
+	    {"\"data_offsets\":[8,12]", "\"data_offsets\":[6,10]", "overlaps"},
+	    {"\"data_offsets\":[32,35]", "\"data_offsets\":[32,36]", "outside"},
+	    {"\"shape\":[3]", "\"shape\":[4]", "bytes for"},
+	    {"\"BF16\"", "\"BF17\"", "unsupported dtype BF17"},
+	};
+	for (size_t e = 0; e < sizeof bad / sizeof *bad; e++) {
+		n = hf_file(buf, hdr, data, sizeof data);
+		char *at = strstr(buf + 8, bad[e].from);
+		ck_assert_ptr_nonnull(at);
+		ck_assert_uint_eq(strlen(bad[e].from), strlen(bad[e].to));
+		memcpy(at, bad[e].to, strlen(bad[e].to));
+		ck_assert_int_eq(fedrun_write_file_atomic(path, buf, n), 0);
+		ck_assert_int_eq(fedrun_st_read(&f, path), FEDRUN_EFORMAT);
+		ck_assert_msg(strstr(fedrun_error_message(), bad[e].msg) != NULL, "edit %zu: %s", e,
+			      fedrun_error_message());
+	}
+	remove_tmpdir();
+}
+END_TEST
+
+/* Every F16 and BF16 bit pattern against the value its fields give:
+ * (-1)^s 2^(e-15) (1 + m/1024), subnormals 2^-14 (m/1024), infinities,
+ * and NaNs with their payload in the float's top fraction bits. */
+START_TEST(test_half_floats)
+{
+	for (uint32_t u = 0; u < 65536; u++) {
+		uint16_t h = (uint16_t)u;
+		int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+		float got = fedrun_f16_to_f32(h), want;
+		uint32_t gb;
+		memcpy(&gb, &got, 4);
+		if (e == 0x1f) {
+			ck_assert_msg(m ? isnan(got) : isinf(got), "f16 %04x", u);
+			ck_assert_uint_eq(gb & 0x7fffff, (uint32_t)m << 13);
+		} else {
+			want = e ? ldexpf(1.0f + (float)m / 1024, e - 15) : ldexpf((float)m / 1024, -14);
+			want = s ? -want : want;
+			ck_assert_msg(got == want, "f16 %04x: %a, want %a", u, got, want);
+		}
+		ck_assert_int_eq(!!signbit(got), s);
+		uint32_t want_b = u << 16;
+		got = fedrun_bf16_to_f32(h);
+		memcpy(&gb, &got, 4);
+		ck_assert_uint_eq(gb, want_b);
+	}
+	ck_assert_str_eq(fedrun_dtype_name(FEDRUN_BF16), "BF16");
+	ck_assert_uint_eq(fedrun_dtype_size(FEDRUN_BOOL), 1);
+}
+END_TEST
+
 /* ---- messages ---- */
 
 START_TEST(test_messages)
@@ -651,6 +786,8 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_optim_clip_fused);
 	tcase_add_test(tc, test_safetensors_roundtrip);
 	tcase_add_test(tc, test_safetensors_damaged);
+	tcase_add_test(tc, test_safetensors_hf);
+	tcase_add_test(tc, test_half_floats);
 	tcase_add_test(tc, test_messages);
 	suite_add_tcase(s, tc);
 	return s;

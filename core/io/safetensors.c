@@ -27,8 +27,76 @@ static const struct {
 } dtypes[] = {
 	[FEDRUN_F32] = {"F32", 4}, [FEDRUN_F64] = {"F64", 8}, [FEDRUN_U8] = {"U8", 1},
 	[FEDRUN_U64] = {"U64", 8}, [FEDRUN_I64] = {"I64", 8},
+	[FEDRUN_F16] = {"F16", 2}, [FEDRUN_BF16] = {"BF16", 2}, [FEDRUN_BOOL] = {"BOOL", 1},
+	[FEDRUN_I8] = {"I8", 1}, [FEDRUN_I16] = {"I16", 2}, [FEDRUN_I32] = {"I32", 4},
+	[FEDRUN_U16] = {"U16", 2}, [FEDRUN_U32] = {"U32", 4},
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+const char *fedrun_dtype_name(enum fedrun_dtype d)
+{
+	return (size_t)d < NDTYPES ? dtypes[d].name : "?";
+}
+
+size_t fedrun_dtype_size(enum fedrun_dtype d)
+{
+	return (size_t)d < NDTYPES ? dtypes[d].size : 0;
+}
+
+static float bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+float fedrun_bf16_to_f32(uint16_t h)
+{
+	return bits_f32((uint32_t)h << 16);
+}
+
+/* IEEE binary16: 1 sign, 5 exponent (bias 15), 10 fraction bits. Every
+ * value is a float: normals rebias the exponent, subnormals (m 2^-24) are
+ * normalised, infinities and NaNs keep their fraction (a NaN's payload,
+ * its quiet bit the float's). */
+float fedrun_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	if (e == 0x1f)
+		return bits_f32(sign | UINT32_C(0xff) << 23 | m << 13);
+	if (e == 0) {
+		if (m == 0)
+			return bits_f32(sign);
+		int32_t x = 127 - 14; /* 2^-14 x 0.m: shift m up to a leading 1 */
+		while (!(m & 0x400)) {
+			m <<= 1;
+			x--;
+		}
+		return bits_f32(sign | (uint32_t)x << 23 | (m & 0x3ff) << 13);
+	}
+	return bits_f32(sign | (e - 15 + 127) << 23 | m << 13);
+}
+
+int fedrun_st_to_f32(const struct fedrun_st_tensor *t, float *out)
+{
+	const unsigned char *p = t->data;
+	switch (t->dtype) {
+	case FEDRUN_F32:
+		if (t->bytes)
+			memcpy(out, p, t->bytes);
+		return 0;
+	case FEDRUN_F16:
+	case FEDRUN_BF16:
+		for (uint64_t i = 0; i < t->bytes / 2; i++) {
+			uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8); /* little-endian */
+			out[i] = t->dtype == FEDRUN_F16 ? fedrun_f16_to_f32(h) : fedrun_bf16_to_f32(h);
+		}
+		return 0;
+	default:
+		return fedrun_error(FEDRUN_EFORMAT, "tensor '%s': dtype %s, not a float (F32, F16 "
+				    "or BF16)", t->name, fedrun_dtype_name(t->dtype));
+	}
+}
 
 void fedrun_st_init(struct fedrun_st_file *f)
 {

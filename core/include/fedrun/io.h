@@ -61,9 +61,19 @@ int fedrun_file_check(const char *path, int fd);
 
 /* ---- safetensors ----
  * 8-byte little-endian header length N, N bytes of JSON header, then the
- * tensor data. Dtypes used here: F32, F64, U8, U64, I64. */
+ * tensor data. fedrun's own files use F32, F64, U8, U64 and I64; the reader
+ * also takes the other dtypes of Hugging Face's files (F16, BF16, BOOL and
+ * the other integers), and fedrun_st_to_f32 turns F16 and BF16 (and F32)
+ * into floats. A file without fedrun's checksum entry (every Hugging Face
+ * file) is read; what must be fedrun's own (a checkpoint to resume, a run's
+ * final model) is checked for the entry with fedrun_st_checksum_kind. */
 
-enum fedrun_dtype { FEDRUN_F32, FEDRUN_F64, FEDRUN_U8, FEDRUN_U64, FEDRUN_I64 };
+enum fedrun_dtype {
+	FEDRUN_F32, FEDRUN_F64, FEDRUN_U8, FEDRUN_U64, FEDRUN_I64,
+	/* Hugging Face's (appended: the values above are kept) */
+	FEDRUN_F16, FEDRUN_BF16, FEDRUN_BOOL, FEDRUN_I8, FEDRUN_I16, FEDRUN_I32, FEDRUN_U16,
+	FEDRUN_U32
+};
 
 struct fedrun_st_tensor {
 	char *name;     /* owned */
@@ -102,6 +112,19 @@ int fedrun_st_read(struct fedrun_st_file *f, const char *path);
  * for all of a large file's tensors, walk f->t instead. */
 const struct fedrun_st_tensor *fedrun_st_find(const struct fedrun_st_file *f,
 					      const char *name);
+/* The dtype's name in a header ("F32", "BF16", ...), and its element size
+ * in bytes. */
+const char *fedrun_dtype_name(enum fedrun_dtype d);
+size_t fedrun_dtype_size(enum fedrun_dtype d);
+/* A float tensor's elements (t->bytes / its size of them) as floats into
+ * out: F32 copied, BF16 exactly (the 16 bits above 16 zero bits), F16
+ * exactly (subnormals, infinities and NaN payloads kept). Any other dtype
+ * is FEDRUN_EFORMAT naming the tensor (nothing written). The data may be
+ * unaligned (files of other writers need not pad their header). */
+int fedrun_st_to_f32(const struct fedrun_st_tensor *t, float *out);
+/* The float of one F16 or BF16 bit pattern, exactly as above. */
+float fedrun_f16_to_f32(uint16_t h);
+float fedrun_bf16_to_f32(uint16_t h);
 /* Metadata value or NULL. */
 const char *fedrun_st_meta_get(const struct fedrun_st_file *f, const char *key);
 /* What the "fedrun.checksum" entry of a file read covers. fedrun_st_read
