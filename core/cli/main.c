@@ -18,6 +18,7 @@
 #include "cmd_new.h"
 #include "cmd_translate.h"
 #include "cmd_lm.h"
+#include "cmd_export_hf.h"
 
 static volatile int interrupted;
 /* Whether on_signal answers the first signal on stderr (rank 0 only, or
@@ -80,6 +81,7 @@ static void usage(FILE *fp)
 		"       fedrun new aggregator NAME [DIR] | experiment [--model M] NAME.json\n"
 		"       fedrun score [OPTIONS] RUN_DIR < TEXT\n"
 		"       fedrun sample [OPTIONS] RUN_DIR\n"
+		"       fedrun export-hf [OPTIONS] RUN_DIR DIR\n"
 		"\n"
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
@@ -376,6 +378,8 @@ int main(int argc, char **argv)
 		return fedrun_cmd_score(argc - 1, argv + 1);
 	if (strcmp(cmd, "sample") == 0)
 		return fedrun_cmd_sample(argc - 1, argv + 1);
+	if (strcmp(cmd, "export-hf") == 0)
+		return fedrun_cmd_export_hf(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return 0;
