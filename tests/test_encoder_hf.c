@@ -2,7 +2,11 @@
 /* Hugging Face model directories (plugins/models/encoder/hf.[ch]) on the
  * fixtures of tests/data/hf/: config.json, the name rule and its errors,
  * half-precision files, shards, the tied decoder, writing a directory
- * (LoRA merged) and a run's hf/ exported.
+ * (LoRA merged) and a run's hf/ exported; and parity: every fixture loaded
+ * into net.h's layout (enc_layout) and run by enc_forward gives the
+ * reference's hidden states, pooler output and head logits to 1e-5
+ * relative (normwise per tensor, as tests/nn_testutil.h's tu_err, over the
+ * positions before each row's length).
  * Also the helper of tests/e2e_export_hf.sh:
  *   test_encoder_hf make-run FIXTURE RUN   a fake run of FIXTURE's model
  *   test_encoder_hf compare FIXTURE DIR    DIR's parameters are FIXTURE's */
@@ -18,6 +22,8 @@
 #include <unistd.h>
 #include "fedrun/fedrun.h"
 #include "hf.h"
+#include "net.h"
+#include "nn_testutil.h"
 
 static char tmpdir[256];
 static char fixtures[1024];
@@ -739,6 +745,212 @@ START_TEST(test_export)
 }
 END_TEST
 
+/* ---- parity with the reference (net.c) ---- */
+
+/* The expected tensor `name` of an expected file, F64 or I64, as doubles
+ * (a new array); *n its elements. */
+static double *expected(const struct fedrun_st_file *f, const char *name, uint64_t *n)
+{
+	const struct fedrun_st_tensor *t = fedrun_st_find(f, name);
+	ck_assert_msg(t != NULL, "no %s in the expected outputs", name);
+	ck_assert(t->dtype == FEDRUN_F64 || t->dtype == FEDRUN_I64);
+	*n = t->bytes / 8;
+	double *d = malloc(t->bytes);
+	for (uint64_t i = 0; i < *n; i++) {
+		if (t->dtype == FEDRUN_F64) {
+			memcpy(&d[i], (const char *)t->data + 8 * i, 8);
+		} else {
+			int64_t v;
+			memcpy(&v, (const char *)t->data + 8 * i, 8);
+			d[i] = (double)v;
+		}
+	}
+	return d;
+}
+
+/* got (B, T, w) against want (B, T, w) over the positions t < len[b]:
+ * the normwise relative error (asserted < 1e-5), and the largest
+ * elementwise difference, printed. */
+static void compare_rows(const char *what, const float *got, const double *want, uint32_t B,
+			 uint32_t T, uint64_t w, const int32_t *len)
+{
+	uint64_t n = 0;
+	float *a = malloc((uint64_t)B * T * w * sizeof *a);
+	double *r = malloc((uint64_t)B * T * w * sizeof *r), maxd = 0;
+	for (uint32_t b = 0; b < B; b++)
+		for (uint32_t t = 0; t < (len ? (uint32_t)len[b] : T); t++)
+			for (uint64_t k = 0; k < w; k++, n++) {
+				uint64_t at = ((uint64_t)b * T + t) * w + k;
+				a[n] = got[at];
+				r[n] = want[at];
+				maxd = fmax(maxd, fabs((double)got[at] - want[at]));
+			}
+	double e = tu_err(a, r, n, 1e-30);
+	printf("  %-40s normwise %.3g, max |diff| %.3g (%" PRIu64 " values)\n", what, e, maxd, n);
+	ck_assert_msg(e < 1e-5, "%s: relative error %g", what, e);
+	free(a);
+	free(r);
+}
+
+START_TEST(test_parity)
+{
+	static const char *const tasks[] = {"", "-classify", "-tag", "-mlm"};
+	const char *arch = _i / 4 ? "distilbert" : "bert";
+	enum enc_task task = (enum enc_task)(_i % 4);
+	char dir[1400], path[1400], what[128];
+	snprintf(dir, sizeof dir, "%s/%s%s", fixtures, arch, tasks[task]);
+	struct enc_cfg c;
+	char **labels;
+	uint32_t nl;
+	memset(&c, 0, sizeof c);
+	c.task = task;
+	ck_assert_msg(hf_read_config(dir, &c, &labels, &nl) == 0, "%s", fedrun_error_message());
+	hf_labels_free(labels, nl);
+	c.labels = task == ENC_TASK_CLASSIFY || task == ENC_TASK_TAG ? nl : 0;
+	struct fedrun_layout *l;
+	ck_assert_msg(enc_layout(&c, &l) == 0, "%s", fedrun_error_message());
+	float *p = fedrun_arena_alloc(l->total);
+	ck_assert_int_eq(enc_init(&c, l, 1, p), 0);
+	uint8_t *loaded = calloc(l->n, 1);
+	char *report;
+	ck_assert_msg(hf_load_params(dir, &c, l, p, loaded, &report) == 0, "%s",
+		      fedrun_error_message());
+	ck_assert_msg(report == NULL, "%s", report);
+	for (uint32_t i = 0; i < l->n; i++)
+		ck_assert_msg(loaded[i], "%s: %s not loaded", dir, l->t[i].name);
+
+	struct fedrun_st_file f;
+	snprintf(path, sizeof path, "%s/%s-expected.safetensors", fixtures, arch);
+	ck_assert_int_eq(fedrun_st_read(&f, path), 0);
+	uint64_t n;
+	double *ids = expected(&f, "input_ids", &n), *mask = expected(&f, "attention_mask", &n);
+	uint32_t B = (uint32_t)fedrun_st_find(&f, "input_ids")->shape[0], T = (uint32_t)(n / B);
+	int32_t *id32 = malloc(n * 4), *ty32 = malloc(n * 4), len[8] = {0};
+	double *ty = c.arch == ENC_BERT ? expected(&f, "token_type_ids", &n) : NULL;
+	for (uint64_t i = 0; i < n; i++) {
+		id32[i] = (int32_t)ids[i];
+		ty32[i] = ty ? (int32_t)ty[i] : 0;
+		len[i / T] += mask[i] != 0;
+	}
+	struct enc_batch b = {.B = B, .T = T, .ids = id32, .len = len, .type_ids = ty ? ty32 : NULL};
+	struct enc_work *w;
+	ck_assert_msg(enc_work_create(&c, l, fedrun_backend_cpu(), &w) == 0, "%s",
+		      fedrun_error_message());
+	uint64_t V = task == ENC_TASK_MLM ? c.vocab : c.labels;
+	float *hidden = malloc((uint64_t)(c.layers + 1) * B * T * c.dim * sizeof *hidden);
+	float *pooled = malloc((uint64_t)B * c.dim * sizeof *pooled);
+	float *logits = malloc((uint64_t)B * T * (V ? V : 1) * sizeof *logits);
+	bool pool = c.arch == ENC_BERT && (task == ENC_TASK_BASE || task == ENC_TASK_CLASSIFY);
+	ck_assert_msg(enc_forward(w, p, &b, hidden, pool ? pooled : NULL,
+				  task != ENC_TASK_BASE ? logits : NULL) == 0,
+		      "%s", fedrun_error_message());
+	printf("%s:\n", dir);
+	for (uint32_t k = 0; k <= c.layers; k++) {
+		char name[32];
+		snprintf(name, sizeof name, "hidden_states.%u", k);
+		double *want = expected(&f, name, &n);
+		snprintf(what, sizeof what, "%s%s %s", arch, tasks[task], name);
+		compare_rows(what, hidden + (uint64_t)k * B * T * c.dim, want, B, T, c.dim, len);
+		free(want);
+	}
+	if (pool) {
+		double *want = expected(&f, "pooler_output", &n);
+		snprintf(what, sizeof what, "%s%s pooler_output", arch, tasks[task]);
+		compare_rows(what, pooled, want, B, 1, c.dim, NULL);
+		free(want);
+	}
+	if (task != ENC_TASK_BASE) {
+		static const char *const names[] = {"", "classify.logits", "tag.logits", "mlm.logits"};
+		double *want = expected(&f, names[task], &n);
+		snprintf(what, sizeof what, "%s%s %s", arch, tasks[task], names[task]);
+		if (task == ENC_TASK_CLASSIFY)
+			compare_rows(what, logits, want, B, 1, V, NULL);
+		else
+			compare_rows(what, logits, want, B, T, V, len);
+		free(want);
+	}
+	free(hidden);
+	free(pooled);
+	free(logits);
+	enc_work_destroy(w);
+	free(ids);
+	free(mask);
+	free(ty);
+	free(id32);
+	free(ty32);
+	fedrun_st_fini(&f);
+	free(loaded);
+	fedrun_arena_free(p);
+	enc_layout_free(l);
+}
+END_TEST
+
+/* The error fixtures through net.h's layout: the messages the issue asks. */
+START_TEST(test_parity_errors)
+{
+	struct enc_cfg c;
+	memset(&c, 0, sizeof c);
+	ck_assert_int_eq(hf_read_config(fx("bad-model-type"), &c, NULL, NULL), FEDRUN_EFORMAT);
+	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "model_type \"roberta\": only bert "
+				     "and distilbert are supported"));
+	cfg_of(fx("bad-shape"), ENC_TASK_BASE, &c);
+	struct fedrun_layout *l;
+	ck_assert_int_eq(enc_layout(&c, &l), 0);
+	float *p = fedrun_arena_alloc(l->total);
+	ck_assert_int_eq(hf_load_params(fx("bad-shape"), &c, l, p, NULL, NULL), FEDRUN_EFORMAT);
+	ck_assert_msg(strstr(fedrun_error_message(), "tensor 'encoder.layer.0.intermediate.dense."
+			     "weight': the model (config.json) has 11x8, the file's "
+			     "'encoder.layer.0.intermediate.dense.weight' 10x8"),
+		      "%s", fedrun_error_message());
+	fedrun_arena_free(p);
+	enc_layout_free(l);
+}
+END_TEST
+
+/* net.h's layout with LoRA adapters: the adapters start from their
+ * initialisation (reported), and a model written with them merged (B = 0
+ * at init, then set) reloads into the plain layout. */
+START_TEST(test_lora_layout)
+{
+	struct enc_cfg c;
+	make_tmpdir();
+	cfg_of(fx("bert-classify"), ENC_TASK_CLASSIFY, &c);
+	c.labels = 3;
+	c.lora_r = 2;
+	c.lora_alpha = 4;
+	c.lora_targets = ENC_LORA_Q | ENC_LORA_FFN1;
+	struct fedrun_layout *l, *plain;
+	ck_assert_int_eq(enc_layout(&c, &l), 0);
+	float *p = fedrun_arena_alloc(l->total);
+	ck_assert_int_eq(enc_init(&c, l, 3, p), 0);
+	char *report;
+	ck_assert_int_eq(hf_load_params(fx("bert-classify"), &c, l, p, NULL, &report), 0);
+	ck_assert_msg(report && strstr(report, "8 LoRA adapter tensors start from their "
+				       "initialisation"), "%s", report);
+	free(report);
+	ck_assert_int_eq(hf_write_dir(tmp("out"), &c, l, p, fx("bert-classify/vocab.txt"), NULL,
+				      NULL), 0);
+	struct enc_cfg c0 = c;
+	c0.lora_r = 0;
+	c0.lora_alpha = 0;
+	c0.lora_targets = 0;
+	ck_assert_int_eq(enc_layout(&c0, &plain), 0);
+	float *q = fedrun_arena_alloc(plain->total);
+	ck_assert_int_eq(hf_load_params(tmp("out"), &c0, plain, q, NULL, &report), 0);
+	ck_assert_ptr_null(report);
+	for (uint32_t i = 0; i < plain->n; i++) {
+		int64_t k = fedrun_layout_find(l, plain->t[i].name);
+		ck_assert(k >= 0);
+		ck_assert_mem_eq(q + plain->t[i].offset, p + l->t[k].offset, plain->t[i].numel * 4);
+	}
+	fedrun_arena_free(q);
+	enc_layout_free(plain);
+	fedrun_arena_free(p);
+	enc_layout_free(l);
+	remove_tmpdir();
+}
+END_TEST
+
 static Suite *hf_suite(void)
 {
 	Suite *s = suite_create("encoder_hf");
@@ -754,6 +966,12 @@ static Suite *hf_suite(void)
 	tcase_add_test(tc, test_write_lora);
 	tcase_add_test(tc, test_export);
 	suite_add_tcase(s, tc);
+	TCase *pc = tcase_create("parity");
+	tcase_set_timeout(pc, 120);
+	tcase_add_loop_test(pc, test_parity, 0, 8); /* {bert, distilbert} x {base, classify, tag, mlm} */
+	tcase_add_test(pc, test_parity_errors);
+	tcase_add_test(pc, test_lora_layout);
+	suite_add_tcase(s, pc);
 	return s;
 }
 
