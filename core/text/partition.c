@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include "fedrun/error.h"
+#include "fedrun/opts.h"
 #include "fedrun/rng.h"
 #include "fedrun/text.h"
 
@@ -232,4 +235,63 @@ int fedrun_partition_quantity(uint64_t n_sent, uint32_t clients, double alpha, u
 {
 	return fedrun_partition_dirichlet(n_sent, NULL, 1, clients, alpha, min_sent, seed, stream,
 					  assign, props);
+}
+
+/* ---- the partition section ---- */
+
+static const struct fedrun_opt partition_spec[] = {
+    {"scheme", FEDRUN_OPT_CHOICE, offsetof(struct fedrun_partition_opts, scheme), 0, 0, 0, 0, "iid",
+     "iid|files|dirichlet|quantity"},
+    {"clients", FEDRUN_OPT_INT, offsetof(struct fedrun_partition_opts, clients),
+     FEDRUN_OPT_OPTIONAL, 1, 1e6, 0, NULL, NULL},
+    {"alpha", FEDRUN_OPT_NUMBER, offsetof(struct fedrun_partition_opts, alpha),
+     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MIN_OPEN, 0, 1e9, 0, NULL, NULL},
+    {"min_sentences", FEDRUN_OPT_INT, offsetof(struct fedrun_partition_opts, min_sentences),
+     FEDRUN_OPT_OPTIONAL, 1, 1e9, 0, NULL, NULL},
+    {"seed", FEDRUN_OPT_INT, offsetof(struct fedrun_partition_opts, seed), FEDRUN_OPT_OPTIONAL, 0,
+     9007199254740992.0, 0, NULL, NULL},
+    {"eval", FEDRUN_OPT_CHOICE, offsetof(struct fedrun_partition_opts, eval), 0, 0, 0, 0,
+     "server", "server|clients"},
+    FEDRUN_OPT_END_,
+};
+
+int fedrun_partition_opts_parse(json_t *section, const char *path,
+				struct fedrun_partition_opts *po)
+{
+	char ppath[128];
+	snprintf(ppath, sizeof ppath, "%s.partition", path);
+	json_t *p = json_object_get(section, "partition");
+	if (!p) {
+		p = json_object();
+		if (!p || json_object_set_new(section, "partition", p) < 0)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	po->clients = 0;
+	po->alpha = NAN;
+	po->seed = -1;
+	po->min_sentences = 0;
+	int rc = fedrun_opts_parse(partition_spec, p, ppath, po);
+	if (rc < 0)
+		return rc;
+	const bool dir = po->scheme == FEDRUN_PARTITION_DIRICHLET ||
+			 po->scheme == FEDRUN_PARTITION_QUANTITY;
+	const char *scheme = po->scheme == FEDRUN_PARTITION_QUANTITY ? "quantity" : "dirichlet";
+	if (!dir && po->min_sentences)
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "%s.min_sentences: only for schemes \"dirichlet\" and "
+				    "\"quantity\" (iid shards differ by at most one sentence)",
+				    ppath);
+	if (dir && !po->min_sentences) {
+		po->min_sentences = 1;
+		json_object_set_new(p, "min_sentences", json_integer(1));
+	}
+	if (dir && isnan(po->alpha))
+		return fedrun_error(FEDRUN_ECONFIG, "%s.alpha: required key is missing (scheme \"%s\")",
+				    ppath, scheme);
+	if (!dir && !isnan(po->alpha))
+		return fedrun_error(FEDRUN_ECONFIG,
+				    "%s.alpha: only for schemes \"dirichlet\" and \"quantity\"", ppath);
+	if (po->scheme != FEDRUN_PARTITION_FILES && po->clients == 0)
+		return fedrun_error(FEDRUN_ECONFIG, "%s.clients: required key is missing", ppath);
+	return 0;
 }

@@ -104,8 +104,13 @@ static int resolve_files(json_t *section, const char *key, const char *path, str
 
 /* ---- options ---- */
 
-enum { SCHEME_IID, SCHEME_FILES, SCHEME_DIRICHLET, SCHEME_QUANTITY };
-enum { EVAL_SERVER, EVAL_CLIENTS };
+enum {
+	SCHEME_IID = FEDRUN_PARTITION_IID,
+	SCHEME_FILES = FEDRUN_PARTITION_FILES,
+	SCHEME_DIRICHLET = FEDRUN_PARTITION_DIRICHLET,
+	SCHEME_QUANTITY = FEDRUN_PARTITION_QUANTITY
+};
+enum { EVAL_SERVER = FEDRUN_PARTITION_EVAL_SERVER, EVAL_CLIENTS = FEDRUN_PARTITION_EVAL_CLIENTS };
 
 struct data_opts {
 	json_t *train, *valid, *test, *clients, *partition, *vocab;
@@ -129,36 +134,7 @@ static const struct fedrun_opt data_spec[] = {
      NULL, NULL},
     {"lowercase", FEDRUN_OPT_BOOL, offsetof(struct data_opts, lowercase), 0, 0, 0, 0, NULL, NULL},
     TEXT_TOKENIZER_OPT(struct data_opts, tokenizer),
-    {"format", FEDRUN_OPT_ANY, offsetof(struct data_opts, format), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
-     NULL, NULL},
-    {"columns", FEDRUN_OPT_ANY, offsetof(struct data_opts, columns), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
-     NULL, NULL},
-    {"fields", FEDRUN_OPT_ANY, offsetof(struct data_opts, fields), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
-     NULL, NULL},
-    {"header", FEDRUN_OPT_ANY, offsetof(struct data_opts, header), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
-     NULL, NULL},
-    FEDRUN_OPT_END_,
-};
-
-struct partition_opts {
-	int scheme, eval;
-	int64_t clients, min_sentences, seed;
-	double alpha;
-};
-
-static const struct fedrun_opt partition_spec[] = {
-    {"scheme", FEDRUN_OPT_CHOICE, offsetof(struct partition_opts, scheme), 0, 0, 0, 0, "iid",
-     "iid|files|dirichlet|quantity"},
-    {"clients", FEDRUN_OPT_INT, offsetof(struct partition_opts, clients), FEDRUN_OPT_OPTIONAL, 1,
-     1e6, 0, NULL, NULL},
-    {"alpha", FEDRUN_OPT_NUMBER, offsetof(struct partition_opts, alpha),
-     FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MIN_OPEN, 0, 1e9, 0, NULL, NULL},
-    {"min_sentences", FEDRUN_OPT_INT, offsetof(struct partition_opts, min_sentences),
-     FEDRUN_OPT_OPTIONAL, 1, 1e9, 0, NULL, NULL},
-    {"seed", FEDRUN_OPT_INT, offsetof(struct partition_opts, seed), FEDRUN_OPT_OPTIONAL, 0,
-     9007199254740992.0, 0, NULL, NULL},
-    {"eval", FEDRUN_OPT_CHOICE, offsetof(struct partition_opts, eval), 0, 0, 0, 0, "server",
-     "server|clients"},
+    FEDRUN_RECORDS_OPTS(struct data_opts),
     FEDRUN_OPT_END_,
 };
 
@@ -363,7 +339,7 @@ static int check_labels(const struct fedrun_corpus *c, uint32_t n_cat,
 
 /* Pooled files partitioned by scheme (iid, dirichlet or quantity). */
 static int build_pooled(struct fedrun_textdata *td, const struct files *pool,
-			const struct partition_opts *po, uint64_t seed,
+			const struct fedrun_partition_opts *po, uint64_t seed,
 			const struct fedrun_text_opts *to, const char *path)
 {
 	double *props = NULL;
@@ -574,49 +550,10 @@ static int files_to_clients(struct fedrun_textdata *td, struct files *pool,
 	return 0;
 }
 
-static int parse_partition(json_t *section, const char *path, struct partition_opts *po)
-{
-	char ppath[128];
-	snprintf(ppath, sizeof ppath, "%s.partition", path);
-	json_t *p = json_object_get(section, "partition");
-	if (!p) {
-		p = json_object();
-		if (!p || json_object_set_new(section, "partition", p) < 0)
-			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	}
-	po->clients = 0;
-	po->alpha = NAN;
-	po->seed = -1;
-	po->min_sentences = 0;
-	int rc = fedrun_opts_parse(partition_spec, p, ppath, po);
-	if (rc < 0)
-		return rc;
-	const bool dir = po->scheme == SCHEME_DIRICHLET || po->scheme == SCHEME_QUANTITY;
-	const char *scheme = po->scheme == SCHEME_QUANTITY ? "quantity" : "dirichlet";
-	if (!dir && po->min_sentences)
-		return fedrun_error(FEDRUN_ECONFIG,
-				    "%s.min_sentences: only for schemes \"dirichlet\" and "
-				    "\"quantity\" (iid shards differ by at most one sentence)",
-				    ppath);
-	if (dir && !po->min_sentences) {
-		po->min_sentences = 1;
-		json_object_set_new(p, "min_sentences", json_integer(1));
-	}
-	if (dir && isnan(po->alpha))
-		return fedrun_error(FEDRUN_ECONFIG, "%s.alpha: required key is missing (scheme \"%s\")",
-				    ppath, scheme);
-	if (!dir && !isnan(po->alpha))
-		return fedrun_error(FEDRUN_ECONFIG,
-				    "%s.alpha: only for schemes \"dirichlet\" and \"quantity\"", ppath);
-	if (po->scheme != SCHEME_FILES && po->clients == 0)
-		return fedrun_error(FEDRUN_ECONFIG, "%s.clients: required key is missing", ppath);
-	return 0;
-}
-
 static int build(struct fedrun_textdata *td, json_t *section, const char *path, uint64_t seed)
 {
 	struct data_opts d = {.tokenizer = FEDRUN_TEXT_TOK_WHITESPACE};
-	struct partition_opts po = {0};
+	struct fedrun_partition_opts po = {0};
 	struct vocab_opts vo;
 	struct files pool[NSPLIT] = {{0}};
 	struct client_files *per = NULL;
@@ -654,7 +591,7 @@ static int build(struct fedrun_textdata *td, json_t *section, const char *path, 
 		for (int s = 0; s < NSPLIT && rc == 0; s++)
 			rc = resolve_files(section, split_key[s], path, &pool[s]);
 		if (rc == 0)
-			rc = parse_partition(section, path, &po);
+			rc = fedrun_partition_opts_parse(section, path, &po);
 		if (rc < 0)
 			goto out;
 		if (po.seed >= 0)

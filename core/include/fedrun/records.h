@@ -49,6 +49,16 @@ struct fedrun_records_format {
  * columns default to 0, 1, ... for the required roles in order; jsonl:
  * fields default to roles->field. The resolved columns or fields are
  * written back into the section. FEDRUN_ECONFIG on a bad value. */
+/* The entries of a data section's option spec (fedrun/opts.h) that let
+ * data.format, data.columns, data.fields and data.header through for
+ * fedrun_records_config: members `format`, `columns`, `fields` and
+ * `header` (json_t *) of the caller's struct type_. */
+#define FEDRUN_RECORDS_OPTS(type_)                                                        \
+	{"format", FEDRUN_OPT_ANY, offsetof(type_, format), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL}, \
+	{"columns", FEDRUN_OPT_ANY, offsetof(type_, columns), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL}, \
+	{"fields", FEDRUN_OPT_ANY, offsetof(type_, fields), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL}, \
+	{"header", FEDRUN_OPT_ANY, offsetof(type_, header), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL}
+
 int fedrun_records_config(json_t *section, const char *path,
 			  const struct fedrun_records_roles *roles,
 			  struct fedrun_records_format *out);

@@ -179,6 +179,29 @@ enum fedrun_partition_scheme {
 	FEDRUN_PARTITION_QUANTITY = 3   /* Dir(alpha) over the client sizes */
 };
 
+enum { FEDRUN_PARTITION_EVAL_SERVER = 0, FEDRUN_PARTITION_EVAL_CLIENTS = 1 };
+
+/* A data section's "partition" object (fedrun-models(7), data keys):
+ * scheme ("iid", "files", "dirichlet", "quantity"), clients, alpha,
+ * min_sentences, seed, eval ("server", "clients"). */
+struct fedrun_partition_opts {
+	int scheme;	       /* enum fedrun_partition_scheme */
+	int eval;	       /* FEDRUN_PARTITION_EVAL_* */
+	int64_t clients;       /* 0: not given (scheme "files") */
+	int64_t min_sentences; /* >= 1 for dirichlet and quantity, else 0 */
+	int64_t seed;	       /* -1: not given (the pipeline's seed) */
+	double alpha;	       /* NAN unless dirichlet or quantity */
+};
+
+/* Parses section.partition (JSON path path.partition; an absent one is
+ * added as {} and takes the defaults, written back as any option's) and
+ * checks that the keys fit the scheme: alpha required for dirichlet and
+ * quantity and refused otherwise, min_sentences only for them (default
+ * 1), clients required unless the scheme is files. FEDRUN_ECONFIG names
+ * the key. */
+int fedrun_partition_opts_parse(json_t *section, const char *path,
+				struct fedrun_partition_opts *po);
+
 /* IID shards as in the FedAtt paper (sec. IV-A, "Data Partitioning"): the
  * sentences are shuffled and cut into `clients` runs whose sizes differ by
  * at most one sentence (the first n mod clients get one more). Needs

@@ -118,14 +118,7 @@ static const struct fedrun_opt data_spec[] = {
      0, 0, NULL, NULL},
     {"max_train_pairs", FEDRUN_OPT_INT, offsetof(struct data_cfg, max_train_pairs), 0, 0, 1e15, 0,
      NULL, NULL},
-    {"format", FEDRUN_OPT_ANY, offsetof(struct data_cfg, format), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
-     NULL},
-    {"columns", FEDRUN_OPT_ANY, offsetof(struct data_cfg, columns), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
-     NULL, NULL},
-    {"fields", FEDRUN_OPT_ANY, offsetof(struct data_cfg, fields), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
-     NULL},
-    {"header", FEDRUN_OPT_ANY, offsetof(struct data_cfg, header), FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL,
-     NULL},
+    FEDRUN_RECORDS_OPTS(struct data_cfg),
     FEDRUN_OPT_END_,
 };
 
