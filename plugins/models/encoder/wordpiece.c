@@ -127,24 +127,31 @@ static size_t split_lines(char *buf, size_t n, char **line, uint32_t *len)
 
 int wp_load(const char *path, const struct wp_options *opts, struct wp_tokenizer **out)
 {
+	char *buf;
+	size_t n;
+	*out = NULL;
+	int rc = fedrun_read_file(path, &buf, &n);
+	return rc < 0 ? rc : wp_load_buffer(path, buf, n, opts, out);
+}
+
+int wp_load_buffer(const char *path, char *buf, size_t n, const struct wp_options *opts,
+		   struct wp_tokenizer **out)
+{
 	struct wp_tokenizer *t;
 	struct bleu_ustr u;
-	size_t n;
-	int rc;
+	int rc = 0;
 
 	*out = NULL;
 	t = calloc(1, sizeof(*t));
-	if (!t)
+	if (!t) {
+		free(buf);
 		return fedrun_error(FEDRUN_ENOMEM, "%s: out of memory", path);
+	}
 	if (opts)
 		t->o = *opts;
 	else
 		wp_options_default(&t->o);
-	rc = fedrun_read_file(path, &t->buf, &n);
-	if (rc < 0) {
-		free(t);
-		return rc;
-	}
+	t->buf = buf;
 	t->nlines = split_lines(t->buf, n, NULL, NULL);
 	if (t->nlines > INT32_MAX / 2) {
 		wp_free(t);
@@ -309,11 +316,26 @@ struct enc {
 	int32_t *ids;
 	size_t max, n;
 	struct bleu_ustr low, text, tmp, word;
+	/* wp_basic_words: each basic word goes here instead of WordPiece */
+	int (*on_word)(void *ud, const char *word, size_t len);
+	void *ud;
 	char *key;	/* "##" + a piece's UTF-8 */
 	size_t key_cap;
 	uint32_t *off;	/* byte offsets of a word's code points */
 	size_t off_cap;
 };
+
+/* A basic word (code points) to the caller of wp_basic_words, as UTF-8. */
+static int word_out(struct enc *e, const uint32_t *w, size_t n)
+{
+	char *s = NULL;
+	int rc = bleu_utf8_encode(w, n, &s);
+	if (rc < 0)
+		return rc;
+	rc = e->on_word(e->ud, s, strlen(s));
+	free(s);
+	return rc;
+}
 
 static void emit(struct enc *e, int32_t id)
 {
@@ -442,13 +464,13 @@ static int basic(struct enc *e, const uint32_t *text, size_t n)
 		for (size_t a = 0; a < wn && rc == 0;) { /* _run_split_on_punc */
 			size_t b = a;
 			if (is_punct(w[a])) {
-				rc = wordpiece(e, w + a, 1);
+				rc = e->on_word ? word_out(e, w + a, 1) : wordpiece(e, w + a, 1);
 				a++;
 				continue;
 			}
 			while (b < wn && !is_punct(w[b]))
 				b++;
-			rc = wordpiece(e, w + a, b - a);
+			rc = e->on_word ? word_out(e, w + a, b - a) : wordpiece(e, w + a, b - a);
 			a = b;
 		}
 	}
@@ -516,5 +538,22 @@ int wp_encode_words(const struct wp_tokenizer *tok, const char *const *words, si
 	bleu_ustr_fini(&u);
 	enc_fini(&e);
 	*n = e.n;
+	return rc;
+}
+
+int wp_basic_words(const struct wp_options *opts, const char *text, size_t len,
+		   int (*fn)(void *ud, const char *word, size_t len), void *ud)
+{
+	struct wp_tokenizer t = {.nlines = 0};
+	if (opts)
+		t.o = *opts;
+	else
+		wp_options_default(&t.o);
+	struct enc e = {.t = &t, .on_word = fn, .ud = ud};
+	struct bleu_ustr u;
+	bleu_ustr_init(&u);
+	int rc = encode_one(&e, &u, text, len);
+	bleu_ustr_fini(&u);
+	enc_fini(&e);
 	return rc;
 }

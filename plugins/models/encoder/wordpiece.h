@@ -55,6 +55,11 @@ void wp_options_default(struct wp_options *o);
  * opts NULL: the defaults. */
 int wp_load(const char *path, const struct wp_options *opts, struct wp_tokenizer **out);
 void wp_free(struct wp_tokenizer *tok);
+/* The same from n bytes of a vocab.txt in memory (buf, malloc'd: the
+ * tokenizer owns it from the call on, also on error); path names it in
+ * messages. */
+int wp_load_buffer(const char *path, char *buf, size_t n, const struct wp_options *opts,
+		   struct wp_tokenizer **out);
 
 /* The number of lines of the vocabulary: every id is below it. */
 size_t wp_size(const struct wp_tokenizer *tok);
@@ -79,5 +84,13 @@ int wp_encode(const struct wp_tokenizer *tok, const char *text, size_t len, int3
  * control characters, say) or its first piece falls at or past max. */
 int wp_encode_words(const struct wp_tokenizer *tok, const char *const *words, size_t n_words,
 		    int32_t *ids, int32_t *first, size_t max, size_t *n);
+
+/* BasicTokenizer alone (steps 1 and 2 above, with opts; NULL: the
+ * defaults): calls fn with each word it makes (NUL-terminated UTF-8 of len
+ * bytes, valid for the call), in order; a negative return of fn stops and
+ * is returned. For learning a vocabulary (wplearn.h) from the words that
+ * WordPiece will later cut. */
+int wp_basic_words(const struct wp_options *opts, const char *text, size_t len,
+		   int (*fn)(void *ud, const char *word, size_t len), void *ud);
 
 #endif

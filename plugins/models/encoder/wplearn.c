@@ -425,3 +425,63 @@ void wpl_free(char **vocab, uint32_t n)
 		free(vocab[i]);
 	free(vocab);
 }
+
+/* ---- counting words ---- */
+
+struct wpl_counter {
+	struct symtab words;
+	uint64_t *count;
+	uint32_t cap;
+};
+
+int wpl_counter_create(struct wpl_counter **out)
+{
+	if (!(*out = calloc(1, sizeof **out)))
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	return 0;
+}
+
+void wpl_counter_destroy(struct wpl_counter *c)
+{
+	if (!c)
+		return;
+	for (uint32_t i = 0; i < c->words.n; i++)
+		free(c->words.s[i]);
+	free(c->words.s);
+	free(c->words.slot);
+	free(c->count);
+	free(c);
+}
+
+int wpl_counter_add(struct wpl_counter *c, const char *word, size_t len)
+{
+	uint32_t id;
+	bool added;
+	if (len == 0)
+		return 0;
+	int rc = sym_id(&c->words, word, len, &id, &added);
+	if (rc < 0)
+		return rc;
+	if (id >= c->cap) {
+		uint32_t nc = c->cap ? 2 * c->cap : 1024;
+		uint64_t *n = realloc(c->count, nc * sizeof *n);
+		if (!n)
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		memset(n + c->cap, 0, (nc - c->cap) * sizeof *n);
+		c->count = n;
+		c->cap = nc;
+	}
+	c->count[id]++;
+	return 0;
+}
+
+uint32_t wpl_counter_words(const struct wpl_counter *c)
+{
+	return c->words.n;
+}
+
+int wpl_counter_learn(const struct wpl_counter *c, const struct wpl_opts *o, char ***out,
+		      uint32_t *n)
+{
+	return wpl_learn((const char *const *)c->words.s, c->count, c->words.n, o, out, n);
+}

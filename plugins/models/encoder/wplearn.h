@@ -14,6 +14,7 @@
 #ifndef FEDRUN_ENCODER_WPLEARN_H
 #define FEDRUN_ENCODER_WPLEARN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -41,6 +42,16 @@ struct wpl_opts {
 int wpl_learn(const char *const *words, const uint64_t *counts, uint32_t nwords,
 	      const struct wpl_opts *o, char ***out, uint32_t *n);
 void wpl_free(char **vocab, uint32_t n);
+
+/* Word counts to learn from: add each word as it occurs (len bytes; empty
+ * words are ignored), then learn from the distinct words and their counts. */
+struct wpl_counter;
+int wpl_counter_create(struct wpl_counter **out);
+void wpl_counter_destroy(struct wpl_counter *c); /* NULL is fine */
+int wpl_counter_add(struct wpl_counter *c, const char *word, size_t len);
+uint32_t wpl_counter_words(const struct wpl_counter *c); /* distinct words */
+int wpl_counter_learn(const struct wpl_counter *c, const struct wpl_opts *o, char ***out,
+		      uint32_t *n);
 
 #ifdef __cplusplus
 }
