@@ -408,9 +408,16 @@ static int learn_vocab(struct enc_model *m, const char *const *files, uint32_t n
 
 /* ---- partition ---- */
 
+static int cmp_u64(const void *a, const void *b)
+{
+	const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
 /* Groups split s's examples by client: order[] lists them client by
- * client (stable within a client), client_start[k] where client k begins. */
-static int group(struct enc_split *sp, const uint32_t *assign, uint32_t K)
+ * client, client_start[k] where client k begins; within a client in
+ * example order, or by length (then example order) when by_len. */
+static int group(struct enc_split *sp, const uint32_t *assign, uint32_t K, bool by_len)
 {
 	sp->client_start = calloc((size_t)K + 1, sizeof *sp->client_start);
 	sp->order = malloc((sp->n ? sp->n : 1) * sizeof *sp->order);
@@ -427,6 +434,19 @@ static int group(struct enc_split *sp, const uint32_t *assign, uint32_t K)
 	for (uint64_t i = 0; i < sp->n; i++)
 		sp->order[pos[assign[i]]++] = i;
 	free(pos);
+	if (!by_len)
+		return 0;
+	/* keys length << 40 | index (lengths < 2^24, indices < 2^40), sorted */
+	if (sp->n >> 40)
+		return fedrun_error(FEDRUN_EINVAL, "%llu examples: too many to sort",
+				    (unsigned long long)sp->n);
+	for (uint64_t j = 0; j < sp->n; j++)
+		sp->order[j] |= (uint64_t)sp->ex[sp->order[j]].len << 40;
+	for (uint32_t k = 0; k < K; k++)
+		qsort(sp->order + sp->client_start[k], sp->client_start[k + 1] - sp->client_start[k],
+		      sizeof *sp->order, cmp_u64);
+	for (uint64_t j = 0; j < sp->n; j++)
+		sp->order[j] &= ((uint64_t)1 << 40) - 1;
 	return 0;
 }
 
@@ -493,8 +513,11 @@ static int partition(struct enc_model *m, const struct fedrun_partition_opts *po
 							       (uint32_t)s, assign);
 			break;
 		}
+		/* length-sorted examples: model.batching "length" (held-out
+		 * ones too: evaluation pads less, and its sums do not depend
+		 * on the order beyond their rounding) */
 		if (rc == 0)
-			rc = group(sp, assign, K);
+			rc = group(sp, assign, K, m->batching == ENC_BATCH_LENGTH);
 		if (rc < 0)
 			fedrun_error_wrap(rc, "data.%s: ", split_key[s]);
 	}
@@ -572,6 +595,26 @@ int enc_data_load(struct enc_model *m, json_t *data, const char *path)
 		rc = partition(m, &po, seed, file_of, nfiles);
 	for (int s = 0; s < 3; s++)
 		free(file_of[s]);
+	for (int s = 0; s < 3 && rc == 0; s++) {
+		struct enc_split *sp = &m->split[s];
+		if (!sp->present)
+			continue;
+		uint32_t *none = calloc(sp->n ? sp->n : 1, sizeof *none);
+		uint64_t *cs = sp->client_start, *ord = sp->order;
+		if (!none) {
+			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
+			break;
+		}
+		/* one group of all: the server's order */
+		sp->client_start = NULL;
+		sp->order = NULL;
+		rc = group(sp, none, 1, m->batching == ENC_BATCH_LENGTH);
+		free(none);
+		free(sp->client_start);
+		sp->pooled = sp->order;
+		sp->client_start = cs;
+		sp->order = ord;
+	}
 	return rc;
 }
 
@@ -604,6 +647,7 @@ void enc_data_free(struct enc_model *m)
 		free(sp->ex);
 		free(sp->client_start);
 		free(sp->order);
+		free(sp->pooled);
 	}
 	if (m->client_names)
 		for (uint32_t k = 0; k < m->nclients; k++)

@@ -43,6 +43,7 @@ struct enc_split {
 	 * NULL when the split is the server's (pooled). */
 	uint64_t *client_start;
 	uint64_t *order; /* example indices grouped by client */
+	uint64_t *pooled; /* every example, in the order evaluation takes them */
 	uint64_t words_cut; /* tag: words lost to truncation */
 };
 
@@ -67,6 +68,7 @@ struct enc_model {
 	char *pretrained_dir;
 	int freeze;	/* -1 none, 0 embeddings, k: embeddings + layers 0..k-1 */
 	uint32_t max_len, eval_batch;
+	int batching; /* ENC_BATCH_*: model.batching */
 	double mask_prob; /* mlm: the fraction of wordpieces predicted */
 	struct wp_tokenizer *tok;
 	struct hf_tok_opts tok_opts; /* as tokenizer_config.json has them */
@@ -99,6 +101,8 @@ struct enc_worker {
 	int32_t *ids, *len, *labels;
 	int32_t *pred;
 };
+
+enum { ENC_BATCH_LENGTH = 0, ENC_BATCH_RANDOM = 1 };
 
 /* The MLM masks' streams: training (seed, round, client), held-out
  * (run seed, split, example). */

@@ -26,6 +26,7 @@ struct model_opts {
 	const char *pretrained;
 	int arch, preset;
 	int64_t dim, layers, heads, ffn, max_pos, max_len, eval_batch, freeze;
+	int batching;
 	double dropout, attn_dropout, cls_dropout, mask_prob;
 	const char *vocab;
 	int64_t vocab_size;
@@ -60,6 +61,8 @@ static const struct fedrun_opt model_spec[] = {
      NULL},
     {"eval_batch", FEDRUN_OPT_INT, offsetof(struct model_opts, eval_batch), 0, 1, 100000, 32,
      NULL, NULL},
+    {"batching", FEDRUN_OPT_CHOICE, offsetof(struct model_opts, batching), 0, 0, 0, 0, "length",
+     "length|random"},
     {"freeze", FEDRUN_OPT_INT, offsetof(struct model_opts, freeze), 0, -1, 64, -1, NULL, NULL},
     {"dropout", FEDRUN_OPT_NUMBER, offsetof(struct model_opts, dropout),
      FEDRUN_OPT_OPTIONAL | FEDRUN_OPT_MAX_OPEN, 0, 1, 0, NULL, NULL},
@@ -320,6 +323,7 @@ static int enc_create(const struct fedrun_host *host, json_t *model_config, json
 	m->freeze = (int)o.freeze;
 	m->max_len = (uint32_t)o.max_len;
 	m->eval_batch = (uint32_t)o.eval_batch;
+	m->batching = o.batching;
 	m->mask_prob = o.mask_prob;
 	m->mlm_seed = host->seed(host->ctx);
 	if (!(m->backend = strdup(o.backend))) {

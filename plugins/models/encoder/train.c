@@ -138,9 +138,12 @@ int enc_train(void *model, void *worker, const struct fedrun_train_args *args, f
 		return 0;
 	const uint32_t B = args->batch < cn ? args->batch : (uint32_t)cn;
 	const uint64_t nb = (cn + B - 1) / B;
-	uint64_t *perm = malloc(cn * sizeof *perm);
-	if (!perm)
+	uint64_t *perm = malloc(cn * sizeof *perm), *bperm = malloc(nb * sizeof *bperm);
+	if (!perm || !bperm) {
+		free(perm);
+		free(bperm);
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
 	struct enc_worker *w = NULL;
 	bool temp = false;
 	int rc = get_worker(m, worker, &w, &temp);
@@ -176,18 +179,23 @@ int enc_train(void *model, void *worker, const struct fedrun_train_args *args, f
 	double loss_sum = 0;
 	uint64_t count = 0, seen = 0, updates = 0;
 	for (uint64_t k = 0; k < steps; k++) {
-		if (k % nb == 0) { /* a new epoch, a new order */
-			/* Fisher-Yates over the client's examples */
+		if (k % nb == 0) { /* a new epoch, a new order (Fisher-Yates) */
+			/* batching "random": of the examples, cut into batches;
+			 * "length": of the batches of the length-sorted examples */
+			const bool by_len = m->batching == ENC_BATCH_LENGTH;
 			for (uint64_t i = 0; i < cn; i++)
 				perm[i] = s->order[first + i];
-			for (uint64_t i = cn - 1; i > 0; i--) {
+			for (uint64_t i = 0; i < nb; i++)
+				bperm[i] = i;
+			uint64_t *v = by_len ? bperm : perm, nv = by_len ? nb : cn;
+			for (uint64_t i = nv - 1; i > 0; i--) {
 				uint64_t j = fedrun_rng_below(&shuf, i + 1);
-				uint64_t t = perm[i];
-				perm[i] = perm[j];
-				perm[j] = t;
+				uint64_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
 			}
 		}
-		const uint64_t b0 = (k % nb) * B;
+		const uint64_t b0 = bperm[k % nb] * B;
 		const uint32_t bn = (uint32_t)(cn - b0 < B ? cn - b0 : B);
 		struct enc_batch b;
 		if ((rc = enc_batch_fill(m, w, s, perm + b0, bn, &mask, &b)) < 0)
@@ -230,6 +238,7 @@ out:
 	if (temp)
 		enc_worker_destroy(m, w);
 	free(perm);
+	free(bperm);
 	return rc;
 }
 
@@ -294,13 +303,8 @@ int enc_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 		return FEDRUN_ENOENT;
 	const uint64_t *idx;
 	uint64_t cnt;
-	uint64_t *all = NULL;
 	if (client == FEDRUN_ALL_CLIENTS) {
-		if (!(all = malloc((s->n ? s->n : 1) * sizeof *all)))
-			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-		for (uint64_t i = 0; i < s->n; i++)
-			all[i] = i;
-		idx = all;
+		idx = s->pooled;
 		cnt = s->n;
 	} else {
 		if (client < 0 || (uint64_t)client >= m->nclients || !s->client_start)
@@ -313,7 +317,7 @@ int enc_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 	struct tally t = {.L = m->cfg.task == ENC_TASK_MLM ? 0 : m->cfg.labels};
 	if (t.L && (!(t.tp = calloc(t.L, sizeof *t.tp)) || !(t.fp = calloc(t.L, sizeof *t.fp)) ||
 		    !(t.fn = calloc(t.L, sizeof *t.fn)))) {
-		free(t.tp), free(t.fp), free(all);
+		free(t.tp), free(t.fp);
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
 	struct enc_worker *w = NULL;
@@ -354,6 +358,6 @@ int enc_evaluate(void *model, void *worker, const float *params, enum fedrun_spl
 	}
 	if (temp)
 		enc_worker_destroy(m, w);
-	free(t.tp), free(t.fp), free(t.fn), free(all);
+	free(t.tp), free(t.fp), free(t.fn);
 	return rc;
 }
