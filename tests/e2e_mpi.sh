@@ -75,6 +75,10 @@ for f in "$top_srcdir"/examples/*.json; do
 		shrink="$shrink --set clients.steps=2 --set clients.epochs=0"
 		nps="2 3"
 		;;
+	encoder)
+		shrink="$shrink --set clients.steps=2 --set clients.epochs=0"
+		nps="2 3"
+		;;
 	esac
 	run_ok $extra $shrink "$target" --set output.dir="$work/$ex-1p" -t 2
 	for np in $nps; do

@@ -86,9 +86,26 @@ example_target() {
 		mkdir -p "$mirror/examples"
 		ln -s "$top_srcdir/examples/data" "$mirror/examples/data"
 		cp "$f" "$mirror/examples/$name"
+		pretrained=$(sed -n 's/.*"pretrained": *"\([^"]*\)".*/\1/p' "$f" | head -n 1)
 		for rel in $missing; do
 			mkdir -p "$(dirname "$mirror/examples/$rel")"
-			cp "$standin" "$mirror/examples/$rel"
+			case $rel in
+			"$pretrained") # the encoder's model directory: a tiny BERT
+				ln -s "$top_srcdir/tests/data/hf/bert" "$mirror/examples/$rel"
+				extra="--set model.max_len=32" ;;
+			*pos/*.tsv) # words<TAB>tags
+				awk '{ t = ""; for (i = 1; i <= NF; i++) t = t (i > 1 ? " " : "") ($i == "the" ? "DET" : "X")
+					print $0 "\t" t }' "$standin" >"$mirror/examples/$rel" ;;
+			*.tsv) # text<TAB>label
+				awk '{ print $0 "\t" (NR % 3 ? "a" : "b") }' "$standin" >"$mirror/examples/$rel" ;;
+			*) cp "$standin" "$mirror/examples/$rel" ;;
+			esac
+		done
+		# the files that are there (a corpus built, its model not yet)
+		for rel in $(grep -o '"\.\./data/[^"]*"' "$f" | tr -d '"'); do
+			[ -e "$mirror/examples/$rel" ] || [ ! -e "$top_srcdir/examples/$rel" ] ||
+				{ mkdir -p "$(dirname "$mirror/examples/$rel")" &&
+					ln -s "$(cd "$top_srcdir/examples" && pwd)/$rel" "$mirror/examples/$rel"; }
 		done
 		target="$mirror/examples/$name"
 		stood=1
