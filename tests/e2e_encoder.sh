@@ -156,6 +156,20 @@ run_ok cls.json --set output.dir=dir --set rounds=1 --set 'data.partition={"sche
 awk -F'\t' 'NR > 1 && ($4 == 0 || $5 == 0) { skew = 1 } END { exit !skew }' dir/partition.tsv ||
 	die "dirichlet alpha 0.1: every client has both labels"
 
+# bf16 products (where this machine has them): the task is learnt, and
+# --threads 1 and 2 give the same bits
+if "$FEDRUN" -q validate cls.json --set model.precision=bf16 >/dev/null 2>err; then
+	run_ok --threads 2 cls.json --set output.dir=b2 --set model.precision=bf16
+	run_ok --threads 1 cls.json --set output.dir=b1 --set model.precision=bf16
+	cmp b1/final.safetensors b2/final.safetensors || die "bf16: --threads 1 and 2 differ"
+	acc=$(metric b2/metrics.jsonl accuracy test)
+	awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }' || die "bf16: test accuracy $acc"
+	cmp -s b2/final.safetensors cls/final.safetensors && die "bf16 gave the FP32 bits"
+else
+	grep -q 'precision' err || { cat err; die "validate in bf16"; }
+	echo "note: no bf16 here, its case not run: $(cat err)"
+fi
+
 # refusals
 nref=0
 refuse() {
