@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "fedrun/rng.h"
 
 /* Asserts that the error `expr` is below `tol`. With NN_TEST_VERBOSE set in
@@ -133,9 +134,8 @@ static inline double tu_rel_l2(const float *a, const float *r, uint64_t n)
  * the FP32 context's (l32, g32) by less than TU_BF16_BOUND of S_f (the
  * loss: the forward products) and of S (the gradient), and by more than 0
  * (the bf16 context really rounded); `what` names the case. */
-static inline void tu_bf16_check(const char *what, int _i, double l16, double l32,
-				 const float *g16, const float *g32, uint64_t n, double S_f,
-				 double S)
+static inline void tu_bf16_check(const char *what, int _i, double l16, double l32, const float *g16,
+				 const float *g32, uint64_t n, double S_f, double S)
 {
 	char name[128];
 	const double el = fabs(l16 - l32) / fabs(l32), eg = tu_rel_l2(g16, g32, n);
@@ -145,6 +145,36 @@ static inline void tu_bf16_check(const char *what, int _i, double l16, double l3
 	snprintf(name, sizeof name, "%s: gradient", what);
 	TU_ASSERT_ERR(eg, TU_BF16_BOUND(S), name);
 	ck_assert_msg(eg > 0, "%s: the bf16 gradient equals the FP32 one", name);
+}
+
+/* The two networks of a bf16-against-FP32 test, to tu_bf16_steps: their
+ * parameters and gradients (total floats each), and a loss callback that
+ * fills the gradient of the FP32 network (bf16 0) or of the bf16 one. */
+struct tu_bf16_pair {
+	float *p32, *g32, *p16, *g16;
+	uint64_t total;
+	double (*loss)(void *ctx, int bf16);
+	void *ctx;
+};
+
+/* The steps of that test: four times, the FP32 parameters copied to the
+ * bf16 network, both losses and gradients from zero, tu_bf16_check (case
+ * _i, "ISA, step K"), then an SGD step of 0.5 along the FP32 gradient, so
+ * that the later checks are at other points than the initialisation. */
+static inline void tu_bf16_steps(const struct tu_bf16_pair *q, const char *isa, int _i, double S_f,
+				 double S)
+{
+	for (int step = 0; step <= 3; step++) {
+		memset(q->g32, 0, q->total * sizeof *q->g32);
+		memset(q->g16, 0, q->total * sizeof *q->g16);
+		memcpy(q->p16, q->p32, q->total * sizeof *q->p16);
+		const double l32 = q->loss(q->ctx, 0), l16 = q->loss(q->ctx, 1);
+		char what[64];
+		snprintf(what, sizeof what, "%s, step %d", isa, step);
+		tu_bf16_check(what, _i, l16, l32, q->g16, q->g32, q->total, S_f, S);
+		for (uint64_t j = 0; j < q->total; j++)
+			q->p32[j] -= 0.5f * q->g32[j];
+	}
 }
 
 #endif

@@ -977,6 +977,18 @@ START_TEST(test_dropout_stream)
 }
 END_TEST
 
+struct bf16_ctx {
+	struct net *n32, *n16;
+	const struct enc_batch *b;
+};
+
+static double bf16_loss(void *ctx, int bf16)
+{
+	const struct bf16_ctx *x = ctx;
+	struct net *n = bf16 ? x->n16 : x->n32;
+	return mean_loss(n, x->b, NULL, n->g, NULL);
+}
+
 /* Precision bf16 against fp32: loss and gradient of a bf16 context and of
  * an FP32 one at the same parameters, before and after three SGD steps
  * along the FP32 gradient; BERT classify (_i 0) and DistilBERT MLM with
@@ -1006,19 +1018,9 @@ START_TEST(test_bf16_against_fp32)
 	const uint64_t total = n32.l->total;
 	struct rows q;
 	rows_make(&q, &c, 5);
-	const double S_f = 2 * 6 + 2, S = 3 * S_f;
-	for (int step = 0; step <= 3; step++) {
-		memset(n32.g, 0, total * sizeof *n32.g);
-		memset(n16.g, 0, total * sizeof *n16.g);
-		memcpy(n16.p, n32.p, total * sizeof *n16.p);
-		const double l32 = mean_loss(&n32, &q.b, NULL, n32.g, NULL),
-			     l16 = mean_loss(&n16, &q.b, NULL, n16.g, NULL);
-		char what[64];
-		snprintf(what, sizeof what, "%s, step %d", isa, step);
-		tu_bf16_check(what, _i, l16, l32, n16.g, n32.g, total, S_f, S);
-		for (uint64_t j = 0; j < total; j++)
-			n32.p[j] -= 0.5f * n32.g[j];
-	}
+	struct bf16_ctx x = {&n32, &n16, &q.b};
+	const struct tu_bf16_pair pair = {n32.p, n32.g, n16.p, n16.g, total, bf16_loss, &x};
+	tu_bf16_steps(&pair, isa, _i, 2 * 6 + 2, 3 * (2 * 6 + 2));
 	net_free(&n32);
 	net_free(&n16);
 }

@@ -232,6 +232,18 @@ START_TEST(test_fd_whole_model)
 }
 END_TEST
 
+struct bf16_ctx {
+	struct net *n32, *n16;
+	const struct tfm_batch *b;
+};
+
+static double bf16_loss(void *ctx, int bf16)
+{
+	const struct bf16_ctx *x = ctx;
+	struct net *n = bf16 ? x->n16 : x->n32;
+	return mean_loss(n, x->b, NULL, n->g);
+}
+
 /* Precision bf16 against FP32: the whole model's loss and gradient from a
  * bf16 context (tfm_cfg.precision) and from an FP32 one at the same
  * parameters, before and after each of three SGD steps along the FP32
@@ -263,19 +275,10 @@ START_TEST(test_bf16_against_fp32)
 	const uint64_t total = n32.l->total;
 	struct pairs q;
 	pairs_make(&q, c.vocab, 5);
-	const double S_f = 2 * 6 + 2 * 11 + 1, S = 3 * S_f;
-	for (int step = 0; step <= 3; step++) {
-		memset(n32.g, 0, total * sizeof *n32.g);
-		memset(n16.g, 0, total * sizeof *n16.g);
-		memcpy(n16.p, n32.p, total * sizeof *n16.p);
-		const double l32 = mean_loss(&n32, &q.b, NULL, n32.g),
-			     l16 = mean_loss(&n16, &q.b, NULL, n16.g);
-		char what[64];
-		snprintf(what, sizeof what, "%s, step %d", isa, step);
-		tu_bf16_check(what, _i, l16, l32, n16.g, n32.g, total, S_f, S);
-		for (uint64_t j = 0; j < total; j++)
-			n32.p[j] -= 0.5f * n32.g[j];
-	}
+	const double S_f = 2 * 6 + 2 * 11 + 1;
+	struct bf16_ctx x = {&n32, &n16, &q.b};
+	const struct tu_bf16_pair pair = {n32.p, n32.g, n16.p, n16.g, total, bf16_loss, &x};
+	tu_bf16_steps(&pair, isa, _i, S_f, 3 * S_f);
 	net_free(&n32);
 	net_free(&n16);
 }
@@ -589,8 +592,13 @@ START_TEST(test_beam_exhaustive)
 					ti[j] = y[j - 1];
 				to[j] = y[j];
 			}
-			struct tfm_batch b = {.B = 1, .Ts = Ts, .Tt = m + 1, .src = src,
-					      .src_len = sl, .tgt_in = ti, .tgt_out = to,
+			struct tfm_batch b = {.B = 1,
+					      .Ts = Ts,
+					      .Tt = m + 1,
+					      .src = src,
+					      .src_len = sl,
+					      .tgt_in = ti,
+					      .tgt_out = to,
 					      .tgt_len = tl};
 			ck_assert_int_eq(tfm_forward_logits(n.w, n.p, &b, logits), 0);
 			double lp = 0.0, row[5];

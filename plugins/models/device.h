@@ -230,4 +230,144 @@ static inline int mdev_grow_zeros(const struct fedrun_backend_ops *be, void *ctx
 	return 0;
 }
 
+/* ---- a network's hold on its backend (transformer/net.c, encoder/net.c) ---- */
+
+/* What a network's work object keeps of its backend: the context, the
+ * bytes it has copied, device zeros (y += a x through prox_grad, and bias
+ * rows broadcast through embedding_forward of a one-row table), a scratch
+ * row for biases and column sums, the host staging of a batch's ids, and
+ * the one allocation its activations are carved from (mdev_carve). */
+struct mdev_net {
+	const struct fedrun_backend_ops *be;
+	void *ctx;
+	struct mdev_xfer xfer;
+	float *zeros; /* zcap floats of 0, never written */
+	uint64_t zcap;
+	int32_t *zids; /* zidcap ids 0, never written */
+	uint64_t zidcap;
+	float *prow;   /* the scratch row */
+	int32_t *hbuf; /* host: ids staged for one to_device */
+	uint64_t hcap; /* its int32s */
+	float *mem;    /* the activations */
+};
+
+/* Creates the backend context (ctx_cfg) and a scratch row of prow_floats
+ * floats. On failure what was made is left for mdev_net_close. */
+static inline int mdev_net_open(struct mdev_net *n, const struct fedrun_backend_ops *be,
+				const struct fedrun_backend_ctx_cfg *ctx_cfg, uint64_t prow_floats)
+{
+	n->be = be;
+	int rc = be->ctx_create(ctx_cfg, &n->ctx);
+	if (rc < 0) {
+		n->ctx = NULL;
+		return fedrun_error_wrap(rc, "backend %s: ", be->name ? be->name : "?");
+	}
+	return be->alloc(n->ctx, prow_floats * sizeof(float), (void **)&n->prow);
+}
+
+/* Frees the device arrays and the context (what the network keeps in the
+ * context besides these must be freed first); a zeroed n is a no-op. */
+static inline void mdev_net_close(struct mdev_net *n)
+{
+	if (n->be && n->ctx) {
+		void *arrays[] = {n->mem, n->zeros, n->zids, n->prow};
+		for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+			if (arrays[i])
+				n->be->free_mem(n->ctx, arrays[i]);
+		n->be->ctx_destroy(n->ctx);
+	}
+	free(n->hbuf);
+	memset(n, 0, sizeof *n);
+}
+
+static inline int mdev_net_to_device(struct mdev_net *n, void *dst, const void *src, uint64_t bytes)
+{
+	return mdev_to_device(n->be, n->ctx, &n->xfer, dst, src, bytes);
+}
+
+static inline int mdev_net_to_host(struct mdev_net *n, void *dst, const void *src, uint64_t bytes)
+{
+	return mdev_to_host(n->be, n->ctx, &n->xfer, dst, src, bytes);
+}
+
+/* y (len) += a x: prox_grad's y + a (x - 0) with the zeros as anchor, the
+ * same bits as y + a x (x - 0 is x, signed zeros too). */
+static inline int mdev_net_add(struct mdev_net *n, uint64_t len, float a, const float *x, float *y)
+{
+	int rc = mdev_grow_zeros(n->be, n->ctx, (void **)&n->zeros, &n->zcap, len);
+	return rc < 0 ? rc : n->be->prox_grad(n->ctx, len, a, x, n->zeros, y);
+}
+
+/* Every row of y (N, Q) = row (Q): embedding_forward of row 0 of a
+ * one-row table, N times (copies, bit for bit). */
+static inline int mdev_net_bcast(struct mdev_net *n, uint64_t N, uint64_t Q, const float *row,
+				 float *y)
+{
+	int rc = mdev_grow_zeros(n->be, n->ctx, (void **)&n->zids, &n->zidcap, N);
+	return rc < 0
+		   ? rc
+		   : n->be->embedding_forward(n->ctx, (uint32_t)N, 1, (uint32_t)Q, n->zids, row, y);
+}
+
+/* c = alpha op(a) op(b) + beta c, the backend's sgemm with 64-bit sizes. */
+static inline int mdev_net_mm(struct mdev_net *n, bool ta, bool tb, uint64_t m, uint64_t nn,
+			      uint64_t k, float alpha, const float *a, uint64_t lda, const float *b,
+			      uint64_t ldb, float beta, float *c, uint64_t ldc)
+{
+	return n->be->sgemm(n->ctx, ta, tb, (int)m, (int)nn, (int)k, alpha, a, (int)lda, b,
+			    (int)ldb, beta, c, (int)ldc);
+}
+
+/* ---- layouts of the networks --------------------------------------------- */
+
+/* A new empty layout in *l for a network's *_layout (out: the caller's
+ * result argument, checked here). */
+static inline int mdev_layout_new(struct fedrun_layout **l, struct fedrun_layout **out,
+				  const char *who)
+{
+	if (!out)
+		return fedrun_error(FEDRUN_EINVAL, "%s: NULL out", who);
+	*l = malloc(sizeof **l);
+	if (!*l)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	fedrun_layout_init(*l);
+	return 0;
+}
+
+static inline void mdev_layout_free(struct fedrun_layout *l)
+{
+	if (!l)
+		return;
+	fedrun_layout_fini(l);
+	free(l);
+}
+
+/* l into *out when rc (what building it returned) is 0, else freed. */
+static inline int mdev_layout_done(struct fedrun_layout *l, int rc, struct fedrun_layout **out)
+{
+	if (rc < 0) {
+		mdev_layout_free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+/* The index in l of tensor `name`, which must have numel floats (else an
+ * error naming the model `who`, the tensor and both sizes). */
+static inline int mdev_layout_find(const struct fedrun_layout *l, const char *who, const char *name,
+				   uint64_t numel, int64_t *idx)
+{
+	int64_t i = fedrun_layout_find(l, name);
+	*idx = -1;
+	if (i < 0)
+		return fedrun_error(FEDRUN_EINVAL, "%s: layout has no tensor %s", who, name);
+	if (l->t[i].numel != numel)
+		return fedrun_error(FEDRUN_EINVAL, "%s: tensor %s has %llu floats, expected %llu",
+				    who, name, (unsigned long long)l->t[i].numel,
+				    (unsigned long long)numel);
+	*idx = i;
+	return 0;
+}
+
 #endif

@@ -279,27 +279,14 @@ static int build_layout(const struct enc_cfg *c, struct fedrun_layout *l)
 int enc_layout(const struct enc_cfg *c, struct fedrun_layout **out)
 {
 	CHECK(enc_cfg_check(c));
-	if (!out)
-		return fedrun_error(FEDRUN_EINVAL, "enc_layout: NULL out");
-	struct fedrun_layout *l = malloc(sizeof *l);
-	if (!l)
-		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	fedrun_layout_init(l);
-	int rc = build_layout(c, l);
-	if (rc < 0) {
-		enc_layout_free(l);
-		return rc;
-	}
-	*out = l;
-	return 0;
+	struct fedrun_layout *l;
+	CHECK(mdev_layout_new(&l, out, "enc_layout"));
+	return mdev_layout_done(l, build_layout(c, l), out);
 }
 
 void enc_layout_free(struct fedrun_layout *l)
 {
-	if (!l)
-		return;
-	fedrun_layout_fini(l);
-	free(l);
+	mdev_layout_free(l);
 }
 
 int enc_tensor_layer(const struct enc_cfg *c, const struct fedrun_layout *l, uint32_t i)
@@ -346,13 +333,8 @@ static int find_t(const struct fedrun_layout *l, const char *a, const char *b, c
 {
 	char name[FEDRUN_NAME_MAX];
 	snprintf(name, sizeof name, "%s%s%s", a, b, s);
-	int64_t i = fedrun_layout_find(l, name);
-	if (i < 0)
-		return fedrun_error(FEDRUN_EINVAL, "encoder: layout has no tensor %s", name);
-	if (l->t[i].numel != numel)
-		return fedrun_error(FEDRUN_EINVAL,
-				    "encoder: tensor %s has %llu floats, expected %llu", name,
-				    (unsigned long long)l->t[i].numel, (unsigned long long)numel);
+	int64_t i;
+	CHECK(mdev_layout_find(l, "encoder", name, numel, &i));
 	*out = (int32_t)i;
 	return 0;
 }
@@ -510,25 +492,14 @@ struct lact {
 struct enc_work {
 	struct enc_cfg c;
 	struct fedrun_layout layout;
-	const struct fedrun_backend_ops *be;
-	void *ctx;
+	struct mdev_net dv; /* the backend (prow: 3 max(D,F) floats) */
 	struct offs off;
 	uint32_t D, H, F, V, dh, NL; /* NL: layers */
 	float lora_s;		     /* alpha / r */
 
-	struct mdev_xfer xfer;
-	float *zeros; /* zcap floats of 0, never written */
-	uint64_t zcap;
-	int32_t *zids; /* zidcap ids 0, never written */
-	uint64_t zidcap;
-	float *prow;   /* (3 max(D,F)) a bias row, or column sums */
-	int32_t *hbuf; /* host staging of the batch's ids */
-	uint64_t hcap;
-
 	/* activations, sized for capN tokens and capA floats of attention
 	 * cache (the largest batch seen) */
 	uint64_t capN, capA;
-	float *mem;
 	int32_t *ids;	      /* device: the staged ids (see send_batch) */
 	float *e0, *en, *eln; /* (N,D) embedding sum, its LN (dropout in place), stats */
 	uint8_t *em;
@@ -546,7 +517,7 @@ static uint64_t attn_floats(const struct enc_work *w, uint32_t B, uint32_t T)
 {
 	struct fedrun_attn_dims d = {
 	    .batch = B, .heads = w->H, .tq = T, .tk = T, .dh = w->dh, .dropout = w->c.attn_dropout};
-	return w->be->attn_cache_floats(w->ctx, &d);
+	return w->dv.be->attn_cache_floats(w->dv.ctx, &d);
 }
 
 static void carve_work(struct enc_work *w, struct mdev_carve *k)
@@ -599,22 +570,22 @@ static void carve_work(struct enc_work *w, struct mdev_carve *k)
 static int reserve(struct enc_work *w, uint32_t B, uint32_t T)
 {
 	const uint64_t N = (uint64_t)B * T, a = attn_floats(w, B, T);
-	if (N <= w->capN && a <= w->capA && w->mem)
+	if (N <= w->capN && a <= w->capA && w->dv.mem)
 		return 0;
 	w->capN = N > w->capN ? N : w->capN;
 	w->capA = a > w->capA ? a : w->capA;
 	struct mdev_carve k = {NULL, 0};
 	carve_work(w, &k);
-	if (w->mem)
-		w->be->free_mem(w->ctx, w->mem);
-	w->mem = NULL;
-	int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&w->mem);
+	if (w->dv.mem)
+		w->dv.be->free_mem(w->dv.ctx, w->dv.mem);
+	w->dv.mem = NULL;
+	int rc = w->dv.be->alloc(w->dv.ctx, k.n * sizeof(float), (void **)&w->dv.mem);
 	if (rc < 0) {
 		w->capN = w->capA = 0;
 		return fedrun_error_wrap(
 		    rc, "encoder: activations for %llu tokens: ", (unsigned long long)N);
 	}
-	k.base = w->mem;
+	k.base = w->dv.mem;
 	k.n = 0;
 	carve_work(w, &k);
 	return 0;
@@ -624,14 +595,7 @@ void enc_work_destroy(struct enc_work *w)
 {
 	if (!w)
 		return;
-	if (w->be && w->ctx) {
-		void *arrays[] = {w->mem, w->zeros, w->zids, w->prow};
-		for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
-			if (arrays[i])
-				w->be->free_mem(w->ctx, arrays[i]);
-		w->be->ctx_destroy(w->ctx);
-	}
-	free(w->hbuf);
+	mdev_net_close(&w->dv);
 	free(w->la);
 	offs_free(&w->off);
 	fedrun_layout_fini(&w->layout);
@@ -655,7 +619,6 @@ int enc_work_create_cfg(const struct enc_cfg *c, const struct fedrun_layout *l,
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	fedrun_layout_init(&w->layout);
 	w->c = *c;
-	w->be = be;
 	w->D = c->dim, w->H = c->heads, w->F = c->ffn, w->V = c->vocab, w->NL = c->layers;
 	w->dh = c->dim / c->heads;
 	w->lora_s = c->lora_r ? c->lora_alpha / (float)c->lora_r : 0.0f;
@@ -664,13 +627,9 @@ int enc_work_create_cfg(const struct enc_cfg *c, const struct fedrun_layout *l,
 		rc = resolve(c, &w->layout, &w->off);
 	if (rc == 0 && !(w->la = calloc(c->layers, sizeof *w->la)))
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	if (rc == 0 && (rc = be->ctx_create(ctx_cfg, &w->ctx)) < 0) {
-		w->ctx = NULL;
-		rc = fedrun_error_wrap(rc, "backend %s: ", be->name ? be->name : "?");
-	}
-	const uint64_t pm = 3 * (uint64_t)(c->ffn > c->dim ? c->ffn : c->dim);
 	if (rc == 0)
-		rc = be->alloc(w->ctx, pm * sizeof(float), (void **)&w->prow);
+		rc = mdev_net_open(&w->dv, be, ctx_cfg,
+				   3 * (uint64_t)(c->ffn > c->dim ? c->ffn : c->dim));
 	if (rc < 0) {
 		enc_work_destroy(w);
 		return rc;
@@ -691,56 +650,34 @@ int enc_work_create(const struct enc_cfg *c, const struct fedrun_layout *l,
 
 void *enc_work_ctx(const struct enc_work *w)
 {
-	return w->ctx;
+	return w->dv.ctx;
 }
 
 int enc_work_to_device(struct enc_work *w, void *dst, const void *src, uint64_t bytes)
 {
-	return mdev_to_device(w->be, w->ctx, &w->xfer, dst, src, bytes);
+	return mdev_net_to_device(&w->dv, dst, src, bytes);
 }
 
 int enc_work_to_host(struct enc_work *w, void *dst, const void *src, uint64_t bytes)
 {
-	return mdev_to_host(w->be, w->ctx, &w->xfer, dst, src, bytes);
-}
-
-/* y (n) += a x: prox_grad's y + a (x - 0), the bits of y + a x. */
-static int dev_add(struct enc_work *w, uint64_t n, float a, const float *x, float *y)
-{
-	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zeros, &w->zcap, n));
-	return w->be->prox_grad(w->ctx, n, a, x, w->zeros, y);
+	return mdev_net_to_host(&w->dv, dst, src, bytes);
 }
 
 void enc_work_xfer(const struct enc_work *w, uint64_t *h2d, uint64_t *d2h)
 {
-	*h2d = w->xfer.h2d;
-	*d2h = w->xfer.d2h;
+	*h2d = w->dv.xfer.h2d;
+	*d2h = w->dv.xfer.d2h;
 }
 
 void enc_work_xfer_add(struct enc_work *w, uint64_t h2d, uint64_t d2h)
 {
-	w->xfer.h2d += h2d;
-	w->xfer.d2h += d2h;
+	w->dv.xfer.h2d += h2d;
+	w->dv.xfer.d2h += d2h;
 }
 
 int enc_work_axpy(struct enc_work *w, uint64_t n, float a, const float *x, float *y)
 {
-	return dev_add(w, n, a, x, y);
-}
-
-/* Every row of y (N, Q) = row (Q): embedding_forward of a one-row table. */
-static int bcast_row(struct enc_work *w, uint64_t N, uint64_t Q, const float *row, float *y)
-{
-	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zids, &w->zidcap, N));
-	return w->be->embedding_forward(w->ctx, (uint32_t)N, 1, (uint32_t)Q, w->zids, row, y);
-}
-
-static int mm(struct enc_work *w, bool ta, bool tb, uint64_t m, uint64_t n, uint64_t k, float alpha,
-	      const float *a, uint64_t lda, const float *b, uint64_t ldb, float beta, float *c,
-	      uint64_t ldc)
-{
-	return w->be->sgemm(w->ctx, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb,
-			    beta, c, (int)ldc);
+	return mdev_net_add(&w->dv, n, a, x, y);
 }
 
 /* ---- tensors of a pass -------------------------------------------------------- */
@@ -784,28 +721,29 @@ static int lin_fwd(struct enc_work *w, const float *P, const struct lin_t *l, in
 		fb &= pt(w, P, l[p].b) == b0 + p * out;
 	}
 	if (fw && fb) {
-		CHECK(w->be->linear_forward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, x, W0,
-					    b0, y));
+		CHECK(w->dv.be->linear_forward(w->dv.ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld,
+					       x, W0, b0, y));
 	} else {
 		for (int p = 0; p < np; p++)
-			CHECK(w->be->copy(w->ctx, w->prow + p * out, pt(w, P, l[p].b),
-					  out * sizeof(float)));
-		CHECK(bcast_row(w, N, ld, w->prow, y));
+			CHECK(w->dv.be->copy(w->dv.ctx, w->dv.prow + p * out, pt(w, P, l[p].b),
+					     out * sizeof(float)));
+		CHECK(mdev_net_bcast(&w->dv, N, ld, w->dv.prow, y));
 		if (fw)
-			CHECK(mm(w, false, true, N, ld, in, 1.0f, x, in, W0, in, 1.0f, y, ld));
+			CHECK(mdev_net_mm(&w->dv, false, true, N, ld, in, 1.0f, x, in, W0, in, 1.0f,
+					  y, ld));
 		else
 			for (int p = 0; p < np; p++)
-				CHECK(mm(w, false, true, N, out, in, 1.0f, x, in, pt(w, P, l[p].w),
-					 in, 1.0f, y + p * out, ld));
+				CHECK(mdev_net_mm(&w->dv, false, true, N, out, in, 1.0f, x, in,
+						  pt(w, P, l[p].w), in, 1.0f, y + p * out, ld));
 	}
 	const uint64_t r = w->c.lora_r;
 	for (int p = 0; p < np; p++) {
 		if (l[p].a < 0)
 			continue;
-		CHECK(
-		    mm(w, false, true, N, r, in, 1.0f, x, in, pt(w, P, l[p].a), in, 0.0f, u[p], r));
-		CHECK(mm(w, false, true, N, out, r, w->lora_s, u[p], r, pt(w, P, l[p].bb), r, 1.0f,
-			 y + p * out, ld));
+		CHECK(mdev_net_mm(&w->dv, false, true, N, r, in, 1.0f, x, in, pt(w, P, l[p].a), in,
+				  0.0f, u[p], r));
+		CHECK(mdev_net_mm(&w->dv, false, true, N, out, r, w->lora_s, u[p], r,
+				  pt(w, P, l[p].bb), r, 1.0f, y + p * out, ld));
 	}
 	return 0;
 }
@@ -830,51 +768,55 @@ static int lin_bwd(struct enc_work *w, const float *P, float *G, const struct li
 	}
 	if (dx) {
 		if (fw)
-			CHECK(mm(w, false, false, N, in, ld, 1.0f, dy, ld, W0, in, beta, dx, in));
+			CHECK(mdev_net_mm(&w->dv, false, false, N, in, ld, 1.0f, dy, ld, W0, in,
+					  beta, dx, in));
 		else
 			for (int p = 0; p < np; p++)
-				CHECK(mm(w, false, false, N, in, out, 1.0f, dy + p * out, ld,
-					 pt(w, P, l[p].w), in, p ? 1.0f : beta, dx, in));
+				CHECK(mdev_net_mm(&w->dv, false, false, N, in, out, 1.0f,
+						  dy + p * out, ld, pt(w, P, l[p].w), in,
+						  p ? 1.0f : beta, dx, in));
 	}
 	for (int p = 0; p < np; p++) {
 		if (l[p].a < 0)
 			continue;
 		float *dA = gt(w, G, l[p].a), *dB = gt(w, G, l[p].bb);
 		if (dB)
-			CHECK(mm(w, true, false, out, r, N, w->lora_s, dy + p * out, ld, u[p], r,
-				 1.0f, dB, r));
+			CHECK(mdev_net_mm(&w->dv, true, false, out, r, N, w->lora_s, dy + p * out,
+					  ld, u[p], r, 1.0f, dB, r));
 		if (!dA && !dx)
 			continue;
-		CHECK(mm(w, false, false, N, r, out, w->lora_s, dy + p * out, ld, pt(w, P, l[p].bb),
-			 r, 0.0f, w->du, r));
+		CHECK(mdev_net_mm(&w->dv, false, false, N, r, out, w->lora_s, dy + p * out, ld,
+				  pt(w, P, l[p].bb), r, 0.0f, w->du, r));
 		if (dA)
-			CHECK(mm(w, true, false, r, in, N, 1.0f, w->du, r, x, in, 1.0f, dA, in));
+			CHECK(mdev_net_mm(&w->dv, true, false, r, in, N, 1.0f, w->du, r, x, in,
+					  1.0f, dA, in));
 		if (dx)
-			CHECK(mm(w, false, false, N, in, r, 1.0f, w->du, r, pt(w, P, l[p].a), in,
-				 1.0f, dx, in));
+			CHECK(mdev_net_mm(&w->dv, false, false, N, in, r, 1.0f, w->du, r,
+					  pt(w, P, l[p].a), in, 1.0f, dx, in));
 	}
 	if (fw && allw)
-		CHECK(mm(w, true, false, ld, in, N, 1.0f, dy, ld, x, in, 1.0f, dW0, in));
+		CHECK(mdev_net_mm(&w->dv, true, false, ld, in, N, 1.0f, dy, ld, x, in, 1.0f, dW0,
+				  in));
 	else
 		for (int p = 0; p < np; p++) {
 			float *dW = gt(w, G, l[p].w);
 			if (dW)
-				CHECK(mm(w, true, false, out, in, N, 1.0f, dy + p * out, ld, x, in,
-					 1.0f, dW, in));
+				CHECK(mdev_net_mm(&w->dv, true, false, out, in, N, 1.0f,
+						  dy + p * out, ld, x, in, 1.0f, dW, in));
 		}
 	if (!anyb)
 		return 0;
 	/* bias gradients: column sums of dy (linear_backward with only db) */
 	if (fb && allb)
-		return w->be->linear_backward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL,
-					      NULL, dy, NULL, NULL, db0);
-	CHECK(w->be->zero(w->ctx, w->prow, ld * sizeof(float)));
-	CHECK(w->be->linear_backward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL, NULL,
-				     dy, NULL, NULL, w->prow));
+		return w->dv.be->linear_backward(w->dv.ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld,
+						 NULL, NULL, dy, NULL, NULL, db0);
+	CHECK(w->dv.be->zero(w->dv.ctx, w->dv.prow, ld * sizeof(float)));
+	CHECK(w->dv.be->linear_backward(w->dv.ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL,
+					NULL, dy, NULL, NULL, w->dv.prow));
 	for (int p = 0; p < np; p++) {
 		float *db = gt(w, G, l[p].b);
 		if (db)
-			CHECK(dev_add(w, out, 1.0f, w->prow + p * out, db));
+			CHECK(mdev_net_add(&w->dv, out, 1.0f, w->dv.prow + p * out, db));
 	}
 	return 0;
 }
@@ -882,8 +824,8 @@ static int lin_bwd(struct enc_work *w, const float *P, float *G, const struct li
 static int ln_fwd(struct enc_work *w, const float *P, const struct ln_t *n, uint64_t N,
 		  const float *x, float *y, float *cache)
 {
-	return w->be->layernorm_forward(w->ctx, (uint32_t)N, w->D, w->c.ln_eps, x, pt(w, P, n->g),
-					pt(w, P, n->b), y, cache);
+	return w->dv.be->layernorm_forward(w->dv.ctx, (uint32_t)N, w->D, w->c.ln_eps, x,
+					   pt(w, P, n->g), pt(w, P, n->b), y, cache);
 }
 
 /* g (N,D) = dL/dy in, dL/dx out (dx NULL: only the parameters'). */
@@ -893,8 +835,8 @@ static int ln_bwd(struct enc_work *w, const float *P, float *G, const struct ln_
 	float *dg = gt(w, G, n->g), *db = gt(w, G, n->b);
 	if (!dx && !dg && !db)
 		return 0;
-	return w->be->layernorm_backward(w->ctx, (uint32_t)N, w->D, x, pt(w, P, n->g), cache, dy,
-					 dx, dg, db);
+	return w->dv.be->layernorm_backward(w->dv.ctx, (uint32_t)N, w->D, x, pt(w, P, n->g), cache,
+					    dy, dx, dg, db);
 }
 
 /* ---- the stack -------------------------------------------------------------- */
@@ -938,20 +880,20 @@ static int embed_fwd(struct enc_work *w, const float *P, const struct dev_batch 
 {
 	const uint64_t N = d->N, D = w->D;
 	const struct offs *o = &w->off;
-	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)N, w->V, w->D, d->ids, pt(w, P, o->wemb),
-				       w->e0));
-	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)N, w->c.max_pos, w->D, d->pos,
-				       pt(w, P, o->pemb), w->tmp));
-	CHECK(dev_add(w, N * D, 1.0f, w->tmp, w->e0));
+	CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)N, w->V, w->D, d->ids,
+					  pt(w, P, o->wemb), w->e0));
+	CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)N, w->c.max_pos, w->D, d->pos,
+					  pt(w, P, o->pemb), w->tmp));
+	CHECK(mdev_net_add(&w->dv, N * D, 1.0f, w->tmp, w->e0));
 	if (o->temb >= 0) {
-		CHECK(w->be->embedding_forward(w->ctx, (uint32_t)N, w->c.type_vocab, w->D, d->types,
-					       pt(w, P, o->temb), w->tmp));
-		CHECK(dev_add(w, N * D, 1.0f, w->tmp, w->e0));
+		CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)N, w->c.type_vocab, w->D,
+						  d->types, pt(w, P, o->temb), w->tmp));
+		CHECK(mdev_net_add(&w->dv, N * D, 1.0f, w->tmp, w->e0));
 	}
 	CHECK(ln_fwd(w, P, &o->eln, N, w->e0, w->en, w->eln));
 	if (w->drop)
-		CHECK(w->be->dropout_forward(w->ctx, N * D, w->c.dropout, w->rng, w->en, w->en,
-					     w->em));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, N * D, w->c.dropout, w->rng, w->en,
+						w->en, w->em));
 	return 0;
 }
 
@@ -962,17 +904,18 @@ static int embed_bwd(struct enc_work *w, const float *P, float *G, const struct 
 	const struct offs *o = &w->off;
 	float *g = w->g;
 	if (w->drop)
-		CHECK(w->be->dropout_backward(w->ctx, N * D, w->c.dropout, w->em, g, g));
+		CHECK(w->dv.be->dropout_backward(w->dv.ctx, N * D, w->c.dropout, w->em, g, g));
 	float *dwe = gt(w, G, o->wemb), *dpe = gt(w, G, o->pemb), *dte = gt(w, G, o->temb);
 	CHECK(ln_bwd(w, P, G, &o->eln, N, w->e0, w->eln, g, (dwe || dpe || dte) ? g : NULL));
 	if (dwe)
-		CHECK(w->be->embedding_backward(w->ctx, (uint32_t)N, w->V, w->D, d->ids, g, dwe));
+		CHECK(w->dv.be->embedding_backward(w->dv.ctx, (uint32_t)N, w->V, w->D, d->ids, g,
+						   dwe));
 	if (dpe)
-		CHECK(w->be->embedding_backward(w->ctx, (uint32_t)N, w->c.max_pos, w->D, d->pos, g,
-						dpe));
+		CHECK(w->dv.be->embedding_backward(w->dv.ctx, (uint32_t)N, w->c.max_pos, w->D,
+						   d->pos, g, dpe));
 	if (dte)
-		CHECK(w->be->embedding_backward(w->ctx, (uint32_t)N, w->c.type_vocab, w->D,
-						d->types, g, dte));
+		CHECK(w->dv.be->embedding_backward(w->dv.ctx, (uint32_t)N, w->c.type_vocab, w->D,
+						   d->types, g, dte));
 	return 0;
 }
 
@@ -986,21 +929,21 @@ static int layer_fwd(struct enc_work *w, const float *P, uint32_t l, const struc
 	e->x = x;
 	CHECK(lin_fwd(w, P, o->p, 3, N, D, D, x, e->qkv, e->u));
 	struct fedrun_attn_dims ad = adims(w, d);
-	CHECK(w->be->attn_forward(w->ctx, &ad, e->qkv, e->qkv + D, e->qkv + 2 * D, d->len, w->rng,
-				  e->a, e->ac));
+	CHECK(w->dv.be->attn_forward(w->dv.ctx, &ad, e->qkv, e->qkv + D, e->qkv + 2 * D, d->len,
+				     w->rng, e->a, e->ac));
 	CHECK(lin_fwd(w, P, &o->p[P_O], 1, N, D, D, e->a, e->r1, e->u + P_O));
 	if (w->drop && e->m1)
-		CHECK(w->be->dropout_forward(w->ctx, N * D, w->c.dropout, w->rng, e->r1, e->r1,
-					     e->m1));
-	CHECK(dev_add(w, N * D, 1.0f, x, e->r1));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, N * D, w->c.dropout, w->rng, e->r1,
+						e->r1, e->m1));
+	CHECK(mdev_net_add(&w->dv, N * D, 1.0f, x, e->r1));
 	CHECK(ln_fwd(w, P, &o->ln1, N, e->r1, e->n1, e->ln1));
 	CHECK(lin_fwd(w, P, &o->p[P_F1], 1, N, D, F, e->n1, e->hpre, e->u + P_F1));
-	CHECK(w->be->act_forward(w->ctx, (enum fedrun_act)w->c.act, N * F, e->hpre, e->h));
+	CHECK(w->dv.be->act_forward(w->dv.ctx, (enum fedrun_act)w->c.act, N * F, e->hpre, e->h));
 	CHECK(lin_fwd(w, P, &o->p[P_F2], 1, N, F, D, e->h, e->r2, e->u + P_F2));
 	if (w->drop)
-		CHECK(w->be->dropout_forward(w->ctx, N * D, w->c.dropout, w->rng, e->r2, e->r2,
-					     e->m2));
-	CHECK(dev_add(w, N * D, 1.0f, e->n1, e->r2));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, N * D, w->c.dropout, w->rng, e->r2,
+						e->r2, e->m2));
+	CHECK(mdev_net_add(&w->dv, N * D, 1.0f, e->n1, e->r2));
 	return ln_fwd(w, P, &o->ln2, N, e->r2, e->n2, e->ln2);
 }
 
@@ -1015,23 +958,24 @@ static int layer_bwd(struct enc_work *w, const float *P, float *G, uint32_t l,
 	CHECK(ln_bwd(w, P, G, &o->ln2, N, e->r2, e->ln2, g, g));
 	const float *dy = g;
 	if (w->drop) {
-		CHECK(w->be->dropout_backward(w->ctx, N * D, w->c.dropout, e->m2, g, w->tmp));
+		CHECK(w->dv.be->dropout_backward(w->dv.ctx, N * D, w->c.dropout, e->m2, g, w->tmp));
 		dy = w->tmp;
 	}
 	CHECK(lin_bwd(w, P, G, &o->p[P_F2], 1, N, F, D, e->h, dy, w->dz, 0.0f, e->u + P_F2));
-	CHECK(w->be->act_backward(w->ctx, (enum fedrun_act)w->c.act, N * F, e->hpre, w->dz, w->dz));
+	CHECK(w->dv.be->act_backward(w->dv.ctx, (enum fedrun_act)w->c.act, N * F, e->hpre, w->dz,
+				     w->dz));
 	CHECK(lin_bwd(w, P, G, &o->p[P_F1], 1, N, D, F, e->n1, w->dz, g, 1.0f, e->u + P_F1));
 	CHECK(ln_bwd(w, P, G, &o->ln1, N, e->r1, e->ln1, g, g));
 	dy = g;
 	if (w->drop && e->m1) {
-		CHECK(w->be->dropout_backward(w->ctx, N * D, w->c.dropout, e->m1, g, w->tmp));
+		CHECK(w->dv.be->dropout_backward(w->dv.ctx, N * D, w->c.dropout, e->m1, g, w->tmp));
 		dy = w->tmp;
 	}
 	CHECK(lin_bwd(w, P, G, &o->p[P_O], 1, N, D, D, e->a, dy, w->dz, 0.0f, e->u + P_O));
 	struct fedrun_attn_dims ad = adims(w, d);
 	float *dq = w->dqkv;
-	CHECK(w->be->attn_backward(w->ctx, &ad, e->qkv, e->qkv + D, e->qkv + 2 * D, d->len, e->ac,
-				   w->dz, dq, dq + D, dq + 2 * D));
+	CHECK(w->dv.be->attn_backward(w->dv.ctx, &ad, e->qkv, e->qkv + D, e->qkv + 2 * D, d->len,
+				      e->ac, w->dz, dq, dq + D, dq + 2 * D));
 	return lin_bwd(w, P, G, o->p, 3, N, D, D, e->x, w->dqkv, want_dx ? g : NULL, 1.0f, e->u);
 }
 
@@ -1112,7 +1056,7 @@ static int send_batch(struct enc_work *w, const struct enc_batch *b, int labels,
 		      struct dev_batch *d)
 {
 	const uint64_t B = b->B, T = b->T, N = B * T;
-	int32_t *h = mdev_stage(&w->hbuf, &w->hcap, 8 * N + 8);
+	int32_t *h = mdev_stage(&w->dv.hbuf, &w->dv.hcap, 8 * N + 8);
 	if (!h)
 		return FEDRUN_ENOMEM;
 	memcpy(h, b->ids, N * sizeof *h);
@@ -1201,7 +1145,7 @@ static int argmax_rows(const float *x, uint64_t rows, uint64_t K, int32_t *out, 
 static int pooler_fwd(struct enc_work *w, const float *P, uint64_t B)
 {
 	CHECK(lin_fwd(w, P, &w->off.pool, 1, B, w->D, w->D, w->hc, w->hp, NULL));
-	return w->be->act_forward(w->ctx, FEDRUN_ACT_TANH, B * w->D, w->hp, w->hq);
+	return w->dv.be->act_forward(w->dv.ctx, FEDRUN_ACT_TANH, B * w->D, w->hp, w->hq);
 }
 
 /* The classify head on h (N,D): h0 = the rows' first positions into hc,
@@ -1211,18 +1155,18 @@ static int classify_fwd(struct enc_work *w, const float *P, const struct dev_bat
 			const float *h)
 {
 	const uint64_t B = d->B, D = w->D;
-	CHECK(
-	    w->be->embedding_forward(w->ctx, (uint32_t)B, (uint32_t)d->N, w->D, d->cls, h, w->hc));
+	CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)B, (uint32_t)d->N, w->D, d->cls, h,
+					  w->hc));
 	if (w->c.arch == ENC_BERT) {
 		CHECK(pooler_fwd(w, P, B));
 	} else {
 		CHECK(lin_fwd(w, P, &w->off.pre, 1, B, D, D, w->hc, w->hp, NULL));
-		CHECK(w->be->act_forward(w->ctx, FEDRUN_ACT_RELU, B * D, w->hp, w->hq));
+		CHECK(w->dv.be->act_forward(w->dv.ctx, FEDRUN_ACT_RELU, B * D, w->hp, w->hq));
 	}
 	const float *z = w->hq;
 	if (w->cdrop) {
-		CHECK(w->be->dropout_forward(w->ctx, B * D, w->c.cls_dropout, w->rng, w->hq, w->hd,
-					     w->hm));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, B * D, w->c.cls_dropout, w->rng, w->hq,
+						w->hd, w->hm));
 		z = w->hd;
 	}
 	return lin_fwd(w, P, &w->off.cls, 1, B, D, w->c.labels, z, w->logits, NULL);
@@ -1241,17 +1185,18 @@ static int classify_bwd(struct enc_work *w, const float *P, float *G, const stru
 	if (!need)
 		return 0;
 	if (w->cdrop)
-		CHECK(w->be->dropout_backward(w->ctx, B * D, w->c.cls_dropout, w->hm, w->dh2,
-					      w->dh2));
-	CHECK(w->be->act_backward(w->ctx, w->c.arch == ENC_BERT ? FEDRUN_ACT_TANH : FEDRUN_ACT_RELU,
-				  B * D, w->hp, w->dh2, w->dh2));
+		CHECK(w->dv.be->dropout_backward(w->dv.ctx, B * D, w->c.cls_dropout, w->hm, w->dh2,
+						 w->dh2));
+	CHECK(w->dv.be->act_backward(w->dv.ctx,
+				     w->c.arch == ENC_BERT ? FEDRUN_ACT_TANH : FEDRUN_ACT_RELU,
+				     B * D, w->hp, w->dh2, w->dh2));
 	CHECK(
 	    lin_bwd(w, P, G, first, 1, B, D, D, w->hc, w->dh2, below ? w->tmp : NULL, 0.0f, NULL));
 	if (!below)
 		return 0;
-	CHECK(w->be->zero(w->ctx, w->g, d->N * D * sizeof(float)));
-	return w->be->embedding_backward(w->ctx, (uint32_t)B, (uint32_t)d->N, w->D, d->cls, w->tmp,
-					 w->g);
+	CHECK(w->dv.be->zero(w->dv.ctx, w->g, d->N * D * sizeof(float)));
+	return w->dv.be->embedding_backward(w->dv.ctx, (uint32_t)B, (uint32_t)d->N, w->D, d->cls,
+					    w->tmp, w->g);
 }
 
 /* The tag head: dropout (into hd), classifier on every position. */
@@ -1260,8 +1205,8 @@ static int tag_fwd(struct enc_work *w, const float *P, const struct dev_batch *d
 	const uint64_t N = d->N, D = w->D;
 	const float *z = h;
 	if (w->cdrop) {
-		CHECK(w->be->dropout_forward(w->ctx, N * D, w->c.cls_dropout, w->rng, h, w->hd,
-					     w->hm));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, N * D, w->c.cls_dropout, w->rng, h,
+						w->hd, w->hm));
 		z = w->hd;
 	}
 	return lin_fwd(w, P, &w->off.cls, 1, N, D, w->c.labels, z, w->logits, NULL);
@@ -1275,7 +1220,8 @@ static int tag_bwd(struct enc_work *w, const float *P, float *G, const struct de
 	CHECK(lin_bwd(w, P, G, &w->off.cls, 1, N, D, w->c.labels, z, w->logits, below ? w->g : NULL,
 		      0.0f, NULL));
 	if (below && w->cdrop)
-		CHECK(w->be->dropout_backward(w->ctx, N * D, w->c.cls_dropout, w->hm, w->g, w->g));
+		CHECK(w->dv.be->dropout_backward(w->dv.ctx, N * D, w->c.cls_dropout, w->hm, w->g,
+						 w->g));
 	return 0;
 }
 
@@ -1283,15 +1229,15 @@ static int tag_bwd(struct enc_work *w, const float *P, float *G, const struct de
 static int mlm_transform(struct enc_work *w, const float *P, uint64_t n, const float *x)
 {
 	CHECK(lin_fwd(w, P, &w->off.mt, 1, n, w->D, w->D, x, w->hp, NULL));
-	CHECK(w->be->act_forward(w->ctx, (enum fedrun_act)w->c.act, n * w->D, w->hp, w->hq));
+	CHECK(w->dv.be->act_forward(w->dv.ctx, (enum fedrun_act)w->c.act, n * w->D, w->hp, w->hq));
 	return ln_fwd(w, P, &w->off.mln, n, w->hq, w->hd, w->hln);
 }
 
 /* logits (n,V) of rows t (n,D): t E^T + bias, E the word embeddings. */
 static int mlm_logits(struct enc_work *w, const float *P, uint64_t n, const float *t)
 {
-	return w->be->linear_forward(w->ctx, (uint32_t)n, w->D, w->V, t, pt(w, P, w->off.wemb),
-				     pt(w, P, w->off.mbias), w->logits);
+	return w->dv.be->linear_forward(w->dv.ctx, (uint32_t)n, w->D, w->V, t,
+					pt(w, P, w->off.wemb), pt(w, P, w->off.mbias), w->logits);
 }
 
 /* ---- passes -------------------------------------------------------------- */
@@ -1366,8 +1312,8 @@ int enc_forward_backward(struct enc_work *w, const float *params, const struct e
 				if (b->labels[i] < 0)
 					pred[i] = -1;
 		}
-		CHECK(w->be->softmax_xent(w->ctx, (uint32_t)rows, (uint32_t)K, w->logits, d.labels,
-					  &loss, &cnt, G ? w->logits : NULL));
+		CHECK(w->dv.be->softmax_xent(w->dv.ctx, (uint32_t)rows, (uint32_t)K, w->logits,
+					     d.labels, &loss, &cnt, G ? w->logits : NULL));
 		if (loss_sum)
 			*loss_sum = loss * (double)cnt;
 		if (!G)
@@ -1379,8 +1325,8 @@ int enc_forward_backward(struct enc_work *w, const float *params, const struct e
 	} else {
 		/* MLM: the labelled positions hc (nc,D), their transform, the
 		 * tied output layer chunk by chunk */
-		CHECK(w->be->embedding_forward(w->ctx, (uint32_t)nc, (uint32_t)N, w->D, d.row, h,
-					       w->hc));
+		CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)nc, (uint32_t)N, w->D, d.row,
+						  h, w->hc));
 		CHECK(mlm_transform(w, P, nc, w->hc));
 		const int tbelow = below || lin_trainable(w, &w->off.mt) ||
 				   gt(w, G, w->off.mln.g) || gt(w, G, w->off.mln.b);
@@ -1405,16 +1351,16 @@ int enc_forward_backward(struct enc_work *w, const float *params, const struct e
 			uint64_t k = 0;
 			const float s = (float)((double)n / (double)nc);
 			if (rc == 0)
-				rc = w->be->softmax_xent_db(w->ctx, (uint32_t)n, w->V, w->logits,
-							    d.tg + r0, s, &l, &k,
-							    G ? w->logits : NULL, db);
+				rc = w->dv.be->softmax_xent_db(w->dv.ctx, (uint32_t)n, w->V,
+							       w->logits, d.tg + r0, s, &l, &k,
+							       G ? w->logits : NULL, db);
 			lsum += l * (double)k;
 			if (rc == 0 && G && tbelow)
-				rc = mm(w, false, false, n, D, w->V, 1.0f, w->logits, w->V, E, D,
-					0.0f, w->dh2 + r0 * D, D);
+				rc = mdev_net_mm(&w->dv, false, false, n, D, w->V, 1.0f, w->logits,
+						 w->V, E, D, 0.0f, w->dh2 + r0 * D, D);
 			if (rc == 0 && dE)
-				rc = mm(w, true, false, w->V, D, n, 1.0f, w->logits, w->V, t, D,
-					1.0f, dE, D);
+				rc = mdev_net_mm(&w->dv, true, false, w->V, D, n, 1.0f, w->logits,
+						 w->V, t, D, 1.0f, dE, D);
 		}
 		free(hl);
 		CHECK(rc);
@@ -1424,14 +1370,14 @@ int enc_forward_backward(struct enc_work *w, const float *params, const struct e
 			return 0;
 		/* back through the transform: LN, act, dense */
 		CHECK(ln_bwd(w, P, G, &w->off.mln, nc, w->hq, w->hln, w->dh2, w->dh2));
-		CHECK(w->be->act_backward(w->ctx, (enum fedrun_act)w->c.act, nc * D, w->hp, w->dh2,
-					  w->dh2));
+		CHECK(w->dv.be->act_backward(w->dv.ctx, (enum fedrun_act)w->c.act, nc * D, w->hp,
+					     w->dh2, w->dh2));
 		CHECK(lin_bwd(w, P, G, &w->off.mt, 1, nc, D, D, w->hc, w->dh2,
 			      below ? w->tmp : NULL, 0.0f, NULL));
 		if (below) {
-			CHECK(w->be->zero(w->ctx, w->g, N * D * sizeof(float)));
-			CHECK(w->be->embedding_backward(w->ctx, (uint32_t)nc, (uint32_t)N, w->D,
-							d.row, w->tmp, w->g));
+			CHECK(w->dv.be->zero(w->dv.ctx, w->g, N * D * sizeof(float)));
+			CHECK(w->dv.be->embedding_backward(w->dv.ctx, (uint32_t)nc, (uint32_t)N,
+							   w->D, d.row, w->tmp, w->g));
 		}
 	}
 	if (!below)
@@ -1462,8 +1408,8 @@ int enc_forward(struct enc_work *w, const float *params, const struct enc_batch 
 	const float *P = params, *h;
 	CHECK(stack_fwd(w, P, &d, hidden, &h));
 	if (pooled) {
-		CHECK(w->be->embedding_forward(w->ctx, (uint32_t)B, (uint32_t)N, w->D, d.cls, h,
-					       w->hc));
+		CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)B, (uint32_t)N, w->D, d.cls,
+						  h, w->hc));
 		CHECK(pooler_fwd(w, P, B));
 		CHECK(enc_work_to_host(w, pooled, w->hq, B * D * sizeof(float)));
 	}

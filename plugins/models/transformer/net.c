@@ -146,20 +146,10 @@ struct dec_state {
 struct tfm_work {
 	struct tfm_cfg c;
 	struct fedrun_layout layout;
-	const struct fedrun_backend_ops *be;
-	void *ctx;
+	struct mdev_net dv; /* the backend (prow: 3D floats) */
 	struct net_off off;
 	uint32_t D, H, F, V, dh;
 	float emb_scale; /* sqrt(D), sec. 3.4 */
-
-	struct mdev_xfer xfer; /* host<->device bytes of this object */
-	float *zeros;	       /* zcap floats of 0, never written */
-	uint64_t zcap;
-	int32_t *zids; /* zidcap ids 0 (a bias row broadcast), never written */
-	uint64_t zidcap;
-	float *prow;   /* (3D) a bias row, or column sums */
-	int32_t *hbuf; /* host: ids staged for one to_device */
-	uint64_t hcap; /* its int32s */
 
 	/* training activations, sized by what the largest batches seen so far
 	 * need, each quantity on its own: source and target tokens (B Ts,
@@ -167,7 +157,6 @@ struct tfm_work {
 	 * longest T separately would multiply a batch of many short pairs by
 	 * the length of one long pair (evaluation sees both). */
 	uint64_t capNs, capNt, capAss, capAtt, capAts;
-	float *mem;
 	int32_t *ids;	     /* a batch's ids: src, tgt_in, src_len, tgt_len, targets */
 	float *xs, *xt;	     /* (Ns,D), (Nt,D) embedded inputs */
 	uint8_t *ms, *mt;    /* their dropout masks */
@@ -339,27 +328,14 @@ static int build_layout(const struct tfm_cfg *c, struct fedrun_layout *l)
 int tfm_layout(const struct tfm_cfg *c, struct fedrun_layout **out)
 {
 	CHECK(tfm_cfg_check(c));
-	if (!out)
-		return fedrun_error(FEDRUN_EINVAL, "tfm_layout: NULL out");
-	struct fedrun_layout *l = malloc(sizeof *l);
-	if (!l)
-		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
-	fedrun_layout_init(l);
-	int rc = build_layout(c, l);
-	if (rc < 0) {
-		tfm_layout_free(l);
-		return rc;
-	}
-	*out = l;
-	return 0;
+	struct fedrun_layout *l;
+	CHECK(mdev_layout_new(&l, out, "tfm_layout"));
+	return mdev_layout_done(l, build_layout(c, l), out);
 }
 
 void tfm_layout_free(struct fedrun_layout *l)
 {
-	if (!l)
-		return;
-	fedrun_layout_fini(l);
-	free(l);
+	mdev_layout_free(l);
 }
 
 /* Offset of tensor prefix+suffix, which must have numel floats. */
@@ -368,13 +344,8 @@ static int find(const struct fedrun_layout *l, const char *prefix, const char *s
 {
 	char name[FEDRUN_NAME_MAX];
 	snprintf(name, sizeof name, "%s%s", prefix, suffix);
-	int64_t i = fedrun_layout_find(l, name);
-	if (i < 0)
-		return fedrun_error(FEDRUN_EINVAL, "transformer: layout has no tensor %s", name);
-	if (l->t[i].numel != numel)
-		return fedrun_error(FEDRUN_EINVAL,
-				    "transformer: tensor %s has %llu floats, expected %llu", name,
-				    (unsigned long long)l->t[i].numel, (unsigned long long)numel);
+	int64_t i;
+	CHECK(mdev_layout_find(l, "transformer", name, numel, &i));
 	*off = l->t[i].offset;
 	return 0;
 }
@@ -530,7 +501,7 @@ static uint64_t attn_floats(const struct tfm_work *w, uint32_t B, uint32_t tq, u
 {
 	struct fedrun_attn_dims d = {
 	    .batch = B, .heads = w->H, .tq = tq, .tk = tk, .dh = w->dh, .dropout = p};
-	return w->be->attn_cache_floats(w->ctx, &d);
+	return w->dv.be->attn_cache_floats(w->dv.ctx, &d);
 }
 
 static void carve_blk(struct mdev_carve *k, struct blk *b, uint64_t N, uint64_t D, int mask)
@@ -607,7 +578,7 @@ static int reserve_train(struct tfm_work *w, uint32_t B, uint32_t Ts, uint32_t T
 	const uint64_t ass = attn_floats(w, B, Ts, Ts, ap), att = attn_floats(w, B, Tt, Tt, ap);
 	const uint64_t ats = attn_floats(w, B, Tt, Ts, ap);
 	if (ns <= w->capNs && nt <= w->capNt && ass <= w->capAss && att <= w->capAtt &&
-	    ats <= w->capAts && w->mem)
+	    ats <= w->capAts && w->dv.mem)
 		return 0;
 #define GROW_(cap, v) ((cap) = (v) > (cap) ? (v) : (cap))
 	GROW_(w->capNs, ns);
@@ -618,16 +589,16 @@ static int reserve_train(struct tfm_work *w, uint32_t B, uint32_t Ts, uint32_t T
 #undef GROW_
 	struct mdev_carve k = {NULL, 0};
 	carve_train(w, &k);
-	if (w->mem)
-		w->be->free_mem(w->ctx, w->mem);
-	w->mem = NULL;
-	int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&w->mem);
+	if (w->dv.mem)
+		w->dv.be->free_mem(w->dv.ctx, w->dv.mem);
+	w->dv.mem = NULL;
+	int rc = w->dv.be->alloc(w->dv.ctx, k.n * sizeof(float), (void **)&w->dv.mem);
 	if (rc < 0) {
 		w->capNs = w->capNt = w->capAss = w->capAtt = w->capAts = 0;
 		return fedrun_error_wrap(rc, "transformer: activations for %u x (%u, %u): ", B, Ts,
 					 Tt);
 	}
-	k.base = w->mem;
+	k.base = w->dv.mem;
 	k.n = 0;
 	carve_train(w, &k);
 	return 0;
@@ -637,7 +608,7 @@ static void dec_state_free(struct tfm_work *w)
 {
 	struct dec_state *s = &w->ds;
 	if (s->mem)
-		w->be->free_mem(w->ctx, s->mem);
+		w->dv.be->free_mem(w->dv.ctx, s->mem);
 	free(s->ckv);
 	free(s->kv);
 	memset(s, 0, sizeof *s);
@@ -647,15 +618,9 @@ void tfm_work_destroy(struct tfm_work *w)
 {
 	if (!w)
 		return;
-	if (w->be && w->ctx) {
+	if (w->dv.be && w->dv.ctx)
 		dec_state_free(w);
-		void *arrays[] = {w->mem, w->zeros, w->zids, w->prow};
-		for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
-			if (arrays[i])
-				w->be->free_mem(w->ctx, arrays[i]);
-		w->be->ctx_destroy(w->ctx);
-	}
-	free(w->hbuf);
+	mdev_net_close(&w->dv);
 	free(w->enc);
 	free(w->dec);
 	off_free(&w->off);
@@ -684,7 +649,6 @@ int tfm_work_create_cfg(const struct tfm_cfg *c, const struct fedrun_layout *l,
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	fedrun_layout_init(&w->layout);
 	w->c = *c;
-	w->be = be;
 	w->D = c->dim, w->H = c->heads, w->F = c->ffn, w->V = c->vocab;
 	w->dh = c->dim / c->heads;
 	w->emb_scale = sqrtf((float)c->dim);
@@ -697,12 +661,8 @@ int tfm_work_create_cfg(const struct tfm_cfg *c, const struct fedrun_layout *l,
 		if (!w->enc || !w->dec)
 			rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 	}
-	if (rc == 0 && (rc = be->ctx_create(ctx_cfg, &w->ctx)) < 0) {
-		w->ctx = NULL;
-		rc = fedrun_error_wrap(rc, "backend %s: ", be->name ? be->name : "?");
-	}
 	if (rc == 0)
-		rc = be->alloc(w->ctx, 3 * (uint64_t)c->dim * sizeof(float), (void **)&w->prow);
+		rc = mdev_net_open(&w->dv, be, ctx_cfg, 3 * (uint64_t)c->dim);
 	if (rc < 0) {
 		tfm_work_destroy(w);
 		return rc;
@@ -723,47 +683,39 @@ int tfm_work_create(const struct tfm_cfg *c, const struct fedrun_layout *l,
 
 void *tfm_work_ctx(const struct tfm_work *w)
 {
-	return w->ctx;
+	return w->dv.ctx;
 }
 
 int tfm_work_to_device(struct tfm_work *w, void *dst, const void *src, uint64_t bytes)
 {
-	return mdev_to_device(w->be, w->ctx, &w->xfer, dst, src, bytes);
+	return mdev_net_to_device(&w->dv, dst, src, bytes);
 }
 
 int tfm_work_to_host(struct tfm_work *w, void *dst, const void *src, uint64_t bytes)
 {
-	return mdev_to_host(w->be, w->ctx, &w->xfer, dst, src, bytes);
+	return mdev_net_to_host(&w->dv, dst, src, bytes);
 }
 
 void tfm_work_xfer(const struct tfm_work *w, uint64_t *h2d, uint64_t *d2h)
 {
-	*h2d = w->xfer.h2d;
-	*d2h = w->xfer.d2h;
+	*h2d = w->dv.xfer.h2d;
+	*d2h = w->dv.xfer.d2h;
 }
 
 void tfm_work_xfer_add(struct tfm_work *w, uint64_t h2d, uint64_t d2h)
 {
-	w->xfer.h2d += h2d;
-	w->xfer.d2h += d2h;
-}
-
-/* y (n) += a x: prox_grad's y + a (x - 0) with the zeros as anchor, the
- * same bits as y + a x (x - 0 is x, signed zeros too). */
-static int dev_add(struct tfm_work *w, uint64_t n, float a, const float *x, float *y)
-{
-	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zeros, &w->zcap, n));
-	return w->be->prox_grad(w->ctx, n, a, x, w->zeros, y);
+	w->dv.xfer.h2d += h2d;
+	w->dv.xfer.d2h += d2h;
 }
 
 int tfm_work_axpy(struct tfm_work *w, uint64_t n, float a, const float *x, float *y)
 {
-	return dev_add(w, n, a, x, y);
+	return mdev_net_add(&w->dv, n, a, x, y);
 }
 
 /* Every row of y (N, P D) = [b_0 | b_1 | ...]: embedding_forward of row 0
  * of that one-row table, N times (copies, as memcpy of each b_p would
- * be). Biases that are not adjacent are gathered into w->prow first. */
+ * be). Biases that are not adjacent are gathered into w->dv.prow first. */
 static int bcast_rows(struct tfm_work *w, uint64_t N, uint32_t P, uint64_t D, const float *const *b,
 		      float *y)
 {
@@ -773,22 +725,14 @@ static int bcast_rows(struct tfm_work *w, uint64_t N, uint32_t P, uint64_t D, co
 			row = NULL;
 	if (!row) {
 		for (uint32_t p = 0; p < P; p++)
-			CHECK(w->be->copy(w->ctx, w->prow + p * D, b[p], D * sizeof(float)));
-		row = w->prow;
+			CHECK(
+			    w->dv.be->copy(w->dv.ctx, w->dv.prow + p * D, b[p], D * sizeof(float)));
+		row = w->dv.prow;
 	}
-	CHECK(mdev_grow_zeros(w->be, w->ctx, (void **)&w->zids, &w->zidcap, N));
-	return w->be->embedding_forward(w->ctx, (uint32_t)N, 1, (uint32_t)(P * D), w->zids, row, y);
+	return mdev_net_bcast(&w->dv, N, P * D, row, y);
 }
 
 /* ---- building blocks --------------------------------------------------------- */
-
-static int mm(struct tfm_work *w, bool ta, bool tb, uint64_t m, uint64_t n, uint64_t k, float alpha,
-	      const float *a, uint64_t lda, const float *b, uint64_t ldb, float beta, float *c,
-	      uint64_t ldc)
-{
-	return w->be->sgemm(w->ctx, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb,
-			    beta, c, (int)ldc);
-}
 
 /* y (N, P D) = [b_0 | b_1 | ...] on every row, then y += x . [W_0; W_1;
  * ...]^T: P projections of x (N,in) with weights W_p (D,in), side by side
@@ -805,13 +749,15 @@ static int proj_fwd(struct tfm_work *w, uint64_t N, uint64_t in, uint32_t P, uin
 		badj &= b[p] == b[0] + p * D;
 	}
 	if (fused && badj)
-		return w->be->linear_forward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, x,
-					     W[0], b[0], y);
+		return w->dv.be->linear_forward(w->dv.ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld,
+						x, W[0], b[0], y);
 	CHECK(bcast_rows(w, N, P, D, b, y));
 	if (fused)
-		return mm(w, false, true, N, ld, in, 1.0f, x, in, W[0], in, 1.0f, y, ld);
+		return mdev_net_mm(&w->dv, false, true, N, ld, in, 1.0f, x, in, W[0], in, 1.0f, y,
+				   ld);
 	for (uint32_t p = 0; p < P; p++)
-		CHECK(mm(w, false, true, N, D, in, 1.0f, x, in, W[p], in, 1.0f, y + p * D, ld));
+		CHECK(mdev_net_mm(&w->dv, false, true, N, D, in, 1.0f, x, in, W[p], in, 1.0f,
+				  y + p * D, ld));
 	return 0;
 }
 
@@ -827,32 +773,34 @@ static int proj_bwd(struct tfm_work *w, uint64_t N, uint64_t in, uint32_t P, uin
 		fused &= W[p] == W[0] + p * D * in && dW[p] == dW[0] + p * D * in;
 	if (dx) {
 		if (fused)
-			CHECK(mm(w, false, false, N, in, ld, 1.0f, dy, ld, W[0], in, beta, dx, in));
+			CHECK(mdev_net_mm(&w->dv, false, false, N, in, ld, 1.0f, dy, ld, W[0], in,
+					  beta, dx, in));
 		else
 			for (uint32_t p = 0; p < P; p++)
-				CHECK(mm(w, false, false, N, in, D, 1.0f, dy + p * D, ld, W[p], in,
-					 p ? 1.0f : beta, dx, in));
+				CHECK(mdev_net_mm(&w->dv, false, false, N, in, D, 1.0f, dy + p * D,
+						  ld, W[p], in, p ? 1.0f : beta, dx, in));
 	}
 	if (fused)
-		CHECK(mm(w, true, false, ld, in, N, 1.0f, dy, ld, x, in, 1.0f, dW[0], in));
+		CHECK(mdev_net_mm(&w->dv, true, false, ld, in, N, 1.0f, dy, ld, x, in, 1.0f, dW[0],
+				  in));
 	else
 		for (uint32_t p = 0; p < P; p++)
-			CHECK(mm(w, true, false, D, in, N, 1.0f, dy + p * D, ld, x, in, 1.0f, dW[p],
-				 in));
+			CHECK(mdev_net_mm(&w->dv, true, false, D, in, N, 1.0f, dy + p * D, ld, x,
+					  in, 1.0f, dW[p], in));
 	/* bias gradients: the column sums of dy, linear_backward with only db
 	 * (rows in order, in float over runs of rows joined in double); with
-	 * the db_p apart, summed into w->prow and added to each */
+	 * the db_p apart, summed into w->dv.prow and added to each */
 	int badj = 1;
 	for (uint32_t p = 1; p < P; p++)
 		badj &= db[p] == db[0] + p * D;
 	if (badj)
-		return w->be->linear_backward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL,
-					      NULL, dy, NULL, NULL, db[0]);
-	CHECK(w->be->zero(w->ctx, w->prow, ld * sizeof(float)));
-	CHECK(w->be->linear_backward(w->ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL, NULL,
-				     dy, NULL, NULL, w->prow));
+		return w->dv.be->linear_backward(w->dv.ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld,
+						 NULL, NULL, dy, NULL, NULL, db[0]);
+	CHECK(w->dv.be->zero(w->dv.ctx, w->dv.prow, ld * sizeof(float)));
+	CHECK(w->dv.be->linear_backward(w->dv.ctx, (uint32_t)N, (uint32_t)in, (uint32_t)ld, NULL,
+					NULL, dy, NULL, NULL, w->dv.prow));
 	for (uint32_t p = 0; p < P; p++)
-		CHECK(dev_add(w, D, 1.0f, w->prow + p * D, db[p]));
+		CHECK(mdev_net_add(&w->dv, D, 1.0f, w->dv.prow + p * D, db[p]));
 	return 0;
 }
 
@@ -863,8 +811,8 @@ static int blk_begin(struct tfm_work *w, struct blk *k, uint64_t N, const float 
 	k->x = x;
 	k->sub = x;
 	if (w->c.pre_norm) {
-		CHECK(w->be->layernorm_forward(w->ctx, (uint32_t)N, w->D, TFM_LN_EPS, x, P + ln->g,
-					       P + ln->b, k->n, k->ln));
+		CHECK(w->dv.be->layernorm_forward(w->dv.ctx, (uint32_t)N, w->D, TFM_LN_EPS, x,
+						  P + ln->g, P + ln->b, k->n, k->ln));
 		k->sub = k->n;
 	}
 	return 0;
@@ -882,21 +830,22 @@ static int blk_end(struct tfm_work *w, struct blk *k, uint64_t N, uint64_t K, co
 	if (k->drop) {
 		/* r = o + x, o = Dropout(z Wo^T + bo) made in r */
 		CHECK(proj_fwd(w, N, K, 1, D, z, (const float *const[]){P + wo}, &b, k->r));
-		CHECK(w->be->dropout_forward(w->ctx, N * D, w->c.dropout, w->rng, k->r, k->r,
-					     k->mask));
-		CHECK(dev_add(w, N * D, 1.0f, k->x, k->r));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, N * D, w->c.dropout, w->rng, k->r, k->r,
+						k->mask));
+		CHECK(mdev_net_add(&w->dv, N * D, 1.0f, k->x, k->r));
 	} else {
 		/* r = (bo + x) + z Wo^T */
 		CHECK(bcast_rows(w, N, 1, D, &b, k->r));
-		CHECK(dev_add(w, N * D, 1.0f, k->x, k->r));
-		CHECK(mm(w, false, true, N, D, K, 1.0f, z, K, P + wo, K, 1.0f, k->r, D));
+		CHECK(mdev_net_add(&w->dv, N * D, 1.0f, k->x, k->r));
+		CHECK(mdev_net_mm(&w->dv, false, true, N, D, K, 1.0f, z, K, P + wo, K, 1.0f, k->r,
+				  D));
 	}
 	if (w->c.pre_norm) {
 		*out = k->r;
 		return 0;
 	}
-	CHECK(w->be->layernorm_forward(w->ctx, (uint32_t)N, w->D, TFM_LN_EPS, k->r, P + ln->g,
-				       P + ln->b, k->n, k->ln));
+	CHECK(w->dv.be->layernorm_forward(w->dv.ctx, (uint32_t)N, w->D, TFM_LN_EPS, k->r, P + ln->g,
+					  P + ln->b, k->n, k->ln));
 	*out = k->n;
 	return 0;
 }
@@ -909,11 +858,12 @@ static int blk_end_bwd(struct tfm_work *w, struct blk *k, uint64_t N, uint64_t K
 {
 	const uint64_t D = w->D;
 	if (!w->c.pre_norm)
-		CHECK(w->be->layernorm_backward(w->ctx, (uint32_t)N, w->D, k->r, P + ln->g, k->ln,
-						g, g, G + ln->g, G + ln->b));
+		CHECK(w->dv.be->layernorm_backward(w->dv.ctx, (uint32_t)N, w->D, k->r, P + ln->g,
+						   k->ln, g, g, G + ln->g, G + ln->b));
 	const float *d = g;
 	if (k->drop) {
-		CHECK(w->be->dropout_backward(w->ctx, N * D, w->c.dropout, k->mask, g, w->tmp));
+		CHECK(
+		    w->dv.be->dropout_backward(w->dv.ctx, N * D, w->c.dropout, k->mask, g, w->tmp));
 		d = w->tmp;
 	}
 	float *dwo = G + wo, *dbo = G + bo;
@@ -935,9 +885,9 @@ static int blk_begin_bwd(struct tfm_work *w, struct blk *k, uint64_t N, const st
 {
 	if (!w->c.pre_norm)
 		return 0;
-	CHECK(w->be->layernorm_backward(w->ctx, (uint32_t)N, w->D, k->x, P + ln->g, k->ln, w->dn,
-					w->dn, G + ln->g, G + ln->b));
-	return dev_add(w, N * w->D, 1.0f, w->dn, g);
+	CHECK(w->dv.be->layernorm_backward(w->dv.ctx, (uint32_t)N, w->D, k->x, P + ln->g, k->ln,
+					   w->dn, w->dn, G + ln->g, G + ln->b));
+	return mdev_net_add(&w->dv, N * w->D, 1.0f, w->dn, g);
 }
 
 static struct fedrun_attn_dims adims(const struct tfm_work *w, uint32_t B, uint32_t tq, uint32_t tk,
@@ -987,7 +937,8 @@ static int self_attn_fwd(struct tfm_work *w, const float *P, const struct attn_o
 	qkv_ptrs(P, o, 0, 3, W, b);
 	CHECK(proj_fwd(w, N, D, 3, D, k->sub, W, b, qkv));
 	struct fedrun_attn_dims d = adims(w, B, T, T, 3 * w->D, 3 * w->D, causal, w->adrop);
-	CHECK(w->be->attn_forward(w->ctx, &d, qkv, qkv + D, qkv + 2 * D, key_len, w->rng, a, ac));
+	CHECK(w->dv.be->attn_forward(w->dv.ctx, &d, qkv, qkv + D, qkv + 2 * D, key_len, w->rng, a,
+				     ac));
 	return blk_end(w, k, N, D, a, o->wo, o->bo, &o->ln, P, out);
 }
 
@@ -999,8 +950,8 @@ static int self_attn_bwd(struct tfm_work *w, const float *P, float *G, const str
 	CHECK(blk_end_bwd(w, k, N, D, a, o->wo, o->bo, &o->ln, P, G, g, w->dz));
 	struct fedrun_attn_dims d = adims(w, B, T, T, 3 * w->D, 3 * w->D, causal, w->adrop);
 	float *dqkv = w->dqkv;
-	CHECK(w->be->attn_backward(w->ctx, &d, qkv, qkv + D, qkv + 2 * D, key_len, ac, w->dz, dqkv,
-				   dqkv + D, dqkv + 2 * D));
+	CHECK(w->dv.be->attn_backward(w->dv.ctx, &d, qkv, qkv + D, qkv + 2 * D, key_len, ac, w->dz,
+				      dqkv, dqkv + D, dqkv + 2 * D));
 	const float *W[3], *b[3];
 	float *dW[3], *db[3], beta;
 	qkv_ptrs(P, o, 0, 3, W, b);
@@ -1022,10 +973,10 @@ static int ffn_fwd(struct tfm_work *w, const float *P, const struct ffn_off *o, 
 	const float *W = P + o->w1, *b = P + o->b1;
 	float *pre = hpre ? hpre : h;
 	CHECK(proj_fwd(w, N, D, 1, F, k->sub, &W, &b, pre));
-	CHECK(w->be->act_forward(w->ctx, (enum fedrun_act)w->c.activation, N * F, pre, h));
+	CHECK(w->dv.be->act_forward(w->dv.ctx, (enum fedrun_act)w->c.activation, N * F, pre, h));
 	if (w->hdrop)
-		CHECK(
-		    w->be->dropout_forward(w->ctx, N * F, w->c.relu_dropout, w->rng, h, h, hmask));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, N * F, w->c.relu_dropout, w->rng, h, h,
+						hmask));
 	return blk_end(w, k, N, F, h, o->w2, o->b2, &o->ln, P, out);
 }
 
@@ -1037,12 +988,13 @@ static int ffn_bwd(struct tfm_work *w, const float *P, float *G, const struct ff
 	float *dh = w->dz;
 	CHECK(blk_end_bwd(w, k, N, F, h, o->w2, o->b2, &o->ln, P, G, g, dh));
 	if (w->hdrop)
-		CHECK(w->be->dropout_backward(w->ctx, N * F, w->c.relu_dropout, hmask, dh, dh));
+		CHECK(
+		    w->dv.be->dropout_backward(w->dv.ctx, N * F, w->c.relu_dropout, hmask, dh, dh));
 	/* ReLU: h, its output after dropout, is > 0 exactly where the ReLU
 	 * passed a kept unit, and dh is already 0 on dropped ones, so it
 	 * gates the gradient as the ReLU's input would. */
-	CHECK(w->be->act_backward(w->ctx, (enum fedrun_act)w->c.activation, N * F, hpre ? hpre : h,
-				  dh, dh));
+	CHECK(w->dv.be->act_backward(w->dv.ctx, (enum fedrun_act)w->c.activation, N * F,
+				     hpre ? hpre : h, dh, dh));
 	const float *W = P + o->w1;
 	float *dW = G + o->w1, *db = G + o->b1, beta;
 	float *dsub = sub_target(w, g, &beta);
@@ -1065,8 +1017,8 @@ static int cross_attn_fwd(struct tfm_work *w, const float *P, const struct attn_
 	CHECK(proj_fwd(w, Nt, D, 1, D, k->sub, W, b, e->q));
 	CHECK(proj_fwd(w, Ns, D, 2, D, enc, W + 1, b + 1, e->kv));
 	struct fedrun_attn_dims d = adims(w, B, Tt, Ts, 0, 2 * w->D, 0, w->adrop);
-	CHECK(
-	    w->be->attn_forward(w->ctx, &d, e->q, e->kv, e->kv + D, src_len, w->rng, e->c, e->cc));
+	CHECK(w->dv.be->attn_forward(w->dv.ctx, &d, e->q, e->kv, e->kv + D, src_len, w->rng, e->c,
+				     e->cc));
 	return blk_end(w, k, Nt, D, e->c, o->wo, o->bo, &o->ln, P, out);
 }
 
@@ -1079,8 +1031,8 @@ static int cross_attn_bwd(struct tfm_work *w, const float *P, float *G, const st
 	struct blk *k = &e->ca;
 	CHECK(blk_end_bwd(w, k, Nt, D, e->c, o->wo, o->bo, &o->ln, P, G, g, w->dz));
 	struct fedrun_attn_dims d = adims(w, B, Tt, Ts, 0, 2 * w->D, 0, w->adrop);
-	CHECK(w->be->attn_backward(w->ctx, &d, e->q, e->kv, e->kv + D, src_len, e->cc, w->dz, w->dq,
-				   w->dkv, w->dkv + D));
+	CHECK(w->dv.be->attn_backward(w->dv.ctx, &d, e->q, e->kv, e->kv + D, src_len, e->cc, w->dz,
+				      w->dq, w->dkv, w->dkv + D));
 	const float *W[3], *b[3];
 	float *dW[3], *db[3], beta;
 	qkv_ptrs(P, o, 0, 3, W, b);
@@ -1097,10 +1049,11 @@ static int embed_fwd(struct tfm_work *w, uint32_t B, uint32_t T, const int32_t *
 		     float *x, uint8_t *mask)
 {
 	const uint64_t N = (uint64_t)B * T;
-	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)N, w->V, w->D, ids, E, x));
-	CHECK(w->be->posenc_forward(w->ctx, B, T, w->D, 0, w->emb_scale, x, x));
+	CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)N, w->V, w->D, ids, E, x));
+	CHECK(w->dv.be->posenc_forward(w->dv.ctx, B, T, w->D, 0, w->emb_scale, x, x));
 	if (w->drop)
-		CHECK(w->be->dropout_forward(w->ctx, N * w->D, w->c.dropout, w->rng, x, x, mask));
+		CHECK(w->dv.be->dropout_forward(w->dv.ctx, N * w->D, w->c.dropout, w->rng, x, x,
+						mask));
 	return 0;
 }
 
@@ -1110,9 +1063,9 @@ static int embed_bwd(struct tfm_work *w, uint32_t B, uint32_t T, const int32_t *
 {
 	const uint64_t N = (uint64_t)B * T;
 	if (w->drop)
-		CHECK(w->be->dropout_backward(w->ctx, N * w->D, w->c.dropout, mask, g, g));
-	CHECK(w->be->posenc_backward(w->ctx, B, T, w->D, w->emb_scale, g, g));
-	return w->be->embedding_backward(w->ctx, (uint32_t)N, w->V, w->D, ids, g, dE);
+		CHECK(w->dv.be->dropout_backward(w->dv.ctx, N * w->D, w->c.dropout, mask, g, g));
+	CHECK(w->dv.be->posenc_backward(w->dv.ctx, B, T, w->D, w->emb_scale, g, g));
+	return w->dv.be->embedding_backward(w->dv.ctx, (uint32_t)N, w->V, w->D, ids, g, dE);
 }
 
 /* ---- the encoder and decoder stacks ------------------------------------------ */
@@ -1143,9 +1096,9 @@ static int encoder_fwd(struct tfm_work *w, const float *P, uint32_t B, uint32_t 
 		CHECK(ffn_fwd(w, P, &o->ff, &e->ff, e->h, e->hpre, e->hmask, Ns, x, &x));
 	}
 	if (w->c.pre_norm) {
-		CHECK(w->be->layernorm_forward(w->ctx, (uint32_t)Ns, w->D, TFM_LN_EPS, x,
-					       P + w->off.enc_norm.g, P + w->off.enc_norm.b,
-					       w->enc_fin, w->enc_fln));
+		CHECK(w->dv.be->layernorm_forward(w->dv.ctx, (uint32_t)Ns, w->D, TFM_LN_EPS, x,
+						  P + w->off.enc_norm.g, P + w->off.enc_norm.b,
+						  w->enc_fin, w->enc_fln));
 		x = w->enc_fin;
 	}
 	w->enc_out = x;
@@ -1172,9 +1125,9 @@ static int encoder_bwd(struct tfm_work *w, const float *P, float *G, uint32_t B,
 	const uint64_t Ns = (uint64_t)B * Ts;
 	float *g = w->gs;
 	if (w->c.pre_norm)
-		CHECK(w->be->layernorm_backward(w->ctx, (uint32_t)Ns, w->D, enc_last(w),
-						P + w->off.enc_norm.g, w->enc_fln, g, g,
-						G + w->off.enc_norm.g, G + w->off.enc_norm.b));
+		CHECK(w->dv.be->layernorm_backward(w->dv.ctx, (uint32_t)Ns, w->D, enc_last(w),
+						   P + w->off.enc_norm.g, w->enc_fln, g, g,
+						   G + w->off.enc_norm.g, G + w->off.enc_norm.b));
 	for (uint32_t l = w->c.enc_layers; l-- > 0;) {
 		struct enc_act *e = &w->enc[l];
 		const struct enc_off *o = &w->off.enc[l];
@@ -1200,9 +1153,9 @@ static int decoder_fwd(struct tfm_work *w, const float *P, const struct tfm_batc
 		CHECK(ffn_fwd(w, P, &o->ff, &e->ff, e->h, e->hpre, e->hmask, Nt, x, &x));
 	}
 	if (w->c.pre_norm) {
-		CHECK(w->be->layernorm_forward(w->ctx, (uint32_t)Nt, w->D, TFM_LN_EPS, x,
-					       P + w->off.dec_norm.g, P + w->off.dec_norm.b,
-					       w->dec_fin, w->dec_fln));
+		CHECK(w->dv.be->layernorm_forward(w->dv.ctx, (uint32_t)Nt, w->D, TFM_LN_EPS, x,
+						  P + w->off.dec_norm.g, P + w->off.dec_norm.b,
+						  w->dec_fin, w->dec_fln));
 		x = w->dec_fin;
 	}
 	w->dec_out = x;
@@ -1216,9 +1169,9 @@ static int decoder_bwd(struct tfm_work *w, const float *P, float *G, const struc
 	const uint64_t Nt = (uint64_t)b->B * b->Tt;
 	float *g = w->gt;
 	if (w->c.pre_norm)
-		CHECK(w->be->layernorm_backward(w->ctx, (uint32_t)Nt, w->D, dec_last(w),
-						P + w->off.dec_norm.g, w->dec_fln, g, g,
-						G + w->off.dec_norm.g, G + w->off.dec_norm.b));
+		CHECK(w->dv.be->layernorm_backward(w->dv.ctx, (uint32_t)Nt, w->D, dec_last(w),
+						   P + w->off.dec_norm.g, w->dec_fln, g, g,
+						   G + w->off.dec_norm.g, G + w->off.dec_norm.b));
 	for (uint32_t l = w->c.dec_layers; l-- > 0;) {
 		struct dec_act *e = &w->dec[l];
 		const struct dec_off *o = &w->off.dec[l];
@@ -1294,7 +1247,7 @@ static int send_batch(struct tfm_work *w, const struct tfm_batch *b, bool target
 		      struct dev_batch *d)
 {
 	const uint64_t Ns = (uint64_t)b->B * b->Ts, Nt = (uint64_t)b->B * b->Tt, B = b->B;
-	int32_t *h = mdev_stage(&w->hbuf, &w->hcap, Ns + 4 * Nt + 2 * B);
+	int32_t *h = mdev_stage(&w->dv.hbuf, &w->dv.hcap, Ns + 4 * Nt + 2 * B);
 	if (!h)
 		return FEDRUN_ENOMEM;
 	memcpy(h, b->src, Ns * sizeof *h);
@@ -1369,8 +1322,8 @@ static int forward_pass(struct tfm_work *w, const float *params, const struct tf
 		return 0;
 	const float *h = w->dec_out;
 	if (nc < Nt) { /* hc (nc,D) = the rows of h that have a target */
-		CHECK(w->be->embedding_forward(w->ctx, (uint32_t)nc, (uint32_t)Nt, w->D, d.row, h,
-					       w->hc));
+		CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)nc, (uint32_t)Nt, w->D,
+						  d.row, h, w->hc));
 		h = w->hc;
 	}
 	/* The output layer, chunk by chunk of OUT_CHUNK rows, so that a
@@ -1385,25 +1338,26 @@ static int forward_pass(struct tfm_work *w, const float *params, const struct tf
 	double lsum = 0.0, nsum = 0.0;
 	for (uint64_t r0 = 0; r0 < nc; r0 += OUT_CHUNK) {
 		const uint64_t n = nc - r0 < OUT_CHUNK ? nc - r0 : OUT_CHUNK;
-		CHECK(
-		    mm(w, false, true, n, V, D, 1.0f, h + r0 * D, D, Wout, D, 0.0f, w->logits, V));
+		CHECK(mdev_net_mm(&w->dv, false, true, n, V, D, 1.0f, h + r0 * D, D, Wout, D, 0.0f,
+				  w->logits, V));
 		double loss = 0.0, nll = 0.0;
 		uint64_t cnt = 0;
-		CHECK(w->be->label_smoothed_xent(w->ctx, (uint32_t)n, w->V, w->c.label_smoothing,
-						 w->logits, tg + r0, &loss, &nll, &cnt,
-						 grad ? w->logits : NULL));
+		CHECK(w->dv.be->label_smoothed_xent(w->dv.ctx, (uint32_t)n, w->V,
+						    w->c.label_smoothing, w->logits, tg + r0, &loss,
+						    &nll, &cnt, grad ? w->logits : NULL));
 		lsum += loss * (double)cnt;
 		nsum += nll * (double)cnt;
 		for (uint64_t i = 0; tok_nll && i < n; i++)
-			CHECK(w->be->label_smoothed_xent(w->ctx, 1, w->V, 0.0f, w->logits + i * V,
-							 tg + r0 + i, NULL, tok_nll + r0 + i, NULL,
-							 NULL));
+			CHECK(w->dv.be->label_smoothed_xent(w->dv.ctx, 1, w->V, 0.0f,
+							    w->logits + i * V, tg + r0 + i, NULL,
+							    tok_nll + r0 + i, NULL, NULL));
 		if (!grad)
 			continue;
 		const float k = (float)((double)cnt / (double)nc);
-		CHECK(mm(w, false, false, n, D, V, k, w->logits, V, Wout, D, 0.0f, dh + r0 * D, D));
-		CHECK(mm(w, true, false, V, D, n, k, w->logits, V, h + r0 * D, D, 1.0f,
-			 G + w->off.out, D));
+		CHECK(mdev_net_mm(&w->dv, false, false, n, D, V, k, w->logits, V, Wout, D, 0.0f,
+				  dh + r0 * D, D));
+		CHECK(mdev_net_mm(&w->dv, true, false, V, D, n, k, w->logits, V, h + r0 * D, D,
+				  1.0f, G + w->off.out, D));
 	}
 	if (loss_sum)
 		*loss_sum = lsum;
@@ -1414,9 +1368,9 @@ static int forward_pass(struct tfm_work *w, const float *params, const struct tf
 	if (nc < Nt) {
 		/* gt (Nt,D): row i = dh row pos[i], the zero row nc of dh for
 		 * the rows without a target */
-		CHECK(w->be->zero(w->ctx, dh + nc * D, D * sizeof *dh));
-		CHECK(w->be->embedding_forward(w->ctx, (uint32_t)Nt, (uint32_t)nc + 1, w->D, d.pos,
-					       dh, w->gt));
+		CHECK(w->dv.be->zero(w->dv.ctx, dh + nc * D, D * sizeof *dh));
+		CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)Nt, (uint32_t)nc + 1, w->D,
+						  d.pos, dh, w->gt));
 	}
 	CHECK(decoder_bwd(w, P, G, &d.b));
 	return encoder_bwd(w, P, G, d.b.B, d.b.Ts, d.b.src, d.b.src_len);
@@ -1452,12 +1406,12 @@ int tfm_forward_logits(struct tfm_work *w, const float *params, const struct tfm
 	const uint64_t Nt = (uint64_t)b->B * b->Tt, D = w->D, bytes = Nt * w->V * sizeof(float);
 	/* all of them at once, then to the caller's host array */
 	float *dl = NULL;
-	CHECK(w->be->alloc(w->ctx, bytes, (void **)&dl));
-	int rc = mm(w, false, true, Nt, w->V, D, 1.0f, w->dec_out, D, params + w->off.out, D, 0.0f,
-		    dl, w->V);
+	CHECK(w->dv.be->alloc(w->dv.ctx, bytes, (void **)&dl));
+	int rc = mdev_net_mm(&w->dv, false, true, Nt, w->V, D, 1.0f, w->dec_out, D,
+			     params + w->off.out, D, 0.0f, dl, w->V);
 	if (rc == 0)
 		rc = tfm_work_to_host(w, logits, dl, bytes);
-	w->be->free_mem(w->ctx, dl);
+	w->dv.be->free_mem(w->dv.ctx, dl);
 	return rc;
 }
 
@@ -1521,10 +1475,10 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 	carve_dec(w, &k);
 	if (k.n > s->cap) {
 		if (s->mem)
-			w->be->free_mem(w->ctx, s->mem);
+			w->dv.be->free_mem(w->dv.ctx, s->mem);
 		s->mem = NULL;
 		s->cap = 0;
-		int rc = w->be->alloc(w->ctx, k.n * sizeof(float), (void **)&s->mem);
+		int rc = w->dv.be->alloc(w->dv.ctx, k.n * sizeof(float), (void **)&s->mem);
 		if (rc < 0)
 			return fedrun_error_wrap(
 			    rc, "tfm_encode: decoding state for %u rows x %u steps: ", B * beam,
@@ -1536,7 +1490,7 @@ int tfm_encode(struct tfm_work *w, const float *params, uint32_t B, uint32_t Ts,
 	carve_dec(w, &k);
 	/* src_len (B) then src (B,Ts), in one to_device */
 	const uint64_t Ns = (uint64_t)B * Ts;
-	int32_t *h = mdev_stage(&w->hbuf, &w->hcap, B + Ns);
+	int32_t *h = mdev_stage(&w->dv.hbuf, &w->dv.hcap, B + Ns);
 	if (!h)
 		return FEDRUN_ENOMEM;
 	memcpy(h, src_len, B * sizeof *h);
@@ -1584,8 +1538,8 @@ static int reorder(struct tfm_work *w, uint32_t t, const int32_t *parent)
 	for (uint32_t l = 0; l < w->c.dec_layers; l++) {
 		float *old = s->kv[l], *neu = s->spare;
 		for (uint32_t r = 0; r < s->rows; r++)
-			CHECK(w->be->copy(w->ctx, neu + r * row, old + (uint64_t)parent[r] * row,
-					  used * sizeof *neu));
+			CHECK(w->dv.be->copy(w->dv.ctx, neu + r * row,
+					     old + (uint64_t)parent[r] * row, used * sizeof *neu));
 		s->kv[l] = neu;
 		s->spare = old;
 	}
@@ -1638,7 +1592,7 @@ int tfm_decode_step(struct tfm_work *w, const float *params, uint32_t t, const i
 	set_drop(w, NULL);
 	s->sa.drop = s->ca.drop = s->ff.drop = 0;
 	/* the step's tokens and every row's key count t + 1, in one to_device */
-	int32_t *hs = mdev_stage(&w->hbuf, &w->hcap, 2 * R);
+	int32_t *hs = mdev_stage(&w->dv.hbuf, &w->dv.hcap, 2 * R);
 	if (!hs)
 		return FEDRUN_ENOMEM;
 	memcpy(hs, tokens, R * sizeof *hs);
@@ -1646,9 +1600,10 @@ int tfm_decode_step(struct tfm_work *w, const float *params, uint32_t t, const i
 		hs[R + r] = (int32_t)t + 1;
 	CHECK(tfm_work_to_device(w, s->tokens, hs, 2 * R * sizeof *hs));
 	/* the token at position t, scaled, plus PE(t) (sec. 3.4, 3.5) */
-	CHECK(w->be->embedding_forward(w->ctx, (uint32_t)R, w->V, w->D, s->tokens,
-				       P + w->off.emb_tgt, s->x));
-	CHECK(w->be->posenc_forward(w->ctx, (uint32_t)R, 1, w->D, t, w->emb_scale, s->x, s->x));
+	CHECK(w->dv.be->embedding_forward(w->dv.ctx, (uint32_t)R, w->V, w->D, s->tokens,
+					  P + w->off.emb_tgt, s->x));
+	CHECK(
+	    w->dv.be->posenc_forward(w->dv.ctx, (uint32_t)R, 1, w->D, t, w->emb_scale, s->x, s->x));
 	const float *x = s->x;
 	for (uint32_t l = 0; l < w->c.dec_layers; l++) {
 		const struct dec_off *o = &w->off.dec[l];
@@ -1660,32 +1615,33 @@ int tfm_decode_step(struct tfm_work *w, const float *params, uint32_t t, const i
 		/* this step's keys and values into each row's cache, position t */
 		float *kv = s->kv[l];
 		for (uint64_t r = 0; r < R; r++)
-			CHECK(w->be->copy(w->ctx, kv + (r * M + t) * 2 * D, s->qkv + r * 3 * D + D,
-					  2 * D * sizeof *kv));
+			CHECK(w->dv.be->copy(w->dv.ctx, kv + (r * M + t) * 2 * D,
+					     s->qkv + r * 3 * D + D, 2 * D * sizeof *kv));
 		struct fedrun_attn_dims d =
 		    adims(w, (uint32_t)R, 1, (uint32_t)M, 3 * w->D, 2 * w->D, 0, 0);
-		CHECK(w->be->attn_forward(w->ctx, &d, s->qkv, kv, kv + D, s->klen, NULL, s->a,
-					  s->ac));
+		CHECK(w->dv.be->attn_forward(w->dv.ctx, &d, s->qkv, kv, kv + D, s->klen, NULL, s->a,
+					     s->ac));
 		CHECK(blk_end(w, &s->sa, R, D, s->a, o->sa.wo, o->sa.bo, &o->sa.ln, P, &x));
 		/* cross-attention: the beam rows of sentence i are its queries */
 		CHECK(blk_begin(w, &s->ca, R, x, &o->ca.ln, P));
 		qkv_ptrs(P, &o->ca, 0, 1, W, b);
 		CHECK(proj_fwd(w, R, D, 1, D, s->ca.sub, W, b, s->q));
 		d = adims(w, s->B, s->beam, s->Ts, 0, 2 * w->D, 0, 0);
-		CHECK(w->be->attn_forward(w->ctx, &d, s->q, s->ckv[l], s->ckv[l] + D, s->src_len,
-					  NULL, s->c, s->cc));
+		CHECK(w->dv.be->attn_forward(w->dv.ctx, &d, s->q, s->ckv[l], s->ckv[l] + D,
+					     s->src_len, NULL, s->c, s->cc));
 		CHECK(blk_end(w, &s->ca, R, D, s->c, o->ca.wo, o->ca.bo, &o->ca.ln, P, &x));
 		CHECK(ffn_fwd(w, P, &o->ff, &s->ff, s->h, s->hpre, NULL, R, x, &x));
 	}
 	if (w->c.pre_norm) {
-		CHECK(w->be->layernorm_forward(w->ctx, (uint32_t)R, w->D, TFM_LN_EPS, x,
-					       P + w->off.dec_norm.g, P + w->off.dec_norm.b, s->fin,
-					       s->finln));
+		CHECK(w->dv.be->layernorm_forward(w->dv.ctx, (uint32_t)R, w->D, TFM_LN_EPS, x,
+						  P + w->off.dec_norm.g, P + w->off.dec_norm.b,
+						  s->fin, s->finln));
 		x = s->fin;
 	}
 	/* the logits on the device, then to the host for the log softmax and
 	 * the search */
-	CHECK(mm(w, false, true, R, w->V, D, 1.0f, x, D, P + w->off.out, D, 0.0f, s->logits, w->V));
+	CHECK(mdev_net_mm(&w->dv, false, true, R, w->V, D, 1.0f, x, D, P + w->off.out, D, 0.0f,
+			  s->logits, w->V));
 	CHECK(tfm_work_to_host(w, logprobs, s->logits, R * w->V * sizeof *logprobs));
 	log_softmax_rows(R, w->V, logprobs);
 	s->next_t = t + 1;
