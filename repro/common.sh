@@ -8,6 +8,66 @@ die() {
 	exit 1
 }
 
+# parse_args SPEC "$@": a run.sh's command line. SPEC's words are
+# --OPTION=VAR (the option takes a value, into $VAR) and --OPTION:VAR (a
+# flag: VAR=1); -h or --help prints the script's opening comment (to
+# "set -eu", without the licence and shellcheck lines). Any other
+# argument goes to the script's own extra_arg ARG [NEXT ...] where it
+# defines one, which returns 0 when it took ARG, 2 when it took ARG and
+# the next argument, 1 when it does not know ARG; an argument nobody takes,
+# or an option without its value, dies.
+parse_args() {
+	_spec=$1
+	shift
+	while [ $# -gt 0 ]; do
+		_var='' _flag=''
+		for _w in $_spec; do
+			case $_w in
+			"$1="*) _var=${_w#*=} ;;
+			"$1:"*) _flag=${_w#*:} ;;
+			esac
+		done
+		if [ -n "$_var" ]; then
+			[ $# -ge 2 ] || die "$1 needs a value"
+			eval "$_var=\$2"
+			shift 2
+			continue
+		fi
+		if [ -n "$_flag" ]; then
+			eval "$_flag=1"
+		else
+			case $1 in
+			-h | --help)
+				sed -n '2,/^set -eu$/p' "$0" |
+					sed -e '$d' -e '/SPDX-License-Identifier\|^# shellcheck /d' -e 's/^# \{0,1\}//'
+				exit 0
+				;;
+			esac
+			_rc=1
+			if command -v extra_arg >/dev/null 2>&1; then
+				_rc=0
+				extra_arg "$@" || _rc=$?
+			fi
+			case $_rc in
+			0) ;;
+			2) shift ;;
+			*) die "unknown argument $1 (see --help)" ;;
+			esac
+		fi
+		shift
+	done
+}
+
+# want STAGE: whether the comma-separated $only names STAGE.
+want() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
+
+# check_only STAGES: every stage $only names is one of STAGES (words).
+check_only() {
+	for _s in $(echo "$only" | tr ',' ' '); do
+		case " $1 " in *" $_s "*) ;; *) die "--only: unknown stage $_s (stages: $1)" ;; esac
+	done
+}
+
 # need_positive OPTION VALUE: VALUE must be a positive integer.
 need_positive() {
 	case $2 in '' | *[!0-9]* | 0) die "$1 needs a positive number" ;; esac

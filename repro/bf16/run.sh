@@ -33,25 +33,8 @@ prog=run.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 out=runs/bf16 threads=2 only=''
-while [ $# -gt 0 ]; do
-	case $1 in
-	--out | --threads | --only)
-		[ $# -ge 2 ] || die "$1 needs a value"
-		case $1 in
-		--out) out=$2 ;;
-		--threads) threads=$2 ;;
-		--only) only=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
+parse_args "
+	--out=out --threads=threads --only=only" "$@"
 need_positive --threads "$threads"
 case $only in '' | brown | passban) ;; *) die "--only $only: brown or passban" ;; esac
 find_fedrun

@@ -47,35 +47,13 @@ prog=run.sh
 . "$top/repro/common.sh"
 
 quick=0 out='' data='' threads=2 seeds=1 preset=small rounds='' every='' size_rounds=''
+# shellcheck disable=SC2034 # only: read by common.sh's want
 backend=cpu only='table2,noniid,table3,alpha' force=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--force) force=1 ;;
-	--out | --data | --threads | --seeds | --preset | --rounds | --eval-every | --backend | --only | --size-rounds)
-		[ $# -ge 2 ] || die "$1 needs a value"
-		case $1 in
-		--out) out=$2 ;;
-		--data) data=$2 ;;
-		--threads) threads=$2 ;;
-		--seeds) seeds=$2 ;;
-		--preset) preset=$2 ;;
-		--rounds) rounds=$2 ;;
-		--eval-every) every=$2 ;;
-		--backend) backend=$2 ;;
-		--only) only=$2 ;;
-		--size-rounds) size_rounds=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
+parse_args "
+	--quick:quick --force:force --out=out --data=data
+	--threads=threads --seeds=seeds --preset=preset
+	--rounds=rounds --eval-every=every --backend=backend
+	--only=only --size-rounds=size_rounds" "$@"
 if [ $quick = 1 ]; then
 	: "${out:=runs/ji2019-quick}" "${rounds:=3}" "${every:=1}"
 else
@@ -90,10 +68,7 @@ for s in $seeds; do need_positive --seeds "$s"; done
 [ -n "$seeds" ] || die "--seeds needs at least one seed"
 case $preset in small | medium | large) ;; *) die "--preset: small, medium or large" ;; esac
 case $backend in '' | *[!A-Za-z0-9_-]*) die "--backend: a plugin name" ;; esac
-for s in $(echo "$only" | tr ',' ' '); do
-	case $s in table2 | noniid | table3 | alpha | compare | sizes) ;; *) die "--only: unknown stage $s" ;; esac
-done
-want() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
+check_only "table2 noniid table3 alpha compare sizes"
 : "${data:=$top/data/brown/out}"
 
 find_fedrun

@@ -50,33 +50,11 @@ prog=run.sh
 
 quick=0 out='' data='' threads=2 seeds='' rounds='' force=0 pretrained='' encoders='' prounds=''
 only='pretrain,q1,q2,q3,q4,scratch'
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--force) force=1 ;;
-	--out | --data | --threads | --seeds | --rounds | --only | --pretrained | --encoders | --pretrain-rounds)
-		[ $# -ge 2 ] || die "$1 needs a value"
-		case $1 in
-		--out) out=$2 ;;
-		--data) data=$2 ;;
-		--threads) threads=$2 ;;
-		--seeds) seeds=$2 ;;
-		--rounds) rounds=$2 ;;
-		--only) only=$2 ;;
-		--pretrained) pretrained=$2 ;;
-		--encoders) encoders=$2 ;;
-		--pretrain-rounds) prounds=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		sed -n '4,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
+parse_args "
+	--quick:quick --force:force --out=out --data=data
+	--threads=threads --seeds=seeds --rounds=rounds --only=only
+	--pretrained=pretrained --encoders=encoders
+	--pretrain-rounds=prounds" "$@"
 if [ $quick = 1 ]; then
 	: "${out:=runs/lin2022-quick}" "${rounds:=2}" "${seeds:=1}" "${prounds:=1}"
 else
@@ -87,10 +65,7 @@ need_positive --rounds "$rounds"
 need_positive --pretrain-rounds "$prounds"
 [ -n "$seeds" ] || die "--seeds needs at least one seed"
 for s in $seeds; do need_positive --seeds "$s"; done
-for s in $(echo "$only" | tr ',' ' '); do
-	case $s in pretrain | q1 | q2 | q3 | q4 | scratch) ;; *) die "--only: unknown stage $s" ;; esac
-done
-want() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
+check_only "pretrain q1 q2 q3 q4 scratch"
 [ -z "$pretrained" ] || [ -z "$encoders" ] || die "--pretrained and --encoders: one or the other"
 if [ -n "$pretrained" ]; then
 	[ -e "$pretrained/config.json" ] || die "--pretrained $pretrained: no config.json"

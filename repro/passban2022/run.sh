@@ -44,36 +44,17 @@ prog=run.sh
 . "$top/repro/common.sh"
 
 quick=0 out='' data='' threads=2 jobs=1 steps='' force=0 optim=0 sets=''
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--force) force=1 ;;
-	--optim) optim=1 ;;
-	--set)
-		[ $# -ge 2 ] || die "$1 needs a value"
-		case $2 in *' '* | *'	'*) die "--set $2: the value has a space" ;; esac
-		sets="$sets --set $2"
-		shift
-		;;
-	--out | --data | --threads | --jobs | --steps)
-		[ $# -ge 2 ] || die "$1 needs a value"
-		case $1 in
-		--out) out=$2 ;;
-		--data) data=$2 ;;
-		--threads) threads=$2 ;;
-		--jobs) jobs=$2 ;;
-		--steps) steps=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
+# --set KEY=VALUE (repeatable): fedrun --set options of every run
+extra_arg() {
+	[ "$1" = --set ] || return 1
+	[ $# -ge 2 ] || die "$1 needs a value"
+	case $2 in *' '* | *'	'*) die "--set $2: the value has a space" ;; esac
+	sets="$sets --set $2"
+	return 2
+}
+parse_args "
+	--quick:quick --force:force --optim:optim --out=out
+	--data=data --threads=threads --jobs=jobs --steps=steps" "$@"
 need_positive --threads "$threads"
 need_positive --jobs "$jobs"
 if [ $quick = 1 ]; then

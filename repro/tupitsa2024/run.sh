@@ -48,37 +48,15 @@ prog=run.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 
+# shellcheck disable=SC2034 # only: read by common.sh's want
 quick=0 out='' seeds='' rounds='' only='meanest,valid,byzantine' threads=1 force=0
 backend=cpu lr_data='' lr_rounds='' lr_steps='' lr_seeds=''
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--force) force=1 ;;
-	--out | --seeds | --rounds | --only | --threads | --backend | --lowres-data | \
-		--lowres-rounds | --lowres-steps | --lowres-seeds)
-		[ $# -ge 2 ] || die "$1 needs a value"
-		case $1 in
-		--backend) backend=$2 ;;
-		--lowres-data) lr_data=$2 ;;
-		--lowres-rounds) lr_rounds=$2 ;;
-		--lowres-steps) lr_steps=$2 ;;
-		--lowres-seeds) lr_seeds=$2 ;;
-		--out) out=$2 ;;
-		--seeds) seeds=$2 ;;
-		--rounds) rounds=$2 ;;
-		--only) only=$2 ;;
-		--threads) threads=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
+parse_args "
+	--quick:quick --force:force --out=out --seeds=seeds
+	--rounds=rounds --only=only --threads=threads
+	--backend=backend --lowres-data=lr_data
+	--lowres-rounds=lr_rounds --lowres-steps=lr_steps
+	--lowres-seeds=lr_seeds" "$@"
 if [ $quick = 1 ]; then
 	: "${out:=runs/tupitsa2024-quick}" "${seeds:=1 2}" "${rounds:=10}" "${lr_seeds:=1 2}"
 else
@@ -94,16 +72,10 @@ done
 for s in $lr_seeds; do
 	case $s in *[!0-9]* | 0) die "--lowres-seeds: '$s' is not a positive number" ;; esac
 done
-for st in $(echo "$only" | tr ',' ' '); do
-	case $st in meanest | valid | byzantine | lowres) ;; *) die "--only: no stage '$st' (meanest, valid, byzantine, lowres)" ;; esac
-done
+check_only "meanest valid byzantine lowres"
 [ -z "$lr_rounds" ] || need_positive --lowres-rounds "$lr_rounds"
 [ -z "$lr_steps" ] || need_positive --lowres-steps "$lr_steps"
 : "${lr_data:=$top/data/gettext/out-multi-is}"
-want() { # STAGE: whether --only includes it
-	case ",$only," in *",$1,"*) return 0 ;; esac
-	return 1
-}
 
 find_fedrun
 

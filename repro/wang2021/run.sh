@@ -50,33 +50,13 @@ prog=run.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 
-splits=test quick=0 out='' data_de='' data_zh='' threads=2 rounds='' force=0 pairs=de,zh_CN vocabmode=federated
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--force) force=1 ;;
-	--dev-bleu) splits="dev test" ;;
-	--out | --data-de | --data-zh | --threads | --rounds | --pairs | --vocab)
-		[ $# -ge 2 ] || die "$1 needs a value"
-		case $1 in
-		--out) out=$2 ;;
-		--data-de) data_de=$2 ;;
-		--data-zh) data_zh=$2 ;;
-		--threads) threads=$2 ;;
-		--rounds) rounds=$2 ;;
-		--pairs) pairs=$2 ;;
-		--vocab) vocabmode=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		sed -n '3,/^set -eu$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
+dev_bleu=0 quick=0 out='' data_de='' data_zh='' threads=2 rounds='' force=0 pairs=de,zh_CN vocabmode=federated
+parse_args "
+	--quick:quick --force:force --dev-bleu:dev_bleu --out=out
+	--data-de=data_de --data-zh=data_zh --threads=threads
+	--rounds=rounds --pairs=pairs --vocab=vocabmode" "$@"
+splits='test'
+[ $dev_bleu = 0 ] || splits="dev test"
 need_positive --threads "$threads"
 if [ $quick = 1 ]; then
 	: "${out:=runs/wang2021-quick}" "${rounds:=2}"
