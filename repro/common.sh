@@ -68,6 +68,20 @@ check_only() {
 	done
 }
 
+# times_section TIMES: results.md's "Time" section from a run.sh's
+# times.tsv (run and seconds, a line each time a run ran; the last counts).
+times_section() {
+	echo "## Time"
+	echo
+	echo "Seconds per run (\`times.tsv\`; the last time of each run):"
+	echo
+	echo '```'
+	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
+	END { print "run\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
+	      print "all runs\t" s }' "$1"
+	echo '```'
+}
+
 # need_positive OPTION VALUE: VALUE must be a positive integer.
 need_positive() {
 	case $2 in '' | *[!0-9]* | 0) die "$1 needs a positive number" ;; esac

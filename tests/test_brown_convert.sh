@@ -8,21 +8,8 @@ set -u
 srcdir=${srcdir:-.}
 convert="$srcdir/data/brown/convert.sh"
 mini="$srcdir/tests/data/text/brown-mini/package"
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-check() { # description, then a command that must succeed
-	desc=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "FAIL: $desc" >&2
-	fi
-}
+# shellcheck source=tests/checks.sh
+. "$srcdir/tests/checks.sh"
 
 line() { # file, line number: prints that line
 	sed -n "$2p" "$1"
@@ -65,5 +52,4 @@ printf 'cc01 reviews\n' >>"$tmp/bad/cats.txt"
 sh "$convert" "$tmp/bad" "$tmp/badout" >/dev/null 2>"$tmp/err"
 check "missing listed file refused" grep -q 'file cc01 is missing' "$tmp/err"
 
-echo "brown-convert: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+checks_done brown-convert

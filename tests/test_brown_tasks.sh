@@ -12,21 +12,8 @@ srcdir=${srcdir:-.}
 tasks="$srcdir/data/brown/tasks.sh"
 build="$srcdir/data/brown/build.sh"
 map="$srcdir/data/brown/universal-tags.tsv"
-tmp=$(mktemp -d) || exit 99
-trap "cp -R $tmp/. /tmp/tt/; rm -rf $tmp" EXIT
-passed=0
-failed=0
-
-check() { # description, then a command that must succeed
-	desc=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "FAIL: $desc" >&2
-	fi
-}
+# shellcheck source=tests/checks.sh
+. "$srcdir/tests/checks.sh"
 
 # The corpus: news ca01..ca10 (8 train, ca09 valid, ca10 test), editorial
 # cb01..cb03 (2 train, no valid, cb03 test). Sentences as the package has
@@ -167,5 +154,4 @@ check "mapping: every tag seen, 1161192 tokens" [ "$(grep -v '^#' "$map" |
 check "mapping: tricky rows" [ "$(grep -E '^(PPS\+BEZ|NP-TL|FW-IN|NIL|NN-HL|FW-AT\+NP-TL|VB\+PPO)	' "$map" |
 	cut -f1,2 | tr '\t\n' ': ')" = "FW-AT+NP-TL:X FW-IN:X NIL:X NN-HL:NOUN NP-TL:NOUN PPS+BEZ:PRT VB+PPO:VERB " ]
 
-echo "brown-tasks: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+checks_done brown-tasks

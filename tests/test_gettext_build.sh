@@ -21,22 +21,9 @@ for tool in msgfmt msgunfmt msgconv; do
 		exit 77
 	}
 done
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=tests/checks.sh
+. "$srcdir/tests/checks.sh"
 tab=$(printf '\t')
-
-check() { # description, then a command that must succeed
-	desc=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "FAIL: $desc" >&2
-	fi
-}
 
 has() { # file, exact line: the line occurs exactly once
 	[ "$(grep -cxF -- "$2" "$1")" -eq 1 ]
@@ -299,5 +286,4 @@ LC_ALL=C awk -f "$po_awk" -v file=broken.po "$tmp/broken.po" >/dev/null 2>"$tmp/
 check "po.awk: a broken line fails" [ $? -ne 0 ]
 check "po.awk: the error names file and line" grep -q '^broken.po:3: cannot parse' "$tmp/err"
 
-echo "gettext-build: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+checks_done gettext-build

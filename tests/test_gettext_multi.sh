@@ -21,22 +21,10 @@ for tool in msgfmt msgunfmt msgconv; do
 		exit 77
 	}
 done
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=tests/checks.sh
+. "$srcdir/tests/checks.sh"
 tab=$(printf '\t')
 
-check() { # description, then a command that must succeed
-	desc=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "FAIL: $desc" >&2
-	fi
-}
 has() { # file, exact line: occurs exactly once
 	[ "$(grep -cxF -- "$2" "$1")" -eq 1 ]
 }
@@ -238,5 +226,4 @@ msgfmt -o "$tmp/tree2/is/beta/pkg-beta/usr/share/locale/is/LC_MESSAGES/beta.mo" 
 sh "$multi" --from-dir "$tmp/tree2" --domains beta is da "$tmp/bad" >/dev/null 2>"$tmp/err"
 check "a target too small for dev and test refused" grep -q "is has 6 distinct English strings: too few" "$tmp/err"
 
-echo "gettext-multi: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+checks_done gettext-multi

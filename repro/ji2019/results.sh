@@ -11,10 +11,10 @@ export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
-die() {
-	echo "results.sh: $*" >&2
-	exit 1
-}
+# shellcheck disable=SC2034 # used by common.sh
+prog=results.sh
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 [ $# -eq 1 ] || die "usage: results.sh OUT"
 out=$(cd "$1" && pwd)
 [ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
@@ -655,14 +655,6 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		done
 		echo
 	fi
-	echo "## Time"
-	echo
-	echo "Seconds per run (\`times.tsv\`; the last time of each run):"
-	echo
-	echo '```'
-	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
-	END { print "run\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
-	      print "all runs\t" s }' "$out/times.tsv"
-	echo '```'
+	times_section "$out/times.tsv"
 } >"$out/results.md"
 echo "results.sh: wrote $out/results.md"

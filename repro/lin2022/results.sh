@@ -15,10 +15,10 @@ export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
-die() {
-	echo "results.sh: $*" >&2
-	exit 1
-}
+# shellcheck disable=SC2034 # used by common.sh
+prog=results.sh
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 [ $# -ge 1 ] && [ $# -le 2 ] || die "usage: results.sh OUT [DEST]"
 out=$(cd "$1" && pwd)
 dest=${2:-$out}
@@ -437,14 +437,6 @@ done
 		for f in $figs; do echo "![$f]($f.svg)"; done
 		echo
 	fi
-	echo "## Time"
-	echo
-	echo "Seconds per run (\`times.tsv\`; the last time of each run):"
-	echo
-	echo '```'
-	awk -F'\t' 'NR > 1 && $1 != "total" { if (!($1 in t)) o[++n] = $1; t[$1] = $2 }
-	END { print "run\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
-	      print "all runs\t" s }' "$out/times.tsv"
-	echo '```'
+	times_section "$out/times.tsv"
 } >"$dest/results.md"
 echo "results.sh: wrote $dest/results.md"
