@@ -288,7 +288,10 @@ done
 	echo "Fine-tuning: $K clients, a fraction $frac of them a round, $rounds rounds, $epochs local epoch(s),"
 	echo "batch $batch, AdamW lr $lr (weight decay 0.01), max_len $max_len; training samples of"
 	echo "$n_train_genre (genre) and $n_train_pos (pos) examples, $n_valid validation and $n_test test"
-	echo "examples a task. Seeds: $seeds (the pipeline seed and the partition seed: runs of one"
+	ran_seeds=$(awk -F'\t' 'NR > 1 { print $7 }' "$runs" | sort -n -u | tr '\n' ' ' | sed 's/ $//')
+	seeds_text=$seeds
+	[ "$ran_seeds" = "$seeds" ] || seeds_text="$seeds planned, runs complete for seed(s) ${ran_seeds:-none}"
+	echo "examples a task. Seeds: $seeds_text (the pipeline seed and the partition seed: runs of one"
 	echo "seed share their partition and initialisation, and differences are paired by seed)."
 	echo "Cells: the final model's test metric, mean ± sample sd [min, max] over the seeds."
 	echo "genre: accuracy and macro-F1 over the 15 genres; pos: token accuracy and macro-F1 over"
