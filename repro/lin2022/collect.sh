@@ -1,16 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Copies what repro/lin2022/run.sh left in OUT into DEST, the form in which
-# repro/lin2022/results is committed: settings, times.tsv, baselines.tsv
-# (the trivial baselines, computed from OUT/data, which is not copied),
-# and of every complete run its metrics.csv, .complete, pipeline.json,
+# repro/lin2022/results is committed: settings, times.tsv, and of every
+# complete run its metrics.csv, .complete, pipeline.json,
 # partition.tsv and log.txt (no checkpoints); of the pretrained encoders
 # their config.json, vocab.txt and tokenizer_config.json, and the SHA-256
 # of their model.safetensors in encoders.sha256 (the weights themselves
 # are not committed: run.sh --only pretrain remakes them, and on the CPU
-# model that ran them gives the same bits). Then results.sh DEST writes
-# results.md, runs.tsv and the figures there; check-results.sh DEST/results.md
-# recomputes them.
+# model that ran them gives the same bits). Then results.sh OUT DEST writes
+# results.md, runs.tsv, the figures and baselines.tsv (the trivial
+# baselines, from OUT/data, which is not copied) there;
+# check-results.sh DEST/results.md recomputes them.
 #
 # Usage: repro/lin2022/collect.sh OUT DEST
 set -eu
@@ -24,11 +24,8 @@ prog=collect.sh
 [ $# -eq 2 ] || die "usage: collect.sh OUT DEST"
 out=$1 dest=$2
 [ -e "$out/settings" ] || die "$out/settings: missing (not a run.sh output directory)"
-[ -e "$out/data/genre/train.tsv" ] || [ -e "$out/baselines.tsv" ] ||
-	die "$out: no data/ and no baselines.tsv"
 mkdir -p "$dest"
-"$here/results.sh" "$out" >/dev/null # baselines.tsv from OUT/data
-cp "$out/settings" "$out/times.tsv" "$out/baselines.tsv" "$dest/"
+cp "$out/settings" "$out/times.tsv" "$dest/"
 n=0
 for c in "$out"/*/.complete; do
 	[ -e "$c" ] || continue
@@ -53,5 +50,5 @@ for e in "$out"/encoder-*/; do
 	(cd "$out" && sha256sum "$s/model.safetensors") >>"$dest/encoders.sha256.new"
 done
 mv "$dest/encoders.sha256.new" "$dest/encoders.sha256"
-"$here/results.sh" "$dest" 2>/dev/null
+"$here/results.sh" "$out" "$dest"
 echo "collect.sh: $n runs into $dest"
