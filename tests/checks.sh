@@ -25,3 +25,25 @@ checks_done() {
 	echo "$1: $passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
 }
+
+# fails COMMAND...: true when COMMAND fails (its output dropped), for
+# checks that a broken input is refused.
+fails() {
+	! "$@" >/dev/null 2>&1
+}
+
+# perturb FILE SED-SCRIPT: edits FILE in place with sed (through gzip when
+# FILE ends in .gz); fails, saying so, when the script changed nothing, so
+# that a check of a perturbed file cannot pass on an unperturbed one.
+perturb() {
+	cp "$1" "$tmp/perturb.orig"
+	case $1 in
+	*.gz) gzip -dc "$tmp/perturb.orig" | sed "$2" | gzip -n > "$1" ;;
+	*) sed "$2" "$tmp/perturb.orig" > "$1" ;;
+	esac
+	case $1 in
+	*.gz) gzip -dc "$1" | cmp -s - "$(gzip -dc "$tmp/perturb.orig" > "$tmp/perturb.txt"; echo "$tmp/perturb.txt")" ;;
+	*) cmp -s "$1" "$tmp/perturb.orig" ;;
+	esac && { echo "perturb: $2 changed nothing in $1" >&2; return 1; }
+	return 0
+}
