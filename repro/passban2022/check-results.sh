@@ -1,10 +1,35 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Checks that a results.md of repro/passban2022 has every table, each row
-# with a number in every column (CI runs it on the --quick reproduction).
-# Usage: check-results.sh RESULTS.md
+# Recomputes a results.md of repro/passban2022 and its table*.tsv from the
+# raw files next to it (the run directories' metrics.csv, eval_matrix.tsv
+# and .complete, or a collected directory's metrics/*.csv.gz and
+# matrices/*.tsv; settings, times.tsv, overlap.tsv) with results.sh into a
+# temporary directory, and fails, showing the diff, when anything differs;
+# then checks that every table has its rows, each with a number in every
+# column, and that every goal has a verdict (CI runs it on the --quick
+# reproduction).
+# Usage: repro/passban2022/check-results.sh [RESULTS.md]
+#   (default repro/passban2022/results/results.md)
 set -eu
-[ $# -eq 1 ] || { echo "usage: check-results.sh RESULTS.md" >&2; exit 2; }
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -le 1 ] || { echo "usage: check-results.sh [RESULTS.md]" >&2; exit 2; }
+md=${1:-$here/results/results.md}
+[ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
+dir=$(cd "$(dirname "$md")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+PASSBAN2022_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
+if ! diff -u "$md" "$tmp/results.md"; then
+	echo "check-results.sh: $md differs from what the runs give (results.sh $dir)" >&2
+	exit 1
+fi
+for t in table2 table4 table5 table6 table-optim; do
+	if ! diff -u "$dir/$t.tsv" "$tmp/$t.tsv"; then
+		echo "check-results.sh: $dir/$t.tsv differs from what the runs give (results.sh $dir)" >&2
+		exit 1
+	fi
+done
 awk '
 /^## / { section = substr($0, 4) }
 /^\| / && !/^\|---/ {
@@ -30,7 +55,10 @@ END {
 			bad = 1
 		}
 	exit bad
-}' "$1"
-grep -Eq '^\| dp_less \| [0-9]+ \| [0-9.]+% \| [0-9]+ \| [0-9.]+% \| [0-9]+ \| [0-9.]+% \|$' "$1" ||
+}' "$md"
+grep -Eq '^\| dp_less \| [0-9]+ \| [0-9.]+% \| [0-9]+ \| [0-9.]+% \| [0-9]+ \| [0-9.]+% \|$' "$md" ||
 	{ echo "no traffic row for dp_less"; exit 1; }
-echo "$1: every table has its rows, with numbers"
+# the four goals, each with its verdict
+n=$(grep -c '\*\*\(met\|missed\)\*\* (' "$md" || :)
+[ "$n" -eq 4 ] || { echo "check-results.sh: $n goals with a verdict, expected 4" >&2; exit 1; }
+echo "check-results.sh: $md recomputes from the runs; every table has its rows, with numbers, and every goal its verdict"

@@ -1,11 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# Writes OUT/results.md and OUT/fig-*.{png,svg} from the run directories
-# that repro/passban2022/run.sh left in OUT (it calls this at its end; run it
-# again on its own to remake the tables and figures).
+# Writes results.md, table*.tsv and fig-*.{png,svg,dat} of
+# repro/passban2022 from the run directories that run.sh left in OUT (it
+# calls this at its end; run it again on its own to remake the tables and
+# figures), or from a collected results directory such as
+# repro/passban2022/results: its metrics/RUN.csv.gz (a run's metrics.csv)
+# and matrices/RUN.tsv (its eval_matrix.tsv). Either way it reads only the
+# runs' metrics and eval matrices (and .complete, and log.txt where there
+# is one), OUT/settings, OUT/times.tsv and OUT/overlap.tsv.
 #
-# Usage: repro/passban2022/results.sh OUT
-# (T and --quick are read from OUT/settings, which run.sh writes.)
+# Usage: repro/passban2022/results.sh OUT [DEST]
+#   DEST: where to write (default OUT); check-results.sh writes into a
+#   temporary directory and compares. PASSBAN2022_FIGURES=0 draws no
+#   figures (results.md is the same either way); a collected directory
+#   gets none either (fedrun-plot reads run directories).
+# (T, --quick, --optim, the date, the fedrun version and the cores are
+# read from OUT/settings, which run.sh writes.)
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,26 +25,45 @@ PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
 prog=results.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
-[ $# -eq 1 ] || die "usage: results.sh OUT"
-out=$1
-quick=0 steps=200 optim=1
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: results.sh OUT [DEST]"
+out=$(cd "$1" && pwd)
+dest=${2:-$out}
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
+quick=0 steps=200 optim=1 date='' fedrun_version='' cores=''
+# shellcheck disable=SC1091
 [ -e "$out/settings" ] && . "$out/settings"
+# A collected results directory: no run directories, the runs' files
+# under metrics/ and matrices/ by run name; a run is there (complete) when
+# its metrics are.
+collected=0
+[ -d "$out/metrics" ] && [ ! -d "$out/generic" ] && collected=1
 domains="cli git packaging gnome office"
 # A stage that is not complete (an interrupted run.sh) shows as "not run"
 # rows and its figures' lines are left out; the generic model is needed.
-[ -e "$out/generic/.complete" ] || die "$out/generic: not complete (run run.sh)"
+done_() {
+	if [ $collected = 1 ]; then [ -e "$out/metrics/$1.csv.gz" ]; else [ -e "$out/$1/.complete" ]; fi
+}
+# metrics_of RUN: the run's metrics.csv on stdout
+metrics_of() {
+	if [ $collected = 1 ]; then gzip -dc "$out/metrics/$1.csv.gz"; else cat "$out/$1/metrics.csv"; fi
+}
+# matrix_of RUN: the run's eval_matrix.tsv (a file name)
+matrix_of() {
+	if [ $collected = 1 ]; then echo "$out/matrices/$1.tsv"; else echo "$out/$1/eval_matrix.tsv"; fi
+}
+done_ generic || die "$out/generic: not complete (run run.sh)"
 # The optimizer table's stages run only with run.sh --optim (settings
 # optim=1; runs made before the option had them in the default).
 missing="" optim_skipped=""
 for r in alone combined chained-5 federated rounds10 rounds50 dp-greater dp-less random \
 	reset continue client-clock; do
-	[ -e "$out/$r/.complete" ] && continue
+	done_ $r && continue
 	case $optim:$r in
 	0:reset | 0:continue | 0:client-clock) optim_skipped="$optim_skipped $r" ;;
 	*) missing="$missing $r" ;;
 	esac
 done
-done_() { [ -e "$out/$1/.complete" ]; }
 
 # matrix METRIC RUN MODEL [LABEL]: a table row "LABEL<TAB>v1...<TAB>mean"
 # of METRIC (bleu, chrf) for MODEL (a row of RUN/eval_matrix.tsv: "server"
@@ -54,7 +83,7 @@ matrix() {
 		for (i = 1; i <= n; i++) { v = $(col[d[i]]); line = line "\t" v; s += v }
 		printf "%s\t%.2f\n", line, s / n; found = 1; exit
 	}
-	END { if (!found) { print "no " metric " row " model > "/dev/stderr"; exit 1 } }' "$out/$2/eval_matrix.tsv"
+	END { if (!found) { print "no " metric " row " model > "/dev/stderr"; exit 1 } }' "$(matrix_of "$2")"
 }
 
 # md TSV...: the rows as a markdown table body with "BLEU (chrF)" cells:
@@ -109,23 +138,44 @@ tsv_of() {
 	} >"$f"
 }
 
-tsv_of "$out/table2.tsv" "$t2_specs"
-tsv_of "$out/table4.tsv" "$t4_specs"
-tsv_of "$out/table5.tsv" "$t5_specs"
-tsv_of "$out/table6.tsv" "$t6_specs"
-tsv_of "$out/table-optim.tsv" "$ta_specs"
+tsv_of "$dest/table2.tsv" "$t2_specs"
+tsv_of "$dest/table4.tsv" "$t4_specs"
+tsv_of "$dest/table5.tsv" "$t5_specs"
+tsv_of "$dest/table6.tsv" "$t6_specs"
+tsv_of "$dest/table-optim.tsv" "$ta_specs"
 
 # Traffic of the pull per run: tensors, parameters and bytes over all rounds
 # and clients (all: every tensor; the selectors log selector.sent and
 # selector.params_sent per client and round).
+# The model's size, "PARAMETERS<TAB>TENSORS", for the runs that pull every
+# tensor: the "P parameters in N tensors" line of RUN/log.txt, or, where
+# there is no log (a collected directory keeps none), what each client
+# pulled in the first round of dp_greater or dp_less, which pull every
+# tensor then (there is no previous round to compare with).
+model_size() { # RUN
+	if [ -e "$out/$1/log.txt" ]; then
+		awk 'match($0, /[0-9]+ parameters in [0-9]+ tensors/) {
+			split(substr($0, RSTART, RLENGTH), w, " "); p = w[1]; n = w[4] }
+		END { if (n == "") exit 1; printf "%s\t%s\n", p, n }' "$out/$1/log.txt" && return 0
+	fi
+	for s in dp-greater dp-less; do
+		done_ $s || continue
+		metrics_of $s | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$(c["round"]) == 1 && $(c["client"]) != "" && $(c["metric"]) == "selector.sent" { n[$(c["client"])] = $(c["value"]) }
+		$(c["round"]) == 1 && $(c["client"]) != "" && $(c["metric"]) == "selector.params_sent" { p[$(c["client"])] = $(c["value"]) }
+		END {
+			for (k in n) { if (N == "") { N = n[k]; P = p[k] } else if (n[k] != N || p[k] != P) bad = 1 }
+			if (N == "" || P == "" || bad) exit 1
+			printf "%s\t%s\n", P, N
+		}' && return 0
+	done
+	die "$out/$1: no log.txt, and no dp_greater or dp_less run to take the model's size from"
+}
 traffic() { # RUN -> "tensors<TAB>params<TAB>bytes"
-	awk -F, -v logf="$out/$1/log.txt" '
-	BEGIN {
-		while ((getline l < logf) > 0)
-			if (match(l, /[0-9]+ parameters in [0-9]+ tensors/)) {
-				split(substr(l, RSTART, RLENGTH), w, " "); P = w[1]; NT = w[4]
-			}
-	}
+	local size
+	size=$(model_size "$1") || return 1
+	metrics_of "$1" | awk -F, -v size="$size" '
+	BEGIN { split(size, w, "\t"); P = w[1]; NT = w[2] }
 	NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 	$(c["metric"]) == "updates" { k[$(c["round"])]++ }
 	$(c["metric"]) == "selector.sent" { sent += $(c["value"]); sel = 1 }
@@ -135,16 +185,27 @@ traffic() { # RUN -> "tensors<TAB>params<TAB>bytes"
 		for (r in k) pulls += k[r]
 		if (!sel) { sent = pulls * NT; ps = pulls * P }
 		printf "%d\t%d\t%d\n", sent, ps, bytes
-	}' "$out/$1/metrics.csv"
+	}'
 }
+
+# The traffic table's rows: "SELECTOR<TAB>its traffic<TAB>all's traffic".
+traffic_rows=""
+if done_ federated; then
+	ta=$(traffic federated)
+	for s in federated:all dp-greater:dp_greater dp-less:dp_less random:random; do
+		done_ ${s%%:*} || continue
+		tr=$(traffic ${s%%:*})
+		traffic_rows=$traffic_rows$(printf '%s\t%s\t%s' "${s#*:}" "$tr" "$ta")$'\n'
+	done
+fi
 
 # Goals of the issue, checked on the numbers.
 mean_of() { awk -F'\t' -v l="$2" '$1 == l { print $NF }' "$1"; }
 cell_of() { # FILE LABEL DOMAIN
 	awk -F'\t' -v l="$2" -v d="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } $1 == l { print $(c[d]) }' "$1"
 }
-fed_mean=$(mean_of "$out/table4.tsv" "server (= each client after the last push)")
-comb_mean=$(mean_of "$out/table2.tsv" "data combination")
+fed_mean=$(mean_of "$dest/table4.tsv" "server (= each client after the last push)")
+comb_mean=$(mean_of "$dest/table2.tsv" "data combination")
 gap=$(awk -v a="$fed_mean" -v b="$comb_mean" 'BEGIN { printf "%.2f", b - a }')
 goal1=$(awk -v g="$gap" 'BEGIN { print (g <= 1.5) ? "met" : "missed" }')
 # beats FILE_A LABEL_A FILE_B LABEL_B: "COUNT<TAB>DOMAINS WHERE NOT" over the
@@ -160,13 +221,13 @@ beats() {
 	printf '%s\t%s\n' $n "$not"
 }
 server="server (= each client after the last push)"
-r=$(beats "$out/table4.tsv" "$server" "$out/table2.tsv" generic)
+r=$(beats "$dest/table4.tsv" "$server" "$dest/table2.tsv" generic)
 above=${r%%	*} below=${r#*	}
-r=$(beats "$out/table4.tsv" "client @ fine-tuned after the last round" "$out/table4.tsv" "$server")
+r=$(beats "$dest/table4.tsv" "client @ fine-tuned after the last round" "$dest/table4.tsv" "$server")
 ftwins=${r%%	*} ftloses=${r#*	}
-all_m=$(mean_of "$out/table6.tsv" all)
-dpg_m=$(mean_of "$out/table6.tsv" dp_greater)
-dpl_m=$(mean_of "$out/table6.tsv" dp_less)
+all_m=$(mean_of "$dest/table6.tsv" all)
+dpg_m=$(mean_of "$dest/table6.tsv" dp_greater)
+dpl_m=$(mean_of "$dest/table6.tsv" dp_less)
 dp_goal=$(awk -v a="$all_m" -v g="$dpg_m" -v l="$dpl_m" 'BEGIN { print (a - l < a - g) ? "met" : "missed" }')
 # The goals as lines of results.md; "not measured" where a stage is missing.
 nm() { # STAGE...: the ones not complete, or nothing
@@ -183,8 +244,10 @@ g3=$(nm federated)
 g4=$(nm federated dp-greater dp-less)
 : "${g4:=**$dp_goal** (mean BLEU: all $all_m, dp_greater $dpg_m, dp_less $dpl_m)}"
 
-# Figures (gnuplot through tools/fedrun-plot).
-figs=""
+# Figures (gnuplot through tools/fedrun-plot), from the run directories:
+# not with PASSBAN2022_FIGURES=0, nor from a collected directory. results.md
+# names them either way, so that it does not depend on whether they were
+# drawn.
 # curve OPTIONS... LABEL=RUN...: fedrun-plot curve over the complete runs.
 curve() {
 	local args=() a n=0
@@ -198,22 +261,22 @@ curve() {
 	[ $n -gt 0 ] || return 0
 	"$PLOT" curve "${args[@]}"
 }
-if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
-	"$PLOT" bars --title "Table 2: test BLEU, centralized baselines" --ylabel BLEU -o "$out/fig-table2" "$out/table2.tsv"
-	"$PLOT" bars --title "Table 4: test BLEU, federated server and fine-tuned clients" --ylabel BLEU -o "$out/fig-table4" "$out/table4.tsv"
-	"$PLOT" bars --title "Table 5: test BLEU by number of rounds (same steps)" --ylabel BLEU -o "$out/fig-table5" "$out/table5.tsv"
-	"$PLOT" bars --title "Table 6: test BLEU by what is pulled" --ylabel BLEU -o "$out/fig-table6" "$out/table6.tsv"
+if [ "${PASSBAN2022_FIGURES:-1}" != 0 ] && [ $collected = 0 ] && [ -x "$PLOT" ] &&
+	command -v gnuplot >/dev/null 2>&1; then
+	"$PLOT" bars --title "Table 2: test BLEU, centralized baselines" --ylabel BLEU -o "$dest/fig-table2" "$dest/table2.tsv"
+	"$PLOT" bars --title "Table 4: test BLEU, federated server and fine-tuned clients" --ylabel BLEU -o "$dest/fig-table4" "$dest/table4.tsv"
+	"$PLOT" bars --title "Table 5: test BLEU by number of rounds (same steps)" --ylabel BLEU -o "$dest/fig-table5" "$dest/table5.tsv"
+	"$PLOT" bars --title "Table 6: test BLEU by what is pulled" --ylabel BLEU -o "$dest/fig-table6" "$dest/table6.tsv"
 	curve --metric loss --split valid --title "Server validation loss per round (5 rounds)" \
-		-o "$out/fig-curves" "data combination=$out/combined" "federated (all)=$out/federated" \
+		-o "$dest/fig-curves" "data combination=$out/combined" "federated (all)=$out/federated" \
 		"dp_greater=$out/dp-greater" "dp_less=$out/dp-less" "random=$out/random"
 	curve --metric loss --split valid --client packaging \
 		--title "Figure 3: packaging (smallest domain) validation loss per round" \
-		-o "$out/fig3-rounds" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
+		-o "$dest/fig3-rounds" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
 	curve --metric loss --split valid --client packaging --x step \
 		--xlabel "global step (each client's updates so far)" \
 		--title "Figure 3 against steps: packaging validation loss" \
-		-o "$out/fig3-steps" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
-	figs=1
+		-o "$dest/fig3-steps" "5 rounds=$out/federated" "10 rounds=$out/rounds10" "50 rounds=$out/rounds50"
 fi
 
 {
@@ -224,7 +287,7 @@ fi
 		echo "preset, $steps steps. It checks that every step works; its numbers mean nothing.**"
 		echo
 	fi
-	echo "Made by \`repro/passban2022/run.sh\` ($(date -u +%Y-%m-%d), fedrun $("${FEDRUN:-$top/fedrun}" --version 2>/dev/null | head -n 1 | awk '{ print $2 }'))."
+	echo "Made by \`repro/passban2022/run.sh\` (${date:-date unknown}, fedrun ${fedrun_version:-unknown})."
 	echo "English -> German, five client domains (cli, git, packaging, gnome, office), a"
 	echo "generic model trained centrally on the seven other gettext domains (finance,"
 	echo "gnupg, graphics, mail, media, system, toolchain), fine-tuning budget T = $steps steps"
@@ -281,12 +344,7 @@ fi
 	echo
 	echo "| selector | tensors | share of all | parameters | share of all | bytes | share of all |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
-	ta=$(done_ federated && traffic federated || true)
-	for s in federated:all dp-greater:dp_greater dp-less:dp_less random:random; do
-		done_ federated && done_ ${s%%:*} || continue
-		tr=$(traffic ${s%%:*})
-		printf '%s\t%s\t%s\n' "${s#*:}" "$tr" "$ta"
-	done | awk -F'\t' '{
+	printf '%s' "$traffic_rows" | awk -F'\t' '{
 		printf "| %s | %d | %.1f%% | %d | %.1f%% | %d | %.1f%% |\n", $1, $2, 100 * $2 / $5, $3, 100 * $3 / $6, $4, 100 * $4 / $7
 		# The paper counts tensors (dp_less pulls half of them): say what
 		# that is in bytes here, where the tensors differ in size.
@@ -323,19 +381,17 @@ fi
 		echo "Stages not run (their rows say so):$missing."
 		echo
 	fi
-	if [ -n "$figs" ]; then
-		echo "## Figures"
-		echo
-		echo "![Table 2](fig-table2.svg) ![Table 4](fig-table4.svg) ![Table 5](fig-table5.svg)"
-		echo "![Table 6](fig-table6.svg) ![curves](fig-curves.svg) ![Figure 3](fig3-rounds.svg)"
-		echo "![Figure 3 against steps](fig3-steps.svg)"
-		echo
-		echo "PNG files of the same names are next to the SVGs; \`.dat\` files hold the curves' numbers."
-		echo
-	fi
+	echo "## Figures"
+	echo
+	echo "![Table 2](fig-table2.svg) ![Table 4](fig-table4.svg) ![Table 5](fig-table5.svg)"
+	echo "![Table 6](fig-table6.svg) ![curves](fig-curves.svg) ![Figure 3](fig3-rounds.svg)"
+	echo "![Figure 3 against steps](fig3-steps.svg)"
+	echo
+	echo "PNG files of the same names are next to the SVGs; \`.dat\` files hold the curves' numbers."
+	echo
 	echo "## Time"
 	echo
-	echo "Seconds per stage on this machine ($(nproc) cores; \`times.tsv\`):"
+	echo "Seconds per stage on this machine (${cores:-?} cores; \`times.tsv\`):"
 	echo
 	echo '```'
 	times_table "$out/times.tsv"
@@ -346,5 +402,5 @@ fi
 	awk -F'\t' '$1 == "total" && $2 > 0 { printf "%s%s s", (n++ ? ", " : ""), $2 }
 	END { if (n) print ""; else print "none" }' "$out/times.tsv" |
 		sed 's/^/Wall clock of the run.sh calls that ran stages to the end (`--jobs` runs stages side by side): /'
-} >"$out/results.md"
-echo "results.sh: wrote $out/results.md"
+} >"$dest/results.md"
+echo "results.sh: wrote $dest/results.md"

@@ -120,8 +120,15 @@ case $st in
 1) die "the corpus leaks held-out sentences into training sets: see $out/overlap.tsv" ;;
 *) die "data/gettext/check-overlap.sh could not check $dd (exit $st)" ;;
 esac
-# What results.sh needs to label the tables.
-printf 'steps=%s\nquick=%s\noptim=%s\n' "$steps" "$quick" "$optim" >"$out/settings"
+# What results.sh needs to label the tables, and for the lines of
+# results.md that would otherwise differ from call to call of results.sh:
+# the day of this run.sh call, the fedrun version and the cores.
+{
+	printf 'steps=%s\nquick=%s\noptim=%s\n' "$steps" "$quick" "$optim"
+	printf 'date="%s"\n' "$(date -u +%Y-%m-%d)"
+	printf 'fedrun_version="%s"\n' "$("$FEDRUN" --version 2>/dev/null | head -n 1 | awk '{ print $2 }' | tr -d '"$`\\')"
+	printf 'cores=%s\n' "$(nproc)"
+} >"$out/settings"
 
 # ---- stages ---------------------------------------------------------------
 common="--set data.dir=$dd --set output.overwrite=true$sets"
