@@ -235,13 +235,55 @@ nm() { # STAGE...: the ones not complete, or nothing
 	for x in "$@"; do done_ "$x" || m="$m $x"; done
 	[ -z "$m" ] || echo "**not measured** (not run:$m)"
 }
+# A goal is judged only on figures that mean something.
+# zero_of NAME FILE LABEL: ", NAME" when row LABEL of table FILE has BLEU 0
+# on every domain (a model that translates nothing, such as --quick's tiny
+# one, where a gap of 0.00 would read as "met").
+# unlearned RUN: ", RUN [...]" when the server's validation loss after the
+# run's last round is not below the one at round 0, or not a number (a
+# run that did not learn).
+# judged ZEROS UNLEARNED: "**not judged** (why)" when either list has a
+# name, else nothing (and the goal is judged on its numbers).
+zero_of() {
+	awk -F'\t' -v l="$3" 'NR > 1 && $1 == l { z = 1; for (i = 2; i <= NF; i++) if ($i + 0 != 0) z = 0; found = 1 }
+	END { exit !(found && z) }' "$2" && printf ', %s' "$1"
+	return 0
+}
+unlearned() {
+	metrics_of "$1" | awk -F, -v run="$1" '
+	function col(n) { return (n in c) ? $(c[n]) : "" }
+	function f(x) { return x ~ /^[0-9]/ ? sprintf("%.4f", x) : x }
+	NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	col("client") == "" && col("model") == "" && col("tensor") == "" && col("split") == "valid" && col("metric") == "loss" {
+		r = col("round") + 0; v[r] = col("value"); if (r > last) last = r
+	}
+	END {
+		if (last > 0 && (0 in v) && (v[last] !~ /^[0-9]/ || v[last] + 0 >= v[0] + 0))
+			printf ", %s [server validation loss %s at round 0, %s after round %d]", run, f(v[0]), f(v[last]), last
+	}'
+}
+judged() {
+	local why=""
+	[ -z "$1" ] || why="BLEU 0.00 on every domain for ${1#, }: the figures mean nothing"
+	[ -z "$2" ] || why="${why:+$why; }did not learn: ${2#, }"
+	[ -z "$why" ] || echo "**not judged** ($why)"
+}
 g1=$(nm federated combined)
+[ -n "$g1" ] || g1=$(judged "$(zero_of server "$dest/table4.tsv" "$server"
+	zero_of "data combination" "$dest/table2.tsv" "data combination")" "$(unlearned federated; unlearned combined)")
 : "${g1:=**$goal1** (server $fed_mean, data combination $comb_mean, gap $gap)}"
 g2=$(nm federated alone)
+[ -n "$g2" ] || g2=$(judged "$(zero_of server "$dest/table4.tsv" "$server"
+	zero_of generic "$dest/table2.tsv" generic)" "$(unlearned federated; unlearned generic)")
 : "${g2:=**$([ "$above" -eq 5 ] && echo met || echo missed)** ($above of 5$([ -n "$below" ] && echo "; not on:$below"))}"
 g3=$(nm federated)
+[ -n "$g3" ] || g3=$(judged "$(zero_of server "$dest/table4.tsv" "$server"
+	for d in $domains; do zero_of "client $d fine-tuned" "$dest/table4.tsv" "client $d fine-tuned after the last round"; done)" \
+	"$(unlearned federated)")
 : "${g3:=**$([ "$ftwins" -eq 5 ] && echo met || echo missed)** ($ftwins of 5$([ -n "$ftloses" ] && echo "; not:$ftloses"))}"
 g4=$(nm federated dp-greater dp-less)
+[ -n "$g4" ] || g4=$(judged "$(for l in all dp_greater dp_less; do zero_of $l "$dest/table6.tsv" $l; done)" \
+	"$(unlearned federated; unlearned dp-greater; unlearned dp-less)")
 : "${g4:=**$dp_goal** (mean BLEU: all $all_m, dp_greater $dpg_m, dp_less $dpl_m)}"
 
 # Figures (gnuplot through tools/fedrun-plot), from the run directories:
