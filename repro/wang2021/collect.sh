@@ -3,9 +3,12 @@
 # Copies what a full run of repro/wang2021/run.sh left in OUT for one
 # language pair into DEST, the form in which repro/wang2021/results/en-LANG
 # is committed: results.md, settings, times.tsv, the tables, the data sizes
-# and overlap check, the figures (fig-*, fig2-LANG-*), metrics/ (each
-# stage's metrics.csv, gzipped) and scores/ (each model's and expert's
-# scores.tsv, and its test translations, gzipped).
+# and overlap check, the vocabulary's table, the figures (fig-*,
+# fig2-LANG-*), metrics/ (each stage's metrics.csv, gzipped), scores/ (each
+# model's and expert's scores.tsv, and its translations, gzipped), and,
+# gzipped under their names in OUT, the vocabulary (LANG-vocab/vocab.txt)
+# and the joint held-out sets (data-LANG/joint/): what results.sh and
+# check-results.sh recompute results.md and the scores from.
 #
 # results.md, table*.tsv and fig-table* hold every pair OUT ran: run one
 # pair per OUT (run.sh --pairs LANG) for a directory of that pair alone.
@@ -25,8 +28,13 @@ out=$1 lang=$2 dest=$3
 [ -e "$out/results.md" ] || die "$out/results.md: missing (run run.sh, or results.sh $out)"
 [ -e "$out/$lang-vocab/.complete" ] || die "$out: no complete run of the pair en-$lang"
 mkdir -p "$dest/metrics" "$dest/scores"
-for f in results.md settings times.tsv table1.tsv table2.tsv sizes-"$lang".tsv overlap-"$lang".tsv; do
-	[ -e "$out/$f" ] && cp "$out/$f" "$dest/"
+for f in results.md settings times.tsv table1.tsv table2.tsv sizes-"$lang".tsv overlap-"$lang".tsv vocab-"$lang".tsv; do
+	[ ! -e "$out/$f" ] || cp "$out/$f" "$dest/"
+done
+mkdir -p "$dest/$lang-vocab" "$dest/data-$lang/joint"
+gzip -9nc "$out/$lang-vocab/vocab.txt" >"$dest/$lang-vocab/vocab.txt.gz"
+for f in "$out/data-$lang/joint/"*; do
+	gzip -9nc "$f" >"$dest/data-$lang/joint/${f##*/}.gz"
 done
 for f in "$out"/fig-* "$out/fig2-$lang-"*; do
 	[ -e "$f" ] && cp "$f" "$dest/"
@@ -41,7 +49,9 @@ for r in "$out/$lang"-*/; do
 		name=$s
 		[ "$w" = "$r" ] || name=$s-${w##*/}
 		cp "$w/scores.tsv" "$dest/scores/$name.tsv"
-		[ ! -e "$w/hyp-test.txt" ] || gzip -9nc "$w/hyp-test.txt" >"$dest/scores/$name-hyp-test.txt.gz"
+		for sp in dev test; do
+			[ ! -e "$w/hyp-$sp.txt" ] || gzip -9nc "$w/hyp-$sp.txt" >"$dest/scores/$name-hyp-$sp.txt.gz"
+		done
 	done
 done
 echo "collect.sh: en-$lang of $out in $dest"
