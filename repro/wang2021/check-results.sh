@@ -1,29 +1,144 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Checks that a results.md of repro/wang2021 has Table 1 and Table 2, each
-# row with "BLEU (chrF)" numbers in every column, and the domain-expert rows
-# (CI runs it on the --quick reproduction).
-# Usage: check-results.sh RESULTS.md
+# Recomputes a results.md of repro/wang2021 from the raw files next to it
+# (a run directory of run.sh, or a directory of collect.sh such as
+# results/en-de: the runs' metrics.csv, the scores.tsv of every model and
+# expert, settings, times.tsv, sizes-LANG.tsv, overlap-LANG.tsv and the
+# vocabulary and test set, or vocab-LANG.tsv where they were not
+# collected) with results.sh into a temporary directory, and fails,
+# showing the diff, when results.md, table1.tsv, table2.tsv or
+# vocab-LANG.tsv differs. Every scores.tsv whose translations and
+# references are both there is scored again with fedrun bleu (as run.sh
+# scored it) and must give the same BLEU and chrF; where the references
+# are not there (collect.sh kept only the translations before) the
+# translations must have the test set's number of lines, and the scores
+# are taken as they are. Then checks that Table 1 and Table 2 have their
+# rows with "BLEU (chrF)" in every cell, and that every goal has a
+# verdict ("not judged" in a --quick run). CI runs it on the --quick
+# reproduction.
+# Usage: repro/wang2021/check-results.sh [RESULTS.md...]
+#   (default: repro/wang2021/results/en-*/results.md)
 set -eu
-[ $# -eq 1 ] || { echo "usage: check-results.sh RESULTS.md" >&2; exit 2; }
-awk '
-/^## / { section = substr($0, 4); sub(/:.*/, "", section) }
-/^\| / && !/^\|---/ {
-	n = split($0, c, "|")
-	if (c[2] == " system ") { cols[section] = n; next }
-	if (!(section in cols)) next
-	rows[section]++
-	if (n != cols[section]) { printf "%s: row \"%s\" has %d cells, the header %d\n", section, c[2], n, cols[section]; bad = 1 }
-	for (i = 3; i < n; i++)
-		if (c[i] !~ /^ [0-9]+\.[0-9]+ \([0-9]+\.[0-9]+\) $/) {
-			printf "%s: row \"%s\": cell %d is \"%s\", not \"BLEU (chrF)\"\n", section, c[2], i - 2, c[i]
-			bad = 1
-		}
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+# shellcheck disable=SC2034 # used by common.sh
+prog=check-results.sh
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
+[ $# -gt 0 ] || set -- "$here"/results/en-*/results.md
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wang2021-check.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# text FILE: FILE's text (FILE or FILE.gz), into $tmp/text; false when
+# there is neither.
+text() {
+	if [ -e "$1" ]; then
+		cp "$1" "$tmp/text"
+	elif [ -e "$1.gz" ]; then
+		gzip -dc "$1.gz" >"$tmp/text"
+	else
+		return 1
+	fi
 }
-END {
-	if (rows["Table 1"] != ROWS1) { printf "Table 1: %d rows, expected %d\n", rows["Table 1"], ROWS1; bad = 1 }
-	if (rows["Table 2"] != 4) { printf "Table 2: %d rows, expected 4\n", rows["Table 2"]; bad = 1 }
-	if (cols["Table 1"] < 4) { print "Table 1: no column of numbers"; bad = 1 }
-	exit bad
-}' ROWS1="${ROWS1:-9}" "$1"
-echo "$1: Tables 1 and 2 have their rows, with numbers"
+
+# rescore DIR SCORES NAME HYP: SCORES (of the model or expert NAME, LANG-...)
+# scored again from HYP-SPLIT.txt[.gz] against DIR/data-LANG/joint/SPLIT.LANG[.gz];
+# prints "scored" or "unscored" (no references) a split, and fails on a difference.
+rescore() {
+	d=$1 sc=$2 name=$3 hyp=$4
+	lang=${name%%-*}
+	tail -n +2 "$sc" | while IFS='	' read -r s c b f; do
+		text "$hyp-$s.txt" || die "$sc: no translations $hyp-$s.txt[.gz]"
+		mv "$tmp/text" "$tmp/hyp"
+		if text "$d/data-$lang/joint/$s.$lang"; then
+			find_fedrun
+			l=
+			[ "$c" = uncased ] && l=-l
+			# shellcheck disable=SC2086
+			got=$("$FEDRUN" bleu $l -b -w 2 "$tmp/text" "$tmp/hyp") || die "$sc: fedrun bleu failed"
+			got=$(echo "$got" | tr -s ' \n' '  ' | sed 's/ $//')
+			[ "$got" = "$b $f" ] || die "$sc: $s $c: BLEU and chrF $b $f, but fedrun bleu gives $got"
+			echo scored
+		else
+			n=$(awk -F'\t' -v f="joint/$s.$lang" '$1 == f { print $2 }' "$d/sizes-$lang.tsv")
+			[ "$(wc -l <"$tmp/hyp" | tr -d ' ')" = "$n" ] ||
+				die "$hyp-$s.txt: $(wc -l <"$tmp/hyp" | tr -d ' ') lines, joint/$s.$lang has ${n:-none}"
+			echo unscored
+		fi
+	done
+}
+
+check() {
+	md=$1
+	[ -e "$md" ] || die "$md: missing"
+	dir=$(cd "$(dirname "$md")" && pwd)
+	rm -rf "$tmp/out"
+	WANG2021_FIGURES=0 "$here/results.sh" "$dir" "$tmp/out" >/dev/null
+	for f in results.md table1.tsv table2.tsv $(cd "$tmp/out" && ls vocab-*.tsv 2>/dev/null); do
+		if ! diff -u "$dir/$f" "$tmp/out/$f"; then
+			echo "check-results.sh: $dir/$f differs from what the runs give (results.sh $dir)" >&2
+			return 1
+		fi
+	done
+	# every scores.tsv, in run.sh's layout (RUN/scores.tsv, RUN/de-K/scores.tsv)
+	# or collect.sh's (scores/NAME.tsv)
+	for c in "$dir"/*/.complete; do
+		[ -e "$c" ] || continue
+		r=${c%/.complete}
+		for w in "$r" "$r"/de-*; do
+			[ ! -e "$w/scores.tsv" ] || rescore "$dir" "$w/scores.tsv" "${r##*/}" "$w/hyp"
+		done
+	done >"$tmp/rescored"
+	for sc in "$dir"/scores/*.tsv; do
+		[ ! -e "$sc" ] || rescore "$dir" "$sc" "$(basename "$sc" .tsv)" "${sc%.tsv}-hyp"
+	done >>"$tmp/rescored"
+	scored=$(grep -c '^scored$' "$tmp/rescored" || :)
+	unscored=$(grep -c '^unscored$' "$tmp/rescored" || :)
+	awk '
+	/^## / { section = substr($0, 4); sub(/:.*/, "", section) }
+	/^\*\*This is a --quick run/ { quick = 1 }
+	section == "Goals" && /^- / {
+		goals++
+		if ($0 !~ /: \*\*(reproduced|contradicted|inconclusive[^*]*|not judged)\*\* \(/) {
+			print "Goals: no verdict: " $0; bad = 1
+		} else if (quick && $0 !~ /\*\*not judged\*\* \(/) {
+			print "Goals: judged in a --quick run: " $0; bad = 1
+		}
+	}
+	section != "Table 1" && section != "Table 2" { next }
+	/^\| / && !/^\|---/ {
+		n = split($0, c, "|")
+		if (c[2] == " system ") {
+			cols[section] = n
+			for (i = 3; i < n; i++) { split(c[i], w, " "); pair[w[1]] = 1 }
+			next
+		}
+		if (!(section in cols)) next
+		rows[section]++
+		if (n != cols[section]) { printf "%s: row \"%s\" has %d cells, the header %d\n", section, c[2], n, cols[section]; bad = 1 }
+		for (i = 3; i < n; i++)
+			if (c[i] !~ /^ [0-9]+\.[0-9]+ \([0-9]+\.[0-9]+\) $/) {
+				printf "%s: row \"%s\": cell %d is \"%s\", not \"BLEU (chrF)\"\n", section, c[2], i - 2, c[i]
+				bad = 1
+			}
+	}
+	END {
+		if (rows["Table 1"] != ROWS1) { printf "Table 1: %d rows, expected %d\n", rows["Table 1"], ROWS1; bad = 1 }
+		if (rows["Table 2"] != 4) { printf "Table 2: %d rows, expected 4\n", rows["Table 2"]; bad = 1 }
+		if (cols["Table 1"] < 4) { print "Table 1: no column of numbers"; bad = 1 }
+		for (p in pair) npairs++
+		if (goals != 8 * npairs) { printf "Goals: %d, expected %d (8 a pair)\n", goals, 8 * npairs; bad = 1 }
+		exit bad
+	}' ROWS1="${ROWS1:-9}" "$md" || return 1
+	if [ "$unscored" -gt 0 ]; then
+		how="$scored scores (a split and case each) scored again with fedrun bleu, $unscored taken as they are (no references; the translations have the test set's lines)"
+	else
+		how="$scored scores (a split and case each) scored again with fedrun bleu"
+	fi
+	echo "check-results.sh: $md recomputes from the runs; Tables 1 and 2 have their rows, the goals their verdicts; $how"
+}
+
+for md in "$@"; do
+	check "$md"
+done

@@ -1,11 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Writes OUT/results.md, OUT/table{1,2}.tsv and OUT/fig-*.{png,svg} from the
-# run directories that repro/wang2021/run.sh left in OUT (it calls this at
-# its end; run it again on its own to remake the tables and figures).
+# Writes results.md, table{1,2}.tsv, vocab-LANG.tsv and the figures
+# (fig-*.{png,svg}, fig2-*.{png,svg,dat}) from what repro/wang2021/run.sh
+# left in OUT, the raw files only: each stage's .complete, metrics.csv and
+# scores.tsv (and its domain experts' de-K/scores.tsv), the vocabulary
+# LANG-vocab/vocab.txt and the joint test set data-LANG/joint/test.*,
+# settings, times.tsv, sizes-LANG.tsv and overlap-LANG.tsv. OUT may also be
+# a directory of collect.sh (repro/wang2021/results/en-LANG): there a run's
+# metrics.csv is metrics/RUN.csv.gz, a scores.tsv scores/RUN.tsv or
+# scores/RUN-de-K.tsv, and the vocabulary and test set are gzipped
+# (LANG-vocab/vocab.txt.gz, data-LANG/joint/test.*.gz) or, where they were
+# not collected, vocab-LANG.tsv holds their table. run.sh calls this at
+# its end; run it again on its own to remake the tables and figures.
 #
-# Usage: repro/wang2021/results.sh OUT
-# (the rounds, the pairs and --quick are read from OUT/settings.)
+# Usage: repro/wang2021/results.sh OUT [DEST]
+#   DEST: where to write (default OUT); check-results.sh writes into a
+#   temporary directory and compares. WANG2021_FIGURES=0 draws no figures
+#   (results.md is the same either way).
+# (the rounds, the pairs, --quick, the date, fedrun's version and the
+# machine's cores are read from OUT/settings.)
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,25 +28,68 @@ PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
 prog=results.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
-[ $# -eq 1 ] || die "usage: results.sh OUT"
-out=$1
-quick=0 rounds=4 pairs="de zh_CN" splits="dev test"
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: results.sh OUT [DEST]"
+out=$(cd "$1" && pwd)
+dest=${2:-$out}
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
+quick=0 rounds=4 pairs="de zh_CN" splits="dev test" vocabmode=federated run_date='' fedrun_version='' cores=''
 [ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
+# shellcheck disable=SC1091
 . "$out/settings"
-# STAGE is a run (de-wa) or a domain expert of one (de-wa/de-0): the run
-# must be complete and the translations scored.
-done_() { [ -e "$out/${1%%/*}/.complete" ] && [ -e "$out/$1/scores.tsv" ]; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/wang2021-results.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# The goals' margin in BLEU points: one run (seed 1) of 400 short test
+# sentences does not separate systems closer than this.
+margin=1.0
+
+# raw PATH: OUT/PATH, or collect.sh's OUT/PATH.gz unpacked into $work;
+# nothing when there is neither.
+raw() {
+	if [ -e "$out/$1" ]; then
+		echo "$out/$1"
+	elif [ -e "$out/$1.gz" ]; then
+		_w=$work/$(echo "$1" | tr / _)
+		[ -e "$_w" ] || gzip -dc "$out/$1.gz" >"$_w"
+		echo "$_w"
+	fi
+	return 0
+}
+# metrics_of RUN: RUN's metrics.csv when the run is complete, else nothing
+# (collect.sh took only complete runs).
+metrics_of() {
+	if [ -e "$out/$1/.complete" ]; then
+		[ ! -e "$out/$1/metrics.csv" ] || echo "$out/$1/metrics.csv"
+	else
+		raw "metrics/$1.csv"
+	fi
+	return 0
+}
+# scores_of STAGE: the scores.tsv of STAGE, a run (de-wa) or a domain
+# expert of one (de-wa/de-0), when the run is complete and the
+# translations scored; else nothing.
+scores_of() {
+	if [ -e "$out/${1%%/*}/.complete" ]; then
+		[ ! -e "$out/$1/scores.tsv" ] || echo "$out/$1/scores.tsv"
+	elif [ -e "$out/metrics/${1%%/*}.csv.gz" ]; then
+		_s=$out/scores/$(echo "$1" | tr / -).tsv
+		[ ! -e "$_s" ] || echo "$_s"
+	fi
+	return 0
+}
+done_() { [ -n "$(scores_of "$1")" ]; }
 missing=""
 
 # score RUN SPLIT CASE METRIC: from RUN/scores.tsv, or "-"
 score() {
-	if ! done_ "$1"; then
+	_f=$(scores_of "$1")
+	if [ -z "$_f" ]; then
 		echo -
 		return 0
 	fi
 	awk -F'\t' -v s="$2" -v c="$3" -v m="$4" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 		$1 == s && $2 == c { print $(col[m]); found = 1 }
-		END { if (!found) print "-" }' "$out/$1/scores.tsv"
+		END { if (!found) print "-" }' "$_f"
 }
 # row LABEL STAGE: "| LABEL | [dev BLEU (chrF) |] test BLEU (chrF) |" for
 # every pair, uncased as the paper scores (the dev set where run.sh decoded
@@ -82,8 +138,8 @@ tsv() { # SPEC
 	tsv_header
 	echo "$1" | tr '|' '\n' | while IFS= read -r label && IFS= read -r stage; do tsv_rows "$label" "$stage"; done
 }
-tsv "$t1" >"$out/table1.tsv"
-tsv "$t2" >"$out/table2.tsv"
+tsv "$t1" >"$dest/table1.tsv"
+tsv "$t2" >"$dest/table2.tsv"
 # the stages not run (row() runs in the pipelines of table(), a subshell)
 for p in $pairs; do
 	for s in local-desktop local-developer central fednmt wa wa-eps1 wa-eps2 wa-eps0.5 \
@@ -92,36 +148,43 @@ for p in $pairs; do
 	done
 done
 
-figs=""
-if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
-	# (a table without a number yet, from an interrupted run, has no chart)
-	"$PLOT" bars --title "Table 1: test BLEU (uncased), joint test set" --ylabel BLEU \
-		-o "$out/fig-table1" "$out/table1.tsv" || echo "results.sh: no chart of Table 1" >&2
-	"$PLOT" bars --title "Table 2: FedNMT+WA test BLEU by noise" --ylabel BLEU \
-		-o "$out/fig-table2" "$out/table2.tsv" || echo "results.sh: no chart of Table 2" >&2
-	for p in $pairs; do
-		set --
-		for s in local-desktop:"desktop alone" local-developer:"developer alone" central:centralised \
-			fednmt:FedNMT wa:FedNMT+WA; do
-			done_ "$p-${s%%:*}" && set -- "$@" "${s#*:}=$out/$p-${s%%:*}"
-		done
-		if [ $# -gt 0 ]; then
-			"$PLOT" curve --metric train_loss --split train --title "Figure 2: en-$p training loss per epoch" \
-				--xlabel "epoch (round)" -o "$out/fig2-$p-train" "$@"
-			"$PLOT" curve --metric loss --split valid --title "en-$p loss on the joint dev set" \
-				--xlabel "epoch (round)" -o "$out/fig2-$p-dev" "$@"
-		fi
-		set --
-		for s in wa:"no noise" wa-eps2:"Lap(sigma/2)" wa-eps1:"Lap(sigma)" wa-eps0.5:"Lap(2 sigma)"; do
-			done_ "$p-${s%%:*}" && set -- "$@" "${s#*:}=$out/$p-${s%%:*}"
-		done
-		if [ $# -gt 0 ]; then
-			"$PLOT" curve --metric train_loss --split train \
-				--title "Figure 2: en-$p FedNMT+WA training loss by noise" --xlabel "epoch (round)" \
-				-o "$out/fig2-$p-noise" "$@"
+# ---- figures (tools/fedrun-plot, on gnuplot) ---------------------------------
+# curves OUTNAME OPTIONS... -- STAGE:LABEL...: fedrun-plot curve over the
+# complete ones of the stages.
+curves() {
+	o=$1
+	shift
+	n=0
+	for a in "$@"; do
+		shift
+		if [ $n = 1 ]; then
+			m=$(metrics_of "${a%%:*}")
+			[ -z "$m" ] || set -- "$@" "${a#*:}=$m"
+		elif [ "$a" = -- ]; then
+			n=1
+		else
+			set -- "$@" "$a"
 		fi
 	done
-	figs=1
+	case "$*" in *=*) "$PLOT" curve -o "$dest/$o" "$@" >/dev/null ;; esac
+}
+if [ "${WANG2021_FIGURES:-1}" != 0 ] && [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
+	# (a table without a number yet, from an interrupted run, has no chart)
+	"$PLOT" bars --title "Table 1: test BLEU (uncased), joint test set" --ylabel BLEU \
+		-o "$dest/fig-table1" "$dest/table1.tsv" || echo "results.sh: no chart of Table 1" >&2
+	"$PLOT" bars --title "Table 2: FedNMT+WA test BLEU by noise" --ylabel BLEU \
+		-o "$dest/fig-table2" "$dest/table2.tsv" || echo "results.sh: no chart of Table 2" >&2
+	for p in $pairs; do
+		set -- "$p-local-desktop:desktop alone" "$p-local-developer:developer alone" \
+			"$p-central:centralised" "$p-fednmt:FedNMT" "$p-wa:FedNMT+WA"
+		curves "fig2-$p-train" --metric train_loss --split train --title "Figure 2: en-$p training loss per epoch" \
+			--xlabel "epoch (round)" -- "$@"
+		curves "fig2-$p-dev" --metric loss --split valid --title "en-$p loss on the joint dev set" \
+			--xlabel "epoch (round)" -- "$@"
+		curves "fig2-$p-noise" --metric train_loss --split train \
+			--title "Figure 2: en-$p FedNMT+WA training loss by noise" --xlabel "epoch (round)" -- \
+			"$p-wa:no noise" "$p-wa-eps2:Lap(sigma/2)" "$p-wa-eps1:Lap(sigma)" "$p-wa-eps0.5:Lap(2 sigma)"
+	done
 fi
 
 # oov VOCAB FILE: the share of FILE's tokens, split as the words tokenizer
@@ -151,6 +214,95 @@ oov() {
 		END { printf "%.1f", n ? 100 * u / n : 0 }' "$1" "$2"
 }
 
+# vocab_table LANG: DEST/vocab-LANG.tsv (pair, entries, the unknown shares
+# of the joint test set's English and target tokens, in percent), from the
+# vocabulary and the test set where they are at hand, else OUT's
+# vocab-LANG.tsv as an earlier call wrote it (its # lines say whence);
+# nothing when neither is there.
+vocab_table() {
+	v=$(raw "$1-vocab/vocab.txt") ten=$(raw "data-$1/joint/test.en") tt=$(raw "data-$1/joint/test.$1")
+	if [ -n "$v" ] && [ -n "$ten" ] && [ -n "$tt" ]; then
+		{
+			printf 'pair\tentries\tunknown_en\tunknown_target\n'
+			printf 'en-%s\t%s\t%s\t%s\n' "$1" "$(wc -l <"$v" | tr -d ' ')" "$(oov "$v" "$ten")" "$(oov "$v" "$tt")"
+		} >"$dest/vocab-$1.tsv"
+	elif [ -e "$out/vocab-$1.tsv" ]; then
+		[ "$out" = "$dest" ] || cp "$out/vocab-$1.tsv" "$dest/"
+	else
+		rm -f "$dest/vocab-$1.tsv"
+	fi
+}
+for p in $pairs; do
+	vocab_table "$p"
+done
+
+# devloss RUN: "R0 L0 R L", the server model's loss on the joint dev set
+# at its first evaluation (round 0, before training) and at its last, from
+# RUN's metrics.csv; nothing when the run is not complete.
+devloss() {
+	_m=$(metrics_of "$1")
+	[ -n "$_m" ] || return 0
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$(c["split"]) == "valid" && $(c["metric"]) == "loss" && $(c["client"]) == "" && $(c["tensor"]) == "" && $(c["model"]) == "" {
+		r = $(c["round"]) + 0
+		if (!n++ || r < r0) { r0 = r; l0 = $(c["value"]) }
+		if (r >= rl) { rl = r; ll = $(c["value"]) }
+	}
+	END { if (n) print r0, l0, rl, ll }' "$_m"
+}
+# unconverged RUN: why RUN did not converge (its last dev loss not a
+# number, or not below its round-0 loss, or no loss after round 0), or
+# nothing when it did.
+unconverged() {
+	devloss "$1" | awk -v run="$1" '
+	function num(x) { return x ~ /^[+-]?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$/ }
+	{ got = 1 }
+	!num($2) || !num($4) { printf "%s did not converge: dev loss %s at round %s, %s at round %s\n", run, $2, $1, $4, $3; next }
+	$3 <= $1 { printf "%s did not converge: no dev loss after round %s\n", run, $1; next }
+	$4 + 0 >= $2 + 0 { printf "%s did not converge: dev loss %.3f at round %s, not below %.3f at round %s\n", run, $4, $3, $2, $1 }
+	END { if (!got) printf "%s: no dev loss\n", run }'
+}
+# goal LANG TEXT KIND A B: a line of the Goals section, the paper's claim
+# TEXT on stages A and B (their test BLEU, uncased): KIND higher (A above
+# B) or close (A at most $margin below B). Not judged where the figures
+# mean nothing: a --quick run, BLEU 0.00 for both, a run that did not
+# converge.
+goal() {
+	_p=$1 _text=$2 _kind=$3 _a=$1-$4 _b=$1-$5
+	_miss=""
+	for _s in "$_a" "$_b"; do done_ "$_s" || _miss="$_miss $_s"; done
+	if [ -n "$_miss" ]; then
+		echo "- en-$_p: $_text: **not measured** (not run:$_miss)"
+		return 0
+	fi
+	_ba=$(score "$_a" test uncased bleu) _bb=$(score "$_b" test uncased bleu)
+	_why=""
+	for _r in "${_a%%/*}" "${_b%%/*}"; do
+		_u=$(unconverged "$_r")
+		[ -z "$_u" ] || case "$_why" in *"$_u"*) ;; *) _why="$_why; $_u" ;; esac
+	done
+	if awk -v a="$_ba" -v b="$_bb" 'BEGIN { exit !(a + 0 == 0 && b + 0 == 0) }'; then
+		_why="$_why; BLEU 0.00 for both"
+	fi
+	[ "$quick" = 0 ] || _why="$_why; a --quick run, whose numbers mean nothing"
+	if [ -n "$_why" ]; then
+		echo "- en-$_p: $_text: **not judged** (${_why#; }; test BLEU $_ba against $_bb)"
+		return 0
+	fi
+	awk -v a="$_ba" -v b="$_bb" -v k="$_kind" -v mg="$margin" -v t="- en-$_p: $_text" 'BEGIN {
+		d = sprintf("%.2f", a - b) + 0 # (the scores have two decimals)
+		if (k == "close")
+			w = (d >= -mg) ? "reproduced" : "contradicted"
+		else if (d >= mg)
+			w = "reproduced"
+		else if (d <= -mg)
+			w = "contradicted"
+		else
+			w = "inconclusive (difference within ±" mg ")"
+		printf "%s: **%s** (test BLEU %s against %s, difference %+.2f)\n", t, w, a, b, d
+	}'
+}
+
 {
 	echo "# Wang et al. 2021 (FedNMT) on the gettext corpora: results"
 	echo
@@ -160,7 +312,7 @@ oov() {
 		echo "mean nothing.**"
 		echo
 	fi
-	echo "Made by \`repro/wang2021/run.sh\` ($(date -u +%Y-%m-%d), fedrun $("${FEDRUN:-$top/fedrun}" --version 2>/dev/null | head -n 1 | awk '{ print $2 }'))."
+	echo "Made by \`repro/wang2021/run.sh\` (${run_date:-date unknown}, fedrun ${fedrun_version:-unknown})."
 	echo "Two parties: *desktop* (gettext domains gnome, graphics, mail, media, office) and"
 	echo "*developer* (cli, git, packaging); English -> German, and English -> Chinese (zh_CN,"
 	echo "every Chinese side segmented into characters) for the paper's English-Chinese."
@@ -186,10 +338,8 @@ oov() {
 	echo "| pair | entries | unknown, en | unknown, target |"
 	echo "|---|---:|---:|---:|"
 	for p in $pairs; do
-		v=$out/$p-vocab/vocab.txt
-		[ -e "$v" ] || continue
-		printf '| en-%s | %s | %s%% | %s%% |\n' "$p" "$(wc -l <"$v")" \
-			"$(oov "$v" "$out/data-$p/joint/test.en")" "$(oov "$v" "$out/data-$p/joint/test.$p")"
+		[ ! -e "$dest/vocab-$p.tsv" ] ||
+			awk -F'\t' '/^#/ || $1 == "pair" { next } { printf "| %s | %s | %s%% | %s%% |\n", $1, $2, $3, $4 }' "$dest/vocab-$p.tsv"
 	done
 	echo
 	echo "## Data"
@@ -244,39 +394,87 @@ oov() {
 	echo "|---|---|---|---:|---:|---:|---:|"
 	for p in $pairs; do
 		for r in fednmt:FedNMT wa:FedNMT+WA; do
-			m=$out/$p-${r%%:*}/metrics.jsonl
-			[ -e "$out/$p-${r%%:*}/.complete" ] || continue
-			for party in desktop developer; do
-				ev() { grep "\"split\":\"test\",\"metric\":\"expert.$1\",\"model\":\"$party\"" "$m" |
-					tail -n 1 | sed 's/.*"value":\([^,]*\),.*/\1/'; }
-				printf '| en-%s | %s | %s | %.3f | %.3f | %.3f | %.3f |\n' "$p" "${r#*:}" "$party" \
-					"$(ev lambda)" "$(ev nll_global)" "$(ev nll_private)" "$(ev nll)"
-			done
+			m=$(metrics_of "$p-${r%%:*}")
+			[ -n "$m" ] || continue
+			# each party's last test events of its expert (the model column: the party)
+			awk -F, -v p="en-$p" -v r="${r#*:}" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+				$(c["split"]) == "test" && $(c["metric"]) ~ /^expert\./ { v[$(c["model"]) SUBSEP $(c["metric"])] = $(c["value"]) }
+				END {
+					for (k = 1; k <= 2; k++) {
+						q = (k == 1) ? "desktop" : "developer"
+						printf "| %s | %s | %s | %.3f | %.3f | %.3f | %.3f |\n", p, r, q, v[q, "expert.lambda"],
+							v[q, "expert.nll_global"], v[q, "expert.nll_private"], v[q, "expert.nll"]
+					}
+				}' "$m"
 		done
+	done
+	echo
+	echo "## Dev loss"
+	echo
+	echo "The server model's loss (nats a token) on the joint dev set before training"
+	echo "(round 0) and after the last round (each run's \`metrics.csv\`). A run whose last"
+	echo "loss is not below its round-0 loss did not converge: the goals on it are not judged."
+	echo
+	printf '| system |'
+	for p in $pairs; do printf ' en-%s round 0 | en-%s last round |' "$p" "$p"; done
+	printf '\n|---|'
+	for p in $pairs; do printf -- '---:|---:|'; done
+	printf '\n'
+	# every run once (Table 2's first row is FedNMT+WA again)
+	seen=' '
+	echo "$t1|$t2" | tr '|' '\n' | while IFS= read -r label && IFS= read -r stage; do
+		case $stage in */*) continue ;; esac
+		case $seen in *" $stage "*) continue ;; esac
+		seen="$seen$stage "
+		printf '| %s |' "$label"
+		for p in $pairs; do
+			l=$(devloss "$p-$stage")
+			if [ -z "$l" ]; then printf ' not run | not run |'; else echo "$l" | awk '{ printf " %.3f | %.3f (round %d) |", $2, $4, $3 }'; fi
+		done
+		printf '\n'
 	done
 	echo
 	if [ -n "$missing" ]; then
 		echo "Stages not run (their rows say so):$missing."
 		echo
 	fi
-	if [ -n "$figs" ]; then
-		echo "## Figures"
-		echo
-		echo "![Table 1](fig-table1.svg) ![Table 2](fig-table2.svg)"
-		for p in $pairs; do
-			echo "![en-$p training loss](fig2-$p-train.svg) ![en-$p dev loss](fig2-$p-dev.svg) ![en-$p noise](fig2-$p-noise.svg)"
-		done
-		echo
-		echo "PNG files of the same names are next to the SVGs; \`.dat\` files hold the curves' numbers."
-		echo
-	fi
+	echo "## Goals"
+	echo
+	echo "The paper's claims on Tables 1 and 2, judged on the test BLEU (uncased) of one run"
+	echo "(seed 1): **reproduced** when the difference is at least $margin BLEU in the claim's"
+	echo "direction, **contradicted** when at least $margin against it, inconclusive in between"
+	echo "(\"competitive\": reproduced when at most $margin below). **Not judged** where the"
+	echo "figures mean nothing: a --quick run, BLEU 0.00 for both systems, a run that did not"
+	echo "converge (see Dev loss)."
+	echo
+	for p in $pairs; do
+		goal "$p" "FedNMT above party desktop alone (each party benefits)" higher fednmt local-desktop
+		goal "$p" "FedNMT above party developer alone" higher fednmt local-developer
+		goal "$p" "FedNMT+WA above FedNMT" higher wa fednmt
+		goal "$p" "FedNMT+WA competitive with data-centralised training" close wa central
+		goal "$p" "FedNMT+WA+DE above FedNMT+WA, desktop" higher wa/de-0 wa
+		goal "$p" "FedNMT+WA+DE above FedNMT+WA, developer" higher wa/de-1 wa
+		goal "$p" "noise costs BLEU: F.WA without noise above Lap(sigma/1)" higher wa wa-eps1
+		goal "$p" "more noise costs more: F.WA Lap(sigma/1) above Lap(2 sigma), the text's epsilon = 2" higher wa-eps1 wa-eps0.5
+	done
+	echo
+	echo "## Figures"
+	echo
+	echo "Drawn by tools/fedrun-plot where gnuplot is installed; PNG files of the same names"
+	echo "are next to the SVGs, \`.dat\` files hold the curves' numbers."
+	echo
+	echo "![Table 1](fig-table1.svg) ![Table 2](fig-table2.svg)"
+	for p in $pairs; do
+		echo "![en-$p training loss](fig2-$p-train.svg) ![en-$p dev loss](fig2-$p-dev.svg) ![en-$p noise](fig2-$p-noise.svg)"
+	done
+	echo
 	echo "## Time"
 	echo
-	echo "Seconds per stage on this machine ($(nproc) cores; \`times.tsv\`):"
+	echo "Seconds per stage on this machine (${cores:-unknown} cores; \`times.tsv\`):"
 	echo
 	echo '```'
 	times_table "$out/times.tsv"
 	echo '```'
-} >"$out/results.md.tmp"
-mv "$out/results.md.tmp" "$out/results.md"
-echo "results.sh: $out/results.md"
+} >"$dest/results.md.tmp"
+mv "$dest/results.md.tmp" "$dest/results.md"
+echo "results.sh: $dest/results.md"

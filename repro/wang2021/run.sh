@@ -155,7 +155,14 @@ prepare() {
 for p in $pairs; do
 	case $p in de) prepare de "$data_de" ;; zh_CN) prepare zh_CN "$data_zh" ;; esac
 done
-printf 'rounds=%s\nquick=%s\npairs="%s"\nvocabmode=%s\nsplits="%s"\n' "$rounds" "$quick" "$pairs" "$vocabmode" "$splits" >"$out/settings"
+# (the date, fedrun's version and the cores are results.md's, read from here
+# so that results.sh gives the same results.md again)
+{
+	printf 'rounds=%s\nquick=%s\npairs="%s"\nvocabmode=%s\nsplits="%s"\n' "$rounds" "$quick" "$pairs" "$vocabmode" "$splits"
+	printf 'run_date=%s\n' "$(date -u +%Y-%m-%d)"
+	printf 'fedrun_version="%s"\n' "$("$FEDRUN" --version 2>/dev/null | head -n 1 | awk '{ print $2 }' | tr -d '"$`\\')"
+	printf 'cores=%s\n' "$(nproc)"
+} >"$out/settings"
 
 # ---- stages ---------------------------------------------------------------
 ex=$top/examples
