@@ -285,6 +285,11 @@ done
 		echo "Encoders: BERT tiny (2 layers, 128 wide) and mini (4 layers, 256 wide), pretrained by"
 		echo "MLM on the Brown and gettext English text ($prounds epochs$([ "$quick" = 0 ] || echo ", $psteps steps"), vocabulary $vocab_size)$([ -z "$encoders" ] || echo ", from --encoders")."
 	fi
+	# which encoder weights each seed's runs started from (collect.sh)
+	[ ! -e "$out/encoders.tsv" ] || awk -F'\t' 'NR > 1 { if (!($1 in g)) o[++n] = $1
+		g[$1] = g[$1] (g[$1] == "" ? "" : ", ") $2 " " substr($3, 1, 12) }
+		END { printf "Encoder weights (SHA-256 of model.safetensors, `encoders.tsv`):"
+		      for (i = 1; i <= n; i++) printf " seed(s) %s: %s%s", o[i], g[o[i]], i < n ? ";" : ".\n" }' "$out/encoders.tsv"
 	echo "Fine-tuning: $K clients, a fraction $frac of them a round, $rounds rounds, $epochs local epoch(s),"
 	echo "batch $batch, AdamW lr $lr (weight decay 0.01), max_len $max_len; training samples of"
 	echo "$n_train_genre (genre) and $n_train_pos (pos) examples, $n_valid validation and $n_test test"
