@@ -1,11 +1,79 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Checks that a results.md of repro/tupitsa2024 has every table of the
-# stages it reports (at least one), each row with numbers, and the verdicts
-# on their goals (CI runs it on the --quick reproduction).
-# Usage: check-results.sh RESULTS.md
+# Recomputes a results.md of repro/tupitsa2024 from the raw files next to it
+# (the runs' metrics.csv and pipeline.json, settings, times.tsv; for the
+# mean-estimation stages, whose run directories results/ does not keep,
+# their curves/ and table-*.tsv) with results.sh into a temporary
+# directory, and fails, showing the diff, when results.md, a table-*.tsv
+# or a file of curves/ differs; then checks that results.md has every
+# table of the stages it reports (at least one), each row with numbers,
+# and the verdicts on their goals (CI runs it on the --quick reproduction).
+# Two things the committed results do not hold are taken from the
+# results.md checked, and named on stderr: the lowres corpus's sizes
+# (training pairs, dev and test sentences, the dev references'
+# characters) where the corpus is not there (TUPITSA2024_CORPUS of
+# results.sh), and a standard deviation over seeds that results.sh gives
+# as "(?)" (the Byzantine runs'), which matches any number in brackets.
+# Usage: repro/tupitsa2024/check-results.sh [RESULTS.md...]
+#   (default repro/tupitsa2024/results/results.md and
+#   repro/tupitsa2024/results-h100-lowres/results.md)
 set -eu
-[ $# -eq 1 ] || { echo "usage: check-results.sh RESULTS.md" >&2; exit 2; }
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -ne 1 ]; then
+	[ $# -gt 0 ] || set -- "$here/results/results.md" "$here/results-h100-lowres/results.md"
+	for md; do "$here/check-results.sh" "$md" || exit 1; done
+	exit 0
+fi
+md=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
+dir=$(cd "$(dirname "$md")" && pwd)
+# the corpus's sizes as $md gives them, for results.sh where the corpus
+# is not there
+c=$(sed -n 's/^(\([0-9]*\) training pairs; dev and test \([0-9]*\) and \([0-9]*\)),.*/\1 \2 \3/p' "$md" | head -n 1)
+ch=$(sed -n 's|^/ ln 2 / its \([0-9]*\) characters),.*|\1|p' "$md" | head -n 1)
+if ! TUPITSA2024_CORPUS="$c${ch:+ $ch}" TUPITSA2024_FIGURES=0 "$here/results.sh" "$dir" "$tmp/r" >/dev/null 2>"$tmp/notes"; then
+	cat "$tmp/notes" >&2
+	echo "check-results.sh: results.sh $dir failed" >&2
+	exit 1
+fi
+# "(?)" in what results.sh wrote: a number no committed file gives, which
+# $md's line may have in its place; such lines are compared around it
+: >"$tmp/md"
+awk -v out="$tmp/md" -v nf="$tmp/nwild" '
+function wild(line, pat,    n, p, i) {
+	n = split(pat, p, /\(\?\)/)
+	if (substr(line, 1, length(p[1])) != p[1]) return 0
+	line = substr(line, length(p[1]) + 1)
+	for (i = 2; i <= n; i++) {
+		if (!match(line, /^\([0-9.e+-]+\)/)) return 0
+		line = substr(line, RLENGTH + 1)
+		if (substr(line, 1, length(p[i])) != p[i]) return 0
+		line = substr(line, length(p[i]) + 1)
+	}
+	nw += n - 1
+	return line == ""
+}
+NR == FNR { re[FNR] = $0; next }
+{ print (((FNR in re) && index(re[FNR], "(?)") && wild($0, re[FNR])) ? re[FNR] : $0) > out }
+END { print nw + 0 > nf }' "$tmp/r/results.md" "$md"
+if ! diff -u "$tmp/md" "$tmp/r/results.md"; then
+	echo "check-results.sh: $md differs from what the runs give (results.sh $dir)" >&2
+	exit 1
+fi
+for t in "$dir"/table-*.tsv; do
+	[ -e "$t" ] || continue
+	diff -u "$t" "$tmp/r/${t##*/}" || {
+		echo "check-results.sh: $t differs from what the runs give" >&2
+		exit 1
+	}
+done
+if [ -d "$dir/curves" ] && ! diff -r -u "$dir/curves" "$tmp/r/curves"; then
+	echo "check-results.sh: $dir/curves differs from what the runs give" >&2
+	exit 1
+fi
 awk '
 function num(s) { return s ~ /^ -?[0-9.]+(e[-+][0-9]+)? $/ }
 function numsd(s) { return s ~ /^ -?[0-9.]+(e[-+][0-9]+)? \([0-9.]+(e[-+][0-9]+)?\) $/ }
@@ -40,7 +108,7 @@ END {
 		bad = 1
 	}
 	exit bad
-}' "$1"
+}' "$md"
 # The low-resource translation section, when the lowres stage ran: its
 # three methods with a number in every cell (one row per method and seed;
 # the vocabulary control's rows, when there, complete too), with several
@@ -48,7 +116,7 @@ END {
 # number or "-" for a round a method did not evaluate, at least one
 # number; unless results.sh said the dev set was not there), MeritFed's weights per round with one per language, and the
 # verdict on the goal.
-if grep -q '^## Low-resource translation with helper languages$' "$1"; then
+if grep -q '^## Low-resource translation with helper languages$' "$md"; then
 	awk '
 	function num(s) { return s ~ /^ -?[0-9.]+ $/ }
 	function numsd(s) { return s ~ /^ -?[0-9.]+ \(([0-9.]+|-)\) $/ }
@@ -79,12 +147,17 @@ if grep -q '^## Low-resource translation with helper languages$' "$1"; then
 		if (wrows < 1 || nw < 2) { print "Low-resource translation: no weights per language"; bad = 1 }
 		if (brows != 3 && !nobpc) { printf "Low-resource translation: %d rows of bits per character (the control aside), expected 3\n", brows; bad = 1 }
 		exit bad
-	}' "$1"
-	grep -Eq "^  and FedAvg on the target's test chrF: \*\*(met|missed)\*\*" "$1" ||
-		{ echo "$1: no verdict on the low-resource goal"; exit 1; }
+	}' "$md"
+	grep -Eq "^  and FedAvg on the target's test chrF: \*\*(met|missed|not judged)\*\*" "$md" ||
+		{ echo "$md: no verdict on the low-resource goal"; exit 1; }
 fi
-if grep -q '^## The 150-client problem$' "$1"; then
-	grep -Eq '^- MeritFed within 1.25x the ideal.s error on the 150-client problem: \*\*(met|missed)\*\*' "$1" ||
-		{ echo "$1: no verdict on the 1.25x goal"; exit 1; }
+if grep -q '^## The 150-client problem$' "$md"; then
+	grep -Eq '^- MeritFed within 1.25x the ideal.s error on the 150-client problem: \*\*(met|missed|not judged)\*\*' "$md" ||
+		{ echo "$md: no verdict on the 1.25x goal"; exit 1; }
 fi
-echo "$1: every table has its rows, with numbers"
+# (the notes on standard deviations that were not kept are counted below)
+sed '/: runs not kept, and no table of them: /d
+	/ is not there: /{ s/^results\.sh: /check-results.sh: not recomputed: /; s/, from TUPITSA2024_CORPUS$/, taken from results.md/; }' "$tmp/notes" >&2
+n=$(cat "$tmp/nwild")
+[ "$n" = 0 ] || echo "check-results.sh: not recomputed: $n standard deviations, of runs not kept, taken from $md" >&2
+echo "check-results.sh: $md recomputes from the runs; every table has its rows, with numbers"

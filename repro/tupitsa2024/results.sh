@@ -1,15 +1,27 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# results.sh OUT: results.md, tables (TSV) and figures of a
+# results.sh OUT [DEST]: results.md, tables (TSV) and figures of a
 # repro/tupitsa2024/run.sh output directory, from its run directories' metrics
 # (the sections, tables and goals of the stages that ran; results.md names
 # those that did not). Figures are drawn by fedrun-plot (gnuplot).
+#   DEST: where to write (default OUT); check-results.sh writes into a
+#   temporary directory and compares. TUPITSA2024_FIGURES=0 draws no
+#   figures (results.md is the same either way).
+# A mean-estimation stage whose run directories were not kept (results/
+# keeps only their curves/ and table-*.tsv) is summarised from those: the
+# mean errors and MeritFed's shares from curves/ (the means over seeds per
+# round), the standard deviations and the best rounds from table-*.tsv,
+# and "?" for a number that neither gives (the Byzantine runs' standard
+# deviations). The lowres corpus's sizes come from the corpus (data.dir of
+# the runs' pipelines), or where it is not there from TUPITSA2024_CORPUS,
+# "TRAIN DEV TEST DEV_CHARACTERS" (check-results.sh takes them from the
+# results.md it checks), or are "?".
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-[ $# -eq 1 ] || {
-	echo "usage: results.sh OUT" >&2
+[ $# -ge 1 ] && [ $# -le 2 ] || {
+	echo "usage: results.sh OUT [DEST]" >&2
 	exit 2
 }
 out=$(cd "$1" && pwd)
@@ -17,16 +29,19 @@ out=$(cd "$1" && pwd)
 	echo "results.sh: $out/settings: missing (not a run.sh output directory)" >&2
 	exit 1
 }
+dest=${2:-$out}
+mkdir -p "$dest/curves"
+dest=$(cd "$dest" && pwd)
 seeds=$(sed -n 's/^seeds=//p' "$out/settings")
 rounds=$(sed -n 's/^rounds=//p' "$out/settings")
 quick=$(sed -n 's/^quick=//p' "$out/settings")
+# the date of the run and fedrun's version, as run.sh wrote them
+made=$(sed -n 's/^made=//p' "$out/settings")
+version=$(sed -n 's/^fedrun=//p' "$out/settings")
 plot=$top/tools/fedrun-plot
 [ -x "$plot" ] || plot="fedrun-plot"
-if [ -x "$top/fedrun" ]; then fedrun=$top/fedrun; else fedrun=fedrun; fi
-version=$("$fedrun" --version 2>/dev/null | head -n 1 || echo "fedrun")
 nseeds=$(echo $seeds | wc -w)
 cd "$out"
-mkdir -p curves
 
 # groups DIR: the cumulative client counts of DIR/s*/pipeline.json's
 # data.groups (the only "clients": <number> keys of a meanest pipeline).
@@ -37,36 +52,76 @@ groups() {
 }
 
 # summary DIR NAMES: seeds.awk's line for the runs under DIR (empty when
-# DIR has no complete run); writes curves/<DIR with / as ->.csv. The
+# DIR has no complete run); writes DEST's curves/<DIR with / as ->.csv. The
 # groups are the pipelines' data.groups, or with NAMES "honest,attackers"
-# the Byzantine setting's clients 0..4 and 5..54 (attack.clients).
+# the Byzantine setting's clients 0..4 and 5..54 (attack.clients). Where
+# the stage's runs were not kept, the same line from what was (kept_summary).
 # The tables ask for the same summary several times: each is computed once
 # per results.sh call and kept in $cache.
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 summary() {
-	[ -d "$1" ] || return 0
 	k=$cache/$(echo "$1.$2" | tr / -)
 	if [ ! -e "$k" ]; then
-		set -- "$1" "$2" "$(ls "$1"/s*/.complete 2>/dev/null | sed 's/\.complete$/metrics.csv/')"
-		case $2 in
-		honest,attackers) b=5,55 ;;
-		*) b=$(groups "$1") ;;
-		esac
-		# shellcheck disable=SC2086
-		[ -z "$3" ] || awk -v bounds="$b" -v names="$2" \
-			-v curve="curves/$(echo "$1" | tr / -).csv" -f "$here/seeds.awk" $3 >"$k"
+		if [ -d "$1" ]; then
+			set -- "$1" "$2" "$(ls "$1"/s*/.complete 2>/dev/null | sed 's/\.complete$/metrics.csv/')"
+			case $2 in
+			honest,attackers) b=5,55 ;;
+			*) b=$(groups "$1") ;;
+			esac
+			# shellcheck disable=SC2086
+			[ -z "$3" ] || awk -v bounds="$b" -v names="$2" \
+				-v curve="$dest/curves/$(echo "$1" | tr / -).csv" -f "$here/seeds.awk" $3 >"$k"
+		elif kept "${1%%/*}"; then
+			kept_summary "$1" "$2" >"$k"
+		fi
 		touch "$k"
 	fi
 	cat "$k"
 }
 
+# kept STAGE: whether OUT holds STAGE's curves but not its runs (the
+# committed results/ of the mean-estimation stages)
+kept() {
+	[ ! -d "$1" ] && [ "$1" != lowres ] && ls "curves/$1-"*.csv >/dev/null 2>&1
+}
+# kept_summary DIR NAMES: seeds.awk's line for DIR from its curve (the
+# mean error and MeritFed's shares of the last round) and table-*.tsv of
+# the run that made it (the standard deviation and the best round's error;
+# "?" where there is none); empty when DIR has no curve. The curve goes to
+# DEST as it is.
+kept_summary() {
+	c=curves/$(echo "$1" | tr / -).csv
+	[ -e "$c" ] || return 0
+	[ "$out" = "$dest" ] || cp "$c" "$dest/$c"
+	case $1 in
+	meanest/*) t=table-meanest.tsv key=${1#meanest/} ;;
+	valid/meritfed-v*) t=table-valid.tsv key=${1#valid/meritfed-v} ;;
+	*) t='' key='' ;;
+	esac
+	sb=$([ -z "$t" ] || [ ! -e "$t" ] || awk -F'\t' -v k="$key" 'NR > 1 && $1 == k { print $3, $5; exit }' "$t")
+	[ -n "$sb" ] || echo "results.sh: $1: runs not kept, and no table of them: standard deviation ?" >&2
+	awk -F, -v names="$2" -v sb="${sb:-? ?}" -v n="$nseeds" '
+		NR > 1 { r = $1 + 0; if (r > last) last = r }
+		$4 == "err_group0" { err[r] = $5 }
+		$4 ~ /^share_/ { share[r, substr($4, 7)] = $5; merit = 1 }
+		END {
+			split(sb, x, " ")
+			s = "-"
+			if (merit) {
+				ng = split(names, nm, ","); s = ""
+				for (g = 1; g <= ng; g++) s = s (g > 1 ? "/" : "") sprintf("%.3f", share[last, nm[g]])
+			}
+			printf "err %.6g %s best %s share %s seeds %d\n", err[last], x[1], x[2], s, n
+		}' "$c"
+}
+
 field() { # LINE WORD: the value after WORD in a seeds.awk line
 	echo "$1" | awk -v w="$2" '{ for (i = 1; i < NF; i++) if ($i == w) { print $(i + 1); exit } }'
 }
-fmt() { # LINE: "mean (sd)" of its error
+fmt() { # LINE: "mean (sd)" of its error ("?": an sd that was not kept)
 	if [ -z "$1" ]; then echo "not run"; else
-		echo "$1" | awk '{ printf "%.3g (%.2g)", $2, $3 }'
+		echo "$1" | awk '{ printf "%.3g (%s)", $2, $3 == "?" ? "?" : sprintf("%.2g", $3) }'
 	fi
 }
 ratio() { # LINE IDEAL_LINE
@@ -89,9 +144,9 @@ label() {
 	esac
 }
 
-# ran STAGE: whether OUT holds STAGE's runs (its directory: a stage that
-# was not run has no section, table or goal)
-ran() { [ -d "$1" ]; }
+# ran STAGE: whether OUT holds STAGE's runs (its directory), or what was
+# kept of them (a stage that was not run has no section, table or goal)
+ran() { [ -d "$1" ] || kept "$1"; }
 not_run=$(for st in meanest valid byzantine lowres; do ran $st || printf '%s ' $st; done)
 
 me_ideal=$(summary meanest/ideal G)
@@ -104,7 +159,7 @@ ran meanest && {
 			"$(echo "$l" | awk '{ print $3 }')" "$(ratio "$l" "$me_ideal")" \
 			"$(field "$l" best)" "$(field "$l" share)"
 	done
-} >table-meanest.tsv
+} >"$dest/table-meanest.tsv.new" && mv "$dest/table-meanest.tsv.new" "$dest/table-meanest.tsv"
 
 { ran meanest || ran valid; } && {
 	printf 'validation samples\terror\tsd\tratio\tbest\tshare G/D2/D3\n'
@@ -116,7 +171,7 @@ ran meanest && {
 			"$(echo "$l" | awk '{ print $3 }')" "$(ratio "$l" "$me_ideal")" \
 			"$(field "$l" best)" "$(field "$l" share)"
 	done
-} >table-valid.tsv
+} >"$dest/table-valid.tsv.new" && mv "$dest/table-valid.tsv.new" "$dest/table-valid.tsv"
 
 attacks="bitflip noise alie ipm"
 bz_ideal=$(summary byzantine/ideal honest)
@@ -132,7 +187,7 @@ ran byzantine && {
 		done
 		printf '\n'
 	done
-} >table-byzantine.tsv
+} >"$dest/table-byzantine.tsv.new" && mv "$dest/table-byzantine.tsv.new" "$dest/table-byzantine.tsv"
 
 # lowres_clients PIPELINE KEY: the string KEY of each entry of data.clients
 # (the only "clients" array of a translation pipeline) that has it, in order.
@@ -159,8 +214,18 @@ pget() {
 		} else if ($0 ~ /^ *[{[]/) key[l] = "[]"
 	}' "$1"
 }
-# lines FILE: its number of lines, or ? when it is not there
-lines() { if [ -e "$1" ]; then wc -l <"$1" | tr -d ' '; else echo '?'; fi; }
+# lines FILE N: its number of lines, or where it is not there the Nth
+# word of TUPITSA2024_CORPUS (saying so on stdout), or ?
+lines() {
+	if [ -e "$1" ]; then wc -l <"$1" | tr -d ' '; else corpus_given "$1" "$2"; fi
+}
+# corpus_given FILE N: the Nth word of TUPITSA2024_CORPUS, or ?; a note on
+# stderr names FILE as not there
+corpus_given() {
+	v=$(echo ${TUPITSA2024_CORPUS:-} | awk -v n="$2" '{ print $n }')
+	echo "results.sh: $1 is not there: ${v:-?}${v:+, from TUPITSA2024_CORPUS}" >&2
+	echo "${v:-?}"
+}
 
 # The lowres stage's runs: lowres/<method>/s<seed>; lr_seeds are the seeds
 # with a run of any method, lr_first a run directory whose pipeline names
@@ -216,7 +281,7 @@ lowres_md() {
 	ta=$(ls lowres/alone/s*/pipeline.json 2>/dev/null | head -n 1)
 	echo "Moskvoretskii et al. 2024 (\`examples/lowres-is-*.json\`, corpus of"
 	echo "\`data/gettext/build-multi.sh\` in \`$dd\`): English to Icelandic as the target client"
-	echo "($(lines "$dd/is/train.src") training pairs; dev and test $(lines "$dd/is/dev.src") and $(lines "$dd/is/test.src")), helper clients English to"
+	echo "($(lines "$dd/is/train.src" 1) training pairs; dev and test $(lines "$dd/is/dev.src" 2) and $(lines "$dd/is/test.src" 3)), helper clients English to"
 	# (only the alone run there: its pipeline has no helpers to name)
 	echo "${hl:-other languages (none in these runs: only the target alone ran)}, one transformer (preset $(pget "$q" model.preset)) with the target"
 	echo "language's tag \`<2xx>\` on the source side. Backend of these runs: ${be:-unknown}$([ -e lowres/MACHINE ] && echo " on $(cat lowres/MACHINE)")."
@@ -315,14 +380,18 @@ lowres_label() {
 # vocabulary, so it compares the target alone with the others.
 lowres_bpc() {
 	bf=$1 brs=$2
-	[ -e "$bf" ] || {
+	# code points: the bytes that do not continue a UTF-8 sequence (no
+	# locale needed)
+	if [ -e "$bf" ]; then
+		ch=$(LC_ALL=C tr -d '\n\200-\277' <"$bf" | wc -c | tr -d ' ')
+	else
+		ch=$(corpus_given "$bf" 4)
+	fi
+	[ "$ch" != '?' ] || {
 		echo
 		echo "(No bits per character: the dev references $bf are not there.)"
 		return 0
 	}
-	# code points: the bytes that do not continue a UTF-8 sequence (no
-	# locale needed)
-	ch=$(LC_ALL=C tr -d '\n\200-\277' <"$bf" | wc -c | tr -d ' ')
 	[ "$ch" -gt 0 ] || {
 		echo
 		echo "(No bits per character: the dev references $bf are empty.)"
@@ -357,9 +426,28 @@ lowres_bpc() {
 	done
 }
 
+# drift CURVE NAME: when the mean error of CURVE (curves/, the mean over
+# seeds per round) changes by more than $drift_max% a round over the last
+# quarter of the rounds (at least the last round), a run that has not
+# converged, says so: "NAME's mean error changes by P% a round over rounds
+# A to B"; nothing when it changes less.
+drift_max=1
+drift() {
+	[ -e "$1" ] || return 0
+	awk -F, -v name="$2" -v max="$drift_max" '
+		$4 == "err_group0" { r = $1 + 0; e[r] = $5 + 0; if (r > last) last = r }
+		END {
+			q = int(last / 4); if (q < 1) q = 1; a = last - q
+			if (!(a in e) || e[last] == 0) exit
+			d = (e[last] - e[a]) / e[last] / q * 100; if (d < 0) d = -d
+			if (d > max) printf "%s'"'"'s mean error changes by %.1f%% a round over rounds %d to %d\n", name, d, a, last
+		}' "$1"
+}
+
 # ---- results.md -----------------------------------------------------------
 fig() { # "FILE..." ALT NAME: a figure's link when a run it plots exists
 	for f in $1; do
+		case $f in curves/*) f=$dest/$f ;; esac
 		[ -e "$f" ] || continue
 		printf '![%s](%s.svg) ' "$2" "$3"
 		return 0
@@ -371,14 +459,14 @@ row_me() { # METHOD-DIR KEY
 		printf '| %s | not run | | | |\n' "$(label "$2")"
 	else
 		printf '| %s | %s | %s | %s | %s |\n' "$(label "$2")" "$(fmt "$l")" "$(ratio "$l" "$me_ideal")" \
-			"$(field "$l" best | awk '{ printf "%.5f", $1 }')" "$(field "$l" share)"
+			"$(field "$l" best | awk '{ print $1 == "?" ? "?" : sprintf("%.5f", $1) }')" "$(field "$l" share)"
 	fi
 }
 
 {
 	echo "# Tupitsa et al. 2024 (MeritFed): results"
 	echo
-	echo "Made by \`repro/tupitsa2024/run.sh\` ($(date -u +%Y-%m-%d), $version)$([ "$quick" = 1 ] && echo ', **--quick**: 2 seeds, 10 rounds; the numbers mean little')."
+	echo "Made by \`repro/tupitsa2024/run.sh\` (${made:+$made, }${version:-fedrun unknown})$([ "$quick" = 1 ] && echo ', **--quick**: 2 seeds, 10 rounds; the numbers mean little')."
 	[ -z "$not_run" ] || echo "Stages not run (no section here): $(echo $not_run | sed 's/ /, /g')."
 	if ran meanest || ran valid || ran byzantine; then
 		echo "Seeds: $seeds (seed s with data.seed s + 4); $rounds rounds; every client in every round,"
@@ -458,12 +546,19 @@ row_me() { # METHOD-DIR KEY
 	l=$(summary meanest/meritfed G,D2,D3)
 	if [ -n "$l" ] && [ -n "$me_ideal" ]; then
 		r=$(ratio "$l" "$me_ideal")
-		verdict=$(awk -v r="$r" 'BEGIN { print (r <= 1.25) ? "**met**" : "**missed**" }')
-		echo "- MeritFed within 1.25x the ideal's error on the 150-client problem: $verdict"
-		echo "  (ratio $r). The validation table above is the experiment that shows why: the"
-		echo "  weights fit the noise of the target's validation sample, and the error falls with"
-		echo "  its size (mean-estimation-analysis.md computes the exact minimiser: about 2x at"
-		echo "  1000 samples is what the method gives on this problem)."
+		nc=$(for m in meritfed ideal; do drift "$dest/curves/meanest-$m.csv" "$(label $m | sed 's/:.*//')"; done)
+		if [ -n "$nc" ]; then
+			echo "- MeritFed within 1.25x the ideal's error on the 150-client problem: **not judged**:"
+			echo "  $(echo "$nc" | tr '\n' ';' | sed 's/;$//; s/;/; /g') (more than"
+			echo "  $drift_max% a round: the runs have not converged; the ratio after the last round is $r)."
+		else
+			verdict=$(awk -v r="$r" 'BEGIN { print (r <= 1.25) ? "**met**" : "**missed**" }')
+			echo "- MeritFed within 1.25x the ideal's error on the 150-client problem: $verdict"
+			echo "  (ratio $r). The validation table above is the experiment that shows why: the"
+			echo "  weights fit the noise of the target's validation sample, and the error falls with"
+			echo "  its size (mean-estimation-analysis.md computes the exact minimiser: about 2x at"
+			echo "  1000 samples is what the method gives on this problem)."
+		fi
 	elif ran meanest; then
 		echo "- MeritFed within 1.25x the ideal's error: not measured (no complete MeritFed and ideal runs)."
 	fi
@@ -472,16 +567,30 @@ row_me() { # METHOD-DIR KEY
 		# ended), and each seed's numbers
 		{
 			for m in alone fedavg meritfed; do lowres_test $m | sed "s/^/$m /"; done
-		} | awk '{ c[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[++ns] = $2 } }
+		} | awk '{ c[$1, $2] = $4; b[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; order[++ns] = $2 } }
+			function runs(s) {
+				for (j = 1; j <= 3; j++) {
+					x = c[mm[j], s]; if (x > cmax) cmax = x; if (cmin == "" || x < cmin) cmin = x
+					if (b[mm[j], s] > bmax) bmax = b[mm[j], s]
+				}
+			}
 			END {
+				split("alone fedavg meritfed", mm, " ")
 				printf "- Low-resource translation, MeritFed at least as good as the best of the target alone\n"
 				printf "  and FedAvg on the target'"'"'s test chrF: "
 				for (i = 1; i <= ns; i++) if (((s = order[i]) != "") && (("alone", s) in c) && (("fedavg", s) in c) && (("meritfed", s) in c)) {
-					n++; a += c["alone", s]; f += c["fedavg", s]; m += c["meritfed", s]
+					n++; a += c["alone", s]; f += c["fedavg", s]; m += c["meritfed", s]; runs(s)
 					if (c["meritfed", s] >= c["alone", s] && c["meritfed", s] >= c["fedavg", s]) k++
 					list = list sprintf("%s seed %s: MeritFed %.2f, alone %.2f, FedAvg %.2f", list == "" ? "" : ";", s, c["meritfed", s], c["alone", s], c["fedavg", s])
 				}
 				if (!n) { print "**not measured** (no seed has all three runs ended)."; exit }
+				# figures that mean nothing are not judged: no run with a
+				# BLEU above 0 (no 4-gram of any reference; --quick), or none
+				# with a chrF above 0
+				if (bmax == 0 || cmax == 0) {
+					printf "**not judged**: the test %s of every run is 0, so no run translates (chrF %.2f to %.2f over the %d runs).\n", bmax == 0 ? "BLEU" : "chrF", cmin, cmax, 3 * n
+					exit
+				}
 				a /= n; f /= n; m /= n
 				if (n == 1) printf "%s (MeritFed %.2f, alone %.2f, FedAvg %.2f).\n", (m >= a && m >= f) ? "**met**" : "**missed**", m, a, f
 				else printf "%s on the mean over %d seeds (MeritFed %.2f, alone %.2f, FedAvg %.2f; met in %d of %d seeds:%s).\n", (m >= a && m >= f) ? "**met**" : "**missed**", n, m, a, f, k, n, list
@@ -524,9 +633,25 @@ row_me() { # METHOD-DIR KEY
 		cat times.tsv
 		echo '```'
 	fi
-} >results.md
+} >"$dest/results.md"
+
+# MeritFed's weight per language and round (lowres; the mean over seeds),
+# in curves/lowres-weight-LANGUAGE.csv
+w=$(lowres_weights)
+langs=''
+if [ -n "$w" ]; then
+	i=0
+	for l in $(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)"); do
+		echo "$w" | awk -v c=$i 'BEGIN { print "round,client,split,metric,value,wall" }
+			$2 == c { print $1 ",,,weight," $3 ",0" }' >"$dest/curves/lowres-weight-$l.csv"
+		langs="$langs $l"
+		i=$((i + 1))
+	done
+fi
 
 # ---- figures --------------------------------------------------------------
+[ "${TUPITSA2024_FIGURES:-1}" != 0 ] || exit 0
+cd "$dest"
 curve() { # OUT TITLE [fedrun-plot options] LABEL=CSV...: skips absent runs
 	o=$1 t=$2
 	shift 2
@@ -565,6 +690,7 @@ shares() { # CSV OUT TITLE GROUP...
 		awk -F, -v g="share_$g" 'NR == 1 || $4 == g { if (NR > 1) $4 = "share"; print }' OFS=, "$c" \
 			>"curves/share-$g.csv"
 	done
+	# shellcheck disable=SC2046
 	set -- $(for g in "$@"; do echo "$g=curves/share-$g.csv"; done)
 	"$plot" curve -o "$o" --title "$t" --metric share --split none \
 		--ylabel "MeritFed's weight (sum over the group)" --yrange 0:1 "$@" >/dev/null
@@ -583,20 +709,9 @@ for a in $attacks; do
 		"trimmed mean"=curves/byzantine-$a-trimmed_mean.csv Krum=curves/byzantine-$a-krum.csv
 done
 
-# MeritFed's weight per language and round (lowres; the mean over seeds).
-w=$(lowres_weights)
-if [ -n "$w" ]; then
-	set --
-	for l in $(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)"); do
-		set -- "$@" "$l"
-	done
-	i=0
-	for l in "$@"; do
-		echo "$w" | awk -v c=$i 'BEGIN { print "round,client,split,metric,value,wall" }
-			$2 == c { print $1 ",,,weight," $3 ",0" }' >"curves/lowres-weight-$l.csv"
-		i=$((i + 1))
-	done
-	set -- $(for l in "$@"; do echo "$l=curves/lowres-weight-$l.csv"; done)
+if [ -n "$langs" ]; then
+	# shellcheck disable=SC2046
+	set -- $(for l in $langs; do echo "$l=curves/lowres-weight-$l.csv"; done)
 	"$plot" curve -o fig-lowres-weights --title "MeritFed's weights per language (target: is$([ "$lr_n" -gt 1 ] && echo ", mean over $lr_n seeds"))" \
 		--metric weight --split none --ylabel "MeritFed's weight" --yrange 0:1 "$@" >/dev/null
 fi

@@ -83,8 +83,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 times=$out/times.tsv
 [ -e "$times" ] || printf 'stage\tseconds\n' >"$times"
-# What results.sh needs to label the tables.
-printf 'seeds=%s\nrounds=%s\nquick=%s\n' "$seeds" "$rounds" "$quick" >"$out/settings"
+# What results.sh needs to label the tables, and the date and fedrun of
+# the run (results.md's first line, the same whenever results.sh remakes it).
+printf 'seeds=%s\nrounds=%s\nquick=%s\nmade=%s\nfedrun=%s\n' "$seeds" "$rounds" "$quick" \
+	"$(date -u +%Y-%m-%d)" "$("$FEDRUN" --version 2>/dev/null | head -n 1)" >"$out/settings"
 
 ex=$top/examples
 

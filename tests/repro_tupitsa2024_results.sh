@@ -1,0 +1,84 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The committed MeritFed reproduction (repro/tupitsa2024/results and
+# results-h100-lowres) recomputes: results.md, table-*.tsv and curves/ are
+# what results.sh makes of the lowres runs' metrics.csv and pipeline.json,
+# settings, times.tsv, and the mean-estimation stages' kept curves/ and
+# table-*.tsv; check-results.sh fails when one number changes, in
+# results.md or in a raw file; and results.sh does not judge a goal on
+# figures that mean nothing (every BLEU 0, a run that has not converged).
+. "${srcdir:-.}/tests/checks.sh"
+r=${srcdir:-.}/repro/tupitsa2024
+check=$r/check-results.sh
+cp -R "$r/results" "$tmp/r"
+cp -R "$r/results-h100-lowres" "$tmp/h"
+chmod -R u+w "$tmp/r" "$tmp/h"
+check "the committed results recompute" "$check" "$tmp/r/results.md"
+check "the committed H100 results recompute" "$check" "$tmp/h/results.md"
+
+cp -R "$tmp/r" "$tmp/a"
+check "a dev loss of results.md's lowres table changed" \
+	perturb "$tmp/a/results.md" 's/^| MeritFed | 2 | 30 | 5\.80 |/| MeritFed | 2 | 30 | 5.81 |/'
+check "... fails check-results.sh" fails "$check" "$tmp/a/results.md"
+
+cp -R "$tmp/r" "$tmp/b"
+check "a ratio of results.md's 150-client table changed" \
+	perturb "$tmp/b/results.md" 's/^\(| MeritFed | 0\.00385 (0\.0022) | \)2\.10 |/\12.11 |/'
+check "... fails check-results.sh" fails "$check" "$tmp/b/results.md"
+
+cp -R "$tmp/r" "$tmp/c"
+check "the verdict on the lowres goal changed" \
+	perturb "$tmp/c/results.md" "/^  and FedAvg on the target's test chrF: /s/\*\*missed\*\*/**met**/"
+check "... fails check-results.sh" fails "$check" "$tmp/c/results.md"
+
+cp -R "$tmp/r" "$tmp/d"
+check "a test chrF in a lowres run's metrics.csv changed" \
+	perturb "$tmp/d/lowres/meritfed/s2/metrics.csv" 's/^30,,test,chrf,,16\.110184979087258,/30,,test,chrf,,16.210184979087258,/'
+check "... fails check-results.sh" fails "$check" "$tmp/d/results.md"
+
+cp -R "$tmp/r" "$tmp/e"
+check "a dev nll in a lowres run's metrics.csv changed (bits per character)" \
+	perturb "$tmp/e/lowres/alone/s1/metrics.csv" 's/^25,,valid,nll,,4\.9484641895197132,/25,,valid,nll,,4.9584641895197132,/'
+check "... fails check-results.sh" fails "$check" "$tmp/e/results.md"
+
+cp -R "$tmp/r" "$tmp/f"
+check "a Byzantine run's kept curve changed" \
+	perturb "$tmp/f/curves/byzantine-noise-meritfed.csv" 's/^50,,valid,err_group0,0\.00377436031,/50,,valid,err_group0,0.00387436031,/'
+check "... fails check-results.sh" fails "$check" "$tmp/f/results.md"
+
+cp -R "$tmp/r" "$tmp/g"
+check "a standard deviation of table-meanest.tsv changed" \
+	perturb "$tmp/g/table-meanest.tsv" 's/^\(meritfed	0\.00385391	\)0\.00219568	/\10.00229568	/'
+check "... fails check-results.sh" fails "$check" "$tmp/g/results.md"
+
+cp -R "$tmp/r" "$tmp/i"
+check "a lowres run's metrics.csv removed" rm "$tmp/i/lowres/fedavg/s3/metrics.csv"
+check "... fails check-results.sh" fails "$check" "$tmp/i/results.md"
+
+cp -R "$tmp/h" "$tmp/j"
+check "a MeritFed weight of the H100 run changed" \
+	perturb "$tmp/j/lowres/meritfed/s1/metrics.csv" '/^30,[0-9]*,,meritfed\.weight,/{s/,0\.9/,0.8/;}'
+check "... fails check-results.sh" fails "$check" "$tmp/j/results.md"
+
+# every test BLEU 0 (as with --quick): the lowres goal is not judged (the
+# Byzantine stage left out, whose kept files lack the standard deviations
+# that a results.md made again in place would need)
+cp -R "$tmp/r" "$tmp/k"
+rm "$tmp"/k/curves/byzantine-*.csv "$tmp/k/table-byzantine.tsv"
+for f in "$tmp"/k/lowres/*/s*/metrics.csv; do
+	sed 's/^\(30,,test,bleu,,\)[0-9.]*,/\10,/' "$f" >"$tmp/m" && cat "$tmp/m" >"$f"
+done
+check "every BLEU 0: results.sh runs" env TUPITSA2024_FIGURES=0 "$r/results.sh" "$tmp/k" 2>/dev/null
+check "... and does not judge the lowres goal" \
+	grep -q "^  and FedAvg on the target's test chrF: \*\*not judged\*\*: the test BLEU of every run is 0" "$tmp/k/results.md"
+check "... which check-results.sh accepts" "$check" "$tmp/k/results.md"
+# MeritFed's error still falling after 10 rounds (as with --quick): the
+# 1.25x goal is not judged
+cp -R "$tmp/r" "$tmp/l"
+rm "$tmp"/l/curves/byzantine-*.csv "$tmp/l/table-byzantine.tsv"
+awk -F, '$1 == "round" || $1 <= 10' "$r/results/curves/meanest-meritfed.csv" >"$tmp/l/curves/meanest-meritfed.csv"
+check "10 rounds of MeritFed: results.sh runs" env TUPITSA2024_FIGURES=0 "$r/results.sh" "$tmp/l" 2>/dev/null
+check "... and does not judge the 1.25x goal" \
+	grep -q '^- MeritFed within 1.25x the ideal.s error on the 150-client problem: \*\*not judged\*\*:' "$tmp/l/results.md"
+check "... which check-results.sh accepts" "$check" "$tmp/l/results.md"
+checks_done repro_tupitsa2024_results
