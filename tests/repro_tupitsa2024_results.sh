@@ -41,6 +41,11 @@ check "a dev nll in a lowres run's metrics.csv changed (bits per character)" \
 	perturb "$tmp/e/lowres/alone/s1/metrics.csv" 's/^25,,valid,nll,,4\.9484641895197132,/25,,valid,nll,,4.9584641895197132,/'
 check "... fails check-results.sh" fails "$check" "$tmp/e/results.md"
 
+cp -R "$tmp/r" "$tmp/e2"
+check "a test nll in a lowres run's metrics.csv changed (test-set bits)" \
+	perturb "$tmp/e2/lowres/alone-shared/s3/metrics.csv" 's/^\(30,,test,nll,,3\.36\)/\17/'
+check "... fails check-results.sh" fails "$check" "$tmp/e2/results.md"
+
 cp -R "$tmp/r" "$tmp/f"
 check "a Byzantine run's kept curve changed" \
 	perturb "$tmp/f/curves/byzantine-noise-meritfed.csv" 's/^50,,valid,err_group0,0\.00377436031,/50,,valid,err_group0,0.00387436031,/'

@@ -114,8 +114,10 @@ END {
 # the vocabulary control's rows, when there, complete too), with several
 # seeds their mean (sd) over seeds, the bits per character per method (a
 # number or "-" for a round a method did not evaluate, at least one
-# number; unless results.sh said the dev set was not there), MeritFed's weights per round with one per language, and the
-# verdict on the goal.
+# number; unless results.sh said the dev set was not there), the test
+# set's bits per method (a number or "-" for a seed whose run did not end;
+# the mean a number), MeritFed's weights per round with one per language,
+# and the verdict on the goal.
 if grep -q '^## Low-resource translation with helper languages$' "$md"; then
 	awk '
 	function num(s) { return s ~ /^ -?[0-9.]+ $/ }
@@ -127,14 +129,17 @@ if grep -q '^## Low-resource translation with helper languages$' "$md"; then
 	/^\| mean over seeds / { t = "s"; next }
 	/^\| round / { t = "w"; nw = split($0, h, "|") - 3; next }
 	/^\| bits per character / { t = "b"; next }
+	/^\| test set, bits / { t = "t"; next }
 	{
 		n = split($0, c, "|")
 		ctl = c[2] ~ /\(control\) $/
 		if (t == "m") { if (!ctl) rows++; seeds[c[3]] = 1 } else if (t == "s") srows += !ctl
 		else if (t == "w") { wrows++; if (n - 3 != nw) bad = 1 }
 		else if (t == "b") { brows += !ctl; nb = 0 }
+		else if (t == "t") trows += !ctl
 		for (i = 3; i < n; i++) {
 			if (t == "b" && i > 3 && c[i] == " - ") continue
+			if (t == "t" && i > 3 && i < n - 1 && c[i] == " - ") continue
 			if (t == "b" && i > 3) nb++
 			if (t == "s" && i > 3 ? !numsd(c[i]) : !num(c[i])) { printf "Low-resource translation: row \"%s\": cell %d is \"%s\"\n", c[2], i - 2, c[i]; bad = 1 }
 		}
@@ -145,6 +150,7 @@ if grep -q '^## Low-resource translation with helper languages$' "$md"; then
 		if (rows != 3 * ns) { printf "Low-resource translation: %d method rows, expected 3 for each of %d seed(s)\n", rows, ns; bad = 1 }
 		if (ns > 1 && srows != 3) { printf "Low-resource translation: %d rows of means over seeds, expected 3\n", srows; bad = 1 }
 		if (wrows < 1 || nw < 2) { print "Low-resource translation: no weights per language"; bad = 1 }
+		if (trows != 3) { printf "Low-resource translation: %d rows of test-set bits (the control aside), expected 3\n", trows; bad = 1 }
 		if (brows != 3 && !nobpc) { printf "Low-resource translation: %d rows of bits per character (the control aside), expected 3\n", brows; bad = 1 }
 		exit bad
 	}' "$md"

@@ -342,6 +342,7 @@ lowres_md() {
 	fi
 	# (the target's dev set: the only client with a valid split)
 	lowres_bpc "$dd/$(lowres_clients "$q" valid | head -n 1).$(pget "$q" data.tgt)" "$rs"
+	lowres_testbits "$(echo "$rs" | awk '{ print $NF }')"
 	w=$(lowres_weights)
 	[ -n "$w" ] || return 0
 	names=$(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)" | tr '\n' ' ')
@@ -442,6 +443,62 @@ drift() {
 			d = (e[last] - e[a]) / e[last] / q * 100; if (d < 0) d = -d
 			if (d > max) printf "%s'"'"'s mean error changes by %.1f%% a round over rounds %d to %d\n", name, d, a, last
 		}' "$1"
+}
+
+# lowres_testbits LAST: the table of the Icelandic test set's negative
+# log-likelihood after the last round in bits (nll x tokens / ln 2), per
+# method and seed and the mean over the runs that ended; then which method
+# has the lowest mean there, and which on the dev set at round LAST (the
+# bits per character above; the dev set is what MeritFed fits its weights
+# to, so only the test set says which model predicts Icelandic best).
+# Divided by the test references' characters (a constant) the bits are
+# bits per character, so they need no corpus.
+lowres_testbits() {
+	tl=$1
+	set --
+	for m in $lr_methods; do
+		for s in $lr_seeds; do [ ! -e "lowres/$m/s$s/metrics.csv" ] || set -- "$@" "lowres/$m/s$s/metrics.csv"; done
+	done
+	[ $# -gt 0 ] || return 0
+	echo
+	echo "The Icelandic test set's negative log-likelihood after the last round in bits (nll x"
+	echo "tokens / ln 2), per run and the mean over the runs that ended; divided by the test"
+	echo "references' characters it is bits per character, so it compares all methods as the"
+	echo "table above does, but on sentences that no method fitted anything to (MeritFed fits"
+	echo "its weights to the dev set):"
+	echo
+	awk -F, -v seeds="$lr_seeds" -v methods="$lr_methods" -v last="$tl" \
+		-v labels="$(for m in $lr_methods; do printf '%s=%s|' "$m" "$(lowres_label "$m")"; done)" '
+		FNR == 1 { split(FILENAME, p, "/"); m = p[2]; s = substr(p[3], 2) }
+		$2 != "" { next }
+		$3 == "test" && $4 == "nll" { tn[m, s] = $6 }
+		$3 == "test" && $4 == "tokens" { tt[m, s] = $6 }
+		$3 == "valid" && $1 == last && $4 == "nll" { dn[m, s] = $6 }
+		$3 == "valid" && $1 == last && $4 == "tokens" { dt[m, s] = $6 }
+		END {
+			nm = split(methods, M, " "); ns = split(seeds, S, " ")
+			nl = split(labels, L, "|")
+			for (i = 1; i <= nl; i++) { k = v = L[i]; sub(/=.*/, "", k); sub(/^[^=]*=/, "", v); lab[k] = v }
+			printf "| test set, bits | runs |"; for (j = 1; j <= ns; j++) printf " seed %s |", S[j]
+			printf " mean |\n|---|---:|"; for (j = 1; j <= ns; j++) printf "---:|"; printf "---:|\n"
+			for (i = 1; i <= nm; i++) {
+				m = M[i]; n = t = 0; row = ""
+				for (j = 1; j <= ns; j++) {
+					k = m SUBSEP S[j]
+					if ((k in tn) && (k in tt)) { b = tn[k] * tt[k] / log(2); n++; t += b; row = row sprintf(" %.0f |", b) }
+					else row = row " - |"
+					if ((k in dn) && (k in dt)) { dev[m] += dn[k] * dt[k]; dn_[m]++ }
+				}
+				if (dn_[m] && (dbest == "" || dev[m] / dn_[m] < dev[dbest] / dn_[dbest])) dbest = m
+				if (!n) continue
+				printf "| %s | %d |%s %.0f |\n", lab[m], n, row, t / n
+				mean[m] = t / n
+				if (best == "" || mean[m] < mean[best]) best = m
+			}
+			if (best == "") exit
+			print ""
+			printf "Lowest on the mean over the runs: on the test set %s; on the dev set at round %s, %s.\n", lab[best], last, dbest == "" ? "-" : lab[dbest]
+		}' "$@"
 }
 
 # ---- results.md -----------------------------------------------------------
