@@ -1,10 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Writes OUT/results.md, OUT/*.tsv and OUT/fig-*.{png,svg} from the run
-# directories that repro/ji2019/run.sh left in OUT (it calls this at its
-# end; run it again on its own to remake the tables and figures).
+# Writes DEST/results.md, DEST/*.tsv and DEST/fig-*.{png,svg,dat} from the
+# run directories that repro/ji2019/run.sh left in OUT (it calls this at
+# its end; run it again on its own to remake the tables and figures): the
+# runs' metrics.csv, .complete and pipeline.json, OUT/settings, OUT/times.tsv
+# and OUT/dp-calibration.tsv.
 #
-# Usage: repro/ji2019/results.sh OUT
+# A directory that keeps no run directory (the committed results/ and
+# results-h100/, whose runs were not kept) is read from what it does keep:
+# the tables as TSV, times.tsv (which runs completed), dp-calibration.tsv
+# and the figures' .dat files (the first seed's curves); only results.md is
+# written, and a cell or goal that needs the runs' metrics.csv says "not
+# kept".
+#
+# Usage: repro/ji2019/results.sh OUT [DEST]
+#   DEST: where to write (default OUT); check-results.sh writes into a
+#   temporary directory and compares. JI2019_FIGURES=0 draws no figures
+#   (results.md is the same either way).
 # (the settings are read from OUT/settings, which run.sh writes)
 set -eu
 export LC_ALL=C
@@ -15,16 +27,44 @@ PLOT=${FEDRUN_PLOT:-$top/tools/fedrun-plot}
 prog=results.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
-[ $# -eq 1 ] || die "usage: results.sh OUT"
+case $# in 1 | 2) ;; *) die "usage: results.sh OUT [DEST]" ;; esac
 out=$(cd "$1" && pwd)
+dest=${2:-$out}
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
 [ -e "$out/settings" ] || die "$out/settings: missing (run run.sh)"
 quick=0 rounds=12 every=4 preset=small backend=cpu seeds=1 K=100 frac=0.1 files_frac=0.2
 ngenres=15 betas="0.001 0.005 0.01 0.05" dp_eps="1 4 8" dp_delta=1e-5 dp_clip=1.0 machine=unknown
+made='' fedrun_version=''
+# shellcheck disable=SC1091
 . "$out/settings"
 nseeds=$(echo $seeds | wc -w)
 first_seed=$(echo $seeds | awk '{ print $1 }')
+# the words of the vocabulary: a model no better than a uniform guess over
+# them (test perplexity at least this) did not learn, and no goal is judged
+# on it
+vocab=10000
+[ "$quick" != 1 ] || vocab=2000
 
-done_() { [ -e "$out/$1/.complete" ]; }
+# The complete runs: the run directories with .complete, or, where OUT
+# keeps none (derived=1), the runs times.tsv names (run.sh appends a run's
+# line when it completes).
+runs_list=''
+for f in "$out"/*/.complete; do
+	[ -e "$f" ] || continue
+	d=${f%/.complete}
+	runs_list="$runs_list ${d##*/}"
+done
+derived=''
+if [ -z "$runs_list" ]; then
+	derived=1
+	[ ! -e "$out/times.tsv" ] ||
+		runs_list=$(awk -F'\t' 'NR > 1 && $1 != "total" && !($1 in s) { s[$1] = 1; printf " %s", $1 }' "$out/times.tsv")
+fi
+# tab: where the TSV tables are read (written into DEST, or kept in OUT)
+if [ -n "$derived" ]; then tab=$out; else tab=$dest; fi
+
+done_() { case "$runs_list " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # value RUN METRIC SPLIT: the server's last METRIC on SPLIT ("" for none)
 value() {
@@ -99,16 +139,20 @@ gain_of() {
 # reads as one). A stage is known by the runs only it makes: table2 by
 # FedSGD and the server-step controls (table3, alpha and compare make some
 # of its FedAtt and FedAvg runs too), alpha by FedAtt spectral at ε = 1
-# (table2 makes it as well), noniid by ni-, table3 by t3-, sizes by t4-.
+# (table2 makes it as well; a Table II without it, cut short, still has
+# the table of FedAtt frobenius at ε = 1), noniid by ni-, table3 by t3-,
+# sizes by t4-.
 ran() {
 	for s in $seeds; do
-		# shellcheck disable=SC2231 # $1 is a glob on purpose
-		for f in "$out"/$1-s"$s"/.complete; do [ -e "$f" ] && return 0; done
+		for r in $runs_list; do
+			# shellcheck disable=SC2254 # $1 is a glob on purpose
+			case $r in $1-s$s) return 0 ;; esac
+		done
 	done
 	return 1
 }
 { ran t2-fedsgd || ran 't2-fedavg-lr*'; } && has_t2=1 || has_t2=''
-ran t2-fedatt-spectral-e1 && has_alpha=1 || has_alpha=''
+{ ran t2-fedatt-spectral-e1 || { [ -n "$has_t2" ] && ran t2-fedatt-frobenius-e1; }; } && has_alpha=1 || has_alpha=''
 ran 'ni-*' && has_ni=1 || has_ni=''
 ran 't3-*' && has_t3=1 || has_t3=''
 # the iid runs of FedAvg and FedAtt (frobenius, ε = 1), whichever stage made them
@@ -142,15 +186,16 @@ label_of() {
 # ---- tables as TSV (for the figures and for reading) ------------------------
 # keep FILE COND: FILE (written just before) stays only when COND is
 # non-empty: a stage that did not run leaves no table
-keep() { [ -n "$2" ] || rm -f "$out/$1"; }
-{
+keep() { [ -n "$2" ] || rm -f "$dest/$1"; }
+# (none is written where OUT keeps no run: there the tables are read)
+[ -n "$derived" ] || {
 	printf 'method\ttest ppl\n'
 	for sp in $t2_specs; do
 		m=$(over "${sp%%:*}" test_ppl | mean)
 		printf '%s\t%s\n' "$(label_of "${sp#*:}")" "$m"
 	done
-} >"$out/table2.tsv"
-keep table2.tsv "$has_t2"
+} >"$dest/table2.tsv"
+[ -n "$derived" ] || keep table2.tsv "$has_t2"
 parts="files dir0.1 dir1 dir10"
 part_label() {
 	case $1 in
@@ -158,17 +203,17 @@ part_label() {
 	dir*) echo "Dirichlet α ${1#dir}" ;;
 	esac
 }
-{
+[ -n "$derived" ] || {
 	printf 'partition\tFedAvg\tFedAtt\n'
 	for p in $parts; do
 		printf '%s\t%s\t%s\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | mean)" "$(over ni-$p-fedatt test_ppl | mean)"
 	done
-} >"$out/noniid.tsv"
-keep noniid.tsv "$has_ni"
+} >"$dest/noniid.tsv"
+[ -n "$derived" ] || keep noniid.tsv "$has_ni"
 # gain.tsv: FedAvg's test perplexity minus FedAtt's (frobenius, eps 1) per
 # seed and partition, the spread the goals' verdicts rest on (one row a seed;
 # "-" where either run is missing)
-{
+[ -n "$derived" ] || {
 	printf 'seed\tiid'
 	for p in $parts; do printf '\t%s' "$(part_label $p)"; done
 	printf '\n'
@@ -177,9 +222,9 @@ keep noniid.tsv "$has_ni"
 		for p in $parts; do printf '\t%s' "$(gain_of ni-$p-fedavg-s$s ni-$p-fedatt-s$s)"; done
 		printf '\n'
 	done
-} >"$out/gain.tsv"
-keep gain.tsv "$has_t2$has_ni"
-{
+} >"$dest/gain.tsv"
+[ -n "$derived" ] || keep gain.tsv "$has_t2$has_ni"
+[ -n "$derived" ] || {
 	printf 'method'
 	printf '\tβ = 0'
 	for b in $betas; do printf '\tβ = %s' "$b"; done
@@ -190,8 +235,8 @@ keep gain.tsv "$has_t2$has_ni"
 	printf 'FedAtt (noise on the aggregate)\t%s' "$(over t2-fedatt-frobenius-e1 test_ppl | mean)"
 	for b in $betas; do printf '\t%s' "$(over t3-fedatt-b$b test_ppl | mean)"; done
 	printf '\n'
-} >"$out/table3-beta.tsv"
-keep table3-beta.tsv "$has_t3"
+} >"$dest/table3-beta.tsv"
+[ -n "$derived" ] || keep table3-beta.tsv "$has_t3"
 
 # The sizes stage (Table IV's direction): its runs are t4-{fedavg,fedatt}-
 # PRESET; small is Table II's (its row only when Table II ran). The table is
@@ -218,7 +263,9 @@ last_round() {
 	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 	$(c["round"]) + 0 > r { r = $(c["round"]) + 0 } END { print r + 0 }' "$out/$1/metrics.csv"
 }
-if [ -n "$sizes" ]; then
+if [ -n "$derived" ]; then
+	:
+elif [ -n "$sizes" ]; then
 	{
 		printf 'preset	FedAvg	FedAtt
 '
@@ -227,9 +274,9 @@ if [ -n "$sizes" ]; then
 ' "$p" "$(over "$(size_prefix fedavg $p)" test_ppl | mean)" \
 				"$(over "$(size_prefix fedatt $p)" test_ppl | mean)"
 		done
-	} >"$out/table4.tsv"
+	} >"$dest/table4.tsv"
 else
-	rm -f "$out/table4.tsv"
+	rm -f "$dest/table4.tsv"
 fi
 
 # ---- attention weights --------------------------------------------------------
@@ -237,8 +284,8 @@ fi
 # and tensor, over the m clients of the round, the entropy of α normalised
 # by log m (1: uniform weights), m⋅max α and m⋅min α (1: uniform).
 # alpha/RUN/TENSOR.csv are metrics.csv-shaped files of these, per round.
-alpha_sum() { # RUN -> OUT/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>min" (means over rounds)
-	d=$out/alpha/$1
+alpha_sum() { # RUN -> DEST/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>min" (means over rounds)
+	d=$dest/alpha/$1
 	rm -rf "$d"
 	mkdir -p "$d"
 	awk -F, -v d="$d" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -270,16 +317,16 @@ alpha_sum() { # RUN -> OUT/alpha/RUN/*.csv and lines "tensor<TAB>H<TAB>max<TAB>m
 		}
 	}' "$out/$1/metrics.csv"
 }
-{
+[ -n "$derived" ] || {
 	printf 'norm\ttensor\tentropy/log m\tm max α\tm min α\n'
 	for n in frobenius spectral; do
 		r=t2-fedatt-$n-e1-s$first_seed
 		done_ $r || continue
 		alpha_sum $r | sed "s/^/$n\t/"
 	done
-} >"$out/alpha.tsv"
-keep alpha.tsv "$has_alpha"
-[ -n "$has_alpha" ] || rm -rf "$out/alpha"
+} >"$dest/alpha.tsv"
+[ -n "$derived" ] || keep alpha.tsv "$has_alpha"
+[ -n "$derived" ] || [ -n "$has_alpha" ] || rm -rf "$dest/alpha"
 
 # steps_alpha RUN -> "hits<TAB>pairs<TAB>chance": over every round and
 # tensor of a FedAtt run, how often the largest α went to a client with the
@@ -308,7 +355,7 @@ steps_alpha() {
 		if (pairs) printf "%d\t%d\t%.3f\t%.1f\n", hits, pairs, ch / pairs, dep
 	}' "$out/$1/metrics.csv"
 }
-{
+[ -n "$derived" ] || {
 	printf 'partition\truns\thits\tpairs\tchance\tdepth_alpha\tdepth_fedavg\n'
 	for p in iid $parts; do
 		if [ $p = iid ]; then pre=t2-fedatt-frobenius-e1 avg=t2-fedavg; else pre=ni-$p-fedatt avg=ni-$p-fedavg; fi
@@ -316,13 +363,29 @@ steps_alpha() {
 			'{ h += $1; n += $2; c += $3 * $2; d += $4; k++ }
 			END { if (n) printf "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%s\n", p, k, h, n, c / n, d / k, da }'
 	done
-} >"$out/alpha-steps.tsv"
-keep alpha-steps.tsv "$has_iid_att$has_ni"
+} >"$dest/alpha-steps.tsv"
+[ -n "$derived" ] || keep alpha-steps.tsv "$has_iid_att$has_ni"
 
 # ---- figures (gnuplot through tools/fedrun-plot) --------------------------------
-figs=""
-# curve OPTIONS... LABEL=RUN...: fedrun-plot curve over the complete runs
+# figs: the figures the runs give, which results.md lists whether or not
+# they are drawn here; draw: whether they are (not with JI2019_FIGURES=0,
+# without fedrun-plot or gnuplot, or where OUT keeps no run: there the
+# committed figures are listed)
+figs=''
+draw=''
+if [ -z "$derived" ] && [ "${JI2019_FIGURES:-1}" != 0 ] && [ -x "$PLOT" ] &&
+	command -v gnuplot >/dev/null 2>&1; then
+	draw=1
+fi
+has_fig() { case "$figs " in *" $1 "*) return 0 ;; esac; return 1; }
+fig_order="fig-gain-seeds fig-table2-ppl fig-noniid-ppl fig-sizes-ppl fig-table3-beta fig-dp-epsilon fig-dp-ppl
+	fig-alpha-entropy-frobenius fig-alpha-max-frobenius fig-alpha-min-frobenius
+	fig-alpha-entropy-spectral fig-alpha-max-spectral fig-alpha-min-spectral"
+# curve NAME OPTIONS... LABEL=RUN...: fedrun-plot curve over the complete
+# runs, into DEST/NAME
 curve() {
+	name=$1
+	shift
 	n=0
 	for a in "$@"; do # (the list is expanded once: rebuilt without missing runs)
 		shift
@@ -334,52 +397,61 @@ curve() {
 		set -- "$@" "$a"
 	done
 	[ $n -gt 0 ] || return 0
-	"$PLOT" curve "$@"
+	figs="$figs $name"
+	[ -z "$draw" ] || "$PLOT" curve -o "$dest/$name" "$@"
 }
-if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
+# bars NAME TSV OPTIONS...: fedrun-plot bars of TSV (in DEST) when it has values
+bars() {
+	name=$1 t=$2
+	shift 2
+	has_values "$dest/$t" || return 0
+	figs="$figs $name"
+	[ -z "$draw" ] || "$PLOT" bars "$@" -o "$dest/$name" "$dest/$t"
+}
+if [ -n "$derived" ]; then
+	for f in $fig_order; do [ ! -e "$out/$f.svg" ] || figs="$figs $f"; done
+else
 	# every figure is drawn again below from the runs there are, so none is
 	# left from a stage whose runs are gone
-	rm -f "$out"/fig-*.svg "$out"/fig-*.png "$out"/fig-*.dat
+	[ -z "$draw" ] || rm -f "$dest"/fig-*.svg "$dest"/fig-*.png "$dest"/fig-*.dat
 	S=s$first_seed
 	set --
 	for sp in $t2_specs; do set -- "$@" "$(label_of "${sp#*:}")=$out/${sp%%:*}-$S"; done
-	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
-		--title "Table II setting (iid, $K clients, C = $frac), seed $first_seed" -o "$out/fig-table2-ppl" "$@"
+	curve fig-table2-ppl --metric ppl --split valid --logy --ylabel "validation perplexity" \
+		--title "Table II setting (iid, $K clients, C = $frac), seed $first_seed" "$@"
 	set --
 	for p in $parts; do
 		set -- "$@" "FedAvg, $(part_label $p)=$out/ni-$p-fedavg-$S" "FedAtt, $(part_label $p)=$out/ni-$p-fedatt-$S"
 	done
-	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
-		--title "Non-iid partitions of the genres, seed $first_seed" -o "$out/fig-noniid-ppl" "$@"
-	if has_values "$out/gain.tsv"; then
-		"$PLOT" bars --title "FedAvg's minus FedAtt's test perplexity per seed (above 0: FedAtt lower)" \
-			--ylabel "perplexity difference" -o "$out/fig-gain-seeds" "$out/gain.tsv"
-	fi
-	if has_values "$out/table3-beta.tsv"; then
-		"$PLOT" bars --title "Table III: test perplexity vs noise magnitude β (mean over seeds)" \
-			--ylabel "test perplexity" -o "$out/fig-table3-beta" "$out/table3-beta.tsv"
-	fi
+	curve fig-noniid-ppl --metric ppl --split valid --logy --ylabel "validation perplexity" \
+		--title "Non-iid partitions of the genres, seed $first_seed" "$@"
+	bars fig-gain-seeds gain.tsv --title "FedAvg's minus FedAtt's test perplexity per seed (above 0: FedAtt lower)" \
+		--ylabel "perplexity difference"
+	bars fig-table3-beta table3-beta.tsv --title "Table III: test perplexity vs noise magnitude β (mean over seeds)" \
+		--ylabel "test perplexity"
 	if [ -n "$sizes" ]; then
 		set --
 		for p in $size_presets; do
 			set -- "$@" "FedAvg, $p=$out/$(size_prefix fedavg $p)-$S" "FedAtt, $p=$out/$(size_prefix fedatt $p)-$S"
 		done
-		curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
-			--title "Model size (iid, $K clients, C = $frac), seed $first_seed" -o "$out/fig-sizes-ppl" "$@"
+		curve fig-sizes-ppl --metric ppl --split valid --logy --ylabel "validation perplexity" \
+			--title "Model size (iid, $K clients, C = $frac), seed $first_seed" "$@"
 	fi
 	set --
 	for e in $dp_eps; do set -- "$@" "DP-FedAvg, target ε $e=$out/t3-dp-eps$e-$S"; done
-	curve --metric privacy.epsilon --split none --ylabel "accountant's ε (δ = $dp_delta)" \
-		--title "DP-FedAvg: privacy spent per round, seed $first_seed" -o "$out/fig-dp-epsilon" "$@"
-	curve --metric ppl --split valid --logy --ylabel "validation perplexity" \
-		--title "DP-FedAvg against FedAvg, seed $first_seed" -o "$out/fig-dp-ppl" \
+	curve fig-dp-epsilon --metric privacy.epsilon --split none --ylabel "accountant's ε (δ = $dp_delta)" \
+		--title "DP-FedAvg: privacy spent per round, seed $first_seed" "$@"
+	curve fig-dp-ppl --metric ppl --split valid --logy --ylabel "validation perplexity" \
+		--title "DP-FedAvg against FedAvg, seed $first_seed" \
 		"FedAvg (no noise)=$out/t2-fedavg-$S" "$@"
 	for n in frobenius spectral; do
 		r=t2-fedatt-$n-e1-$S
-		[ -d "$out/alpha/$r" ] || continue
+		[ -d "$dest/alpha/$r" ] || continue
 		for what in entropy max min; do
+			figs="$figs fig-alpha-$what-$n"
+			[ -n "$draw" ] || continue
 			set --
-			for f in "$out/alpha/$r"/*.csv; do set -- "$@" "$(basename "$f" .csv)=$f"; done
+			for f in "$dest/alpha/$r"/*.csv; do set -- "$@" "$(basename "$f" .csv)=$f"; done
 			case $what in
 			entropy) yl="entropy of α / log m (1: uniform)" ;;
 			max) yl="m × max α (1: uniform)" ;;
@@ -387,22 +459,226 @@ if [ -x "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
 			esac
 			"$PLOT" curve --metric alpha.$what --split none --ylabel "$yl" \
 				--title "FedAtt ($n, ε = 1) attention per tensor, seed $first_seed" \
-				-o "$out/fig-alpha-$what-$n" "$@"
+				-o "$dest/fig-alpha-$what-$n" "$@"
 		done
 	done
-	figs=1
 fi
 
-# ---- goals, from the numbers ------------------------------------------------------
-# lower A_PREFIX B_PREFIX: "mean difference (A − B) over seeds, seeds where
-# A is lower / seeds" or "not measured"
-lower() {
-	diff_ "$1" "$2" | awk '{ s += $1; n++; if ($1 < 0) k++ }
-	END { if (!n) print "not measured"; else printf "%+.1f\t%d/%d\n", s / n, k, n }'
+# ---- cells of results.md ---------------------------------------------------------
+# Each from the runs' metrics.csv; where OUT keeps no run, from the tables
+# OUT keeps (means over seeds), times.tsv (which runs completed) and the
+# figures' data (the first seed's curves), and "not kept" where those do
+# not give it. (Function variables start with _: the callers' loops use
+# the plain names.)
+
+# seeds_of PREFIX: the seeds of the settings with PREFIX-sSEED complete, a line each
+seeds_of() { for _s in $seeds; do if done_ "$1-s$_s"; then echo "$_s"; fi; done; }
+nseeds_of() { seeds_of "$1" | awk 'END { print NR }'; }
+# ncommon A B: the number of seeds with both A-sSEED and B-sSEED complete
+ncommon() { for _s in $seeds; do if done_ "$1-s$_s" && done_ "$2-s$_s"; then echo "$_s"; fi; done | awk 'END { print NR }'; }
+# tsv_cell TABLE ROW COLUMN: the cell of OUT's TABLE ("" where there is none)
+tsv_cell() {
+	[ -e "$tab/$1" ] || return 0
+	awk -F'\t' -v r="$2" -v h="$3" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == h) c = i; next }
+	c && $1 == r { print $c; exit }' "$tab/$1"
 }
-verdict() { # "mean<TAB>k/n" -> a phrase
+meth_col() { case $1 in fedavg) echo FedAvg ;; fedatt) echo FedAtt ;; esac; }
+# tsv_mean PREFIX: the mean test perplexity of PREFIX's runs that the
+# tables give ("" where none does, "-" where it says none ran)
+tsv_mean() {
+	case $1 in
+	t2-*) for _sp in $t2_specs; do
+		[ "${_sp%%:*}" != "$1" ] || tsv_cell table2.tsv "$(label_of "${_sp#*:}")" "test ppl"
+	done ;;
+	ni-*) _q=${1#ni-}; tsv_cell noniid.tsv "$(part_label "${_q%-*}")" "$(meth_col "${_q##*-}")" ;;
+	t3-fedavg-b*) tsv_cell table3-beta.tsv "FedAvg (noise on each update)" "β = ${1#t3-fedavg-b}" ;;
+	t3-fedatt-b*) tsv_cell table3-beta.tsv "FedAtt (noise on the aggregate)" "β = ${1#t3-fedatt-b}" ;;
+	t4-*) _q=${1#t4-}; tsv_cell table4.tsv "${_q#*-}" "$(meth_col "${_q%%-*}")" ;;
+	esac
+}
+# dat_col FIGURE LABEL: the values of curve LABEL in OUT/FIGURE.dat, a line each
+dat_col() {
+	[ -e "$out/$1.dat" ] || return 0
+	awk -F'\t' -v h="$2" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == h) c = i; next }
+	c && $c != "-" { print $c }' "$out/$1.dat"
+}
+# dcell N MEAN [FMT]: a cell of a mean over N seeds: "not run" (N = 0 or
+# the table's "-"), "not kept" (no table gives it), the mean (one seed), or
+# "mean (mean of N)" (the spread over seeds needs the runs)
+dcell() {
+	if [ "$1" -eq 0 ] || [ "$2" = - ]; then
+		echo "not run"
+	elif [ -z "$2" ]; then
+		echo "not kept"
+	elif [ "$1" -eq 1 ]; then
+		echo "$2" | stat "${3:-%.1f}"
+	else
+		echo "$(echo "$2" | stat "${3:-%.1f}") (mean of $1)"
+	fi
+}
+# first_only PREFIX: true when PREFIX ran for the first seed alone (whose
+# curves the figures' data hold)
+first_only() { [ "$(seeds_of "$1" | tr '\n' ' ')" = "$first_seed " ]; }
+# cell_ppl PREFIX: the test perplexity
+cell_ppl() {
+	if [ -z "$derived" ]; then over "$1" test_ppl | stat; else dcell "$(nseeds_of "$1")" "$(tsv_mean "$1")"; fi
+}
+# cell_best PREFIX: the best validation perplexity (Table II)
+cell_best() {
+	if [ -z "$derived" ]; then
+		over "$1" bestvalid | stat
+	elif [ "$(nseeds_of "$1")" -eq 0 ]; then
+		echo "not run"
+	elif first_only "$1"; then
+		for _sp in $t2_specs; do
+			[ "${_sp%%:*}" != "$1" ] || dat_col fig-table2-ppl "$(label_of "${_sp#*:}")"
+		done | awk '{ v = $1 + 0; if (b == "" || v < b) b = v } END { if (b != "") print b; else print "not kept" }' | stat_or_word
+	else
+		echo "not kept"
+	fi
+}
+# stat_or_word [FMT]: stat of a number, or the word as it is
+stat_or_word() { read -r _v; case $_v in "not "*) echo "$_v" ;; *) echo "$_v" | stat "$@" ;; esac; }
+# cell_final_eps E: the DP-FedAvg run's final ε
+cell_final_eps() {
+	if [ -z "$derived" ]; then
+		over "t3-dp-eps$1" final_eps | stat %.3f
+	elif [ "$(nseeds_of "t3-dp-eps$1")" -eq 0 ]; then
+		echo "not run"
+	elif first_only "t3-dp-eps$1"; then
+		dat_col fig-dp-epsilon "DP-FedAvg, target ε $1" | awk '{ v = $1 } END { print (NR ? v : "not kept") }' | stat_or_word %.3f
+	else
+		echo "not kept"
+	fi
+}
+# cell_rounds PRESET: the last round of the first seed's FedAvg run of the preset
+cell_rounds() {
+	_a=$(size_prefix fedavg "$1")
+	if ! done_ "$_a-s$first_seed"; then
+		echo "not run"
+	elif [ -z "$derived" ]; then
+		last_round "$_a-s$first_seed"
+	elif [ "$1" = small ]; then
+		echo "$rounds"
+	elif [ -e "$out/fig-sizes-ppl.dat" ]; then
+		# the last round of its curve (the first seed's)
+		awk -F'\t' -v h="FedAvg, $1" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == h) c = i; next }
+		c && $c != "-" { r = $1 } END { print (r != "" ? r : "not kept") }' "$out/fig-sizes-ppl.dat"
+	else
+		echo "not kept"
+	fi
+}
+# cell_steps PREFIX / cell_depth PREFIX: a FedAvg run's local steps and
+# their depth (the non-iid table); where OUT keeps no run, the depth is
+# alpha-steps.tsv's (the mean over the seeds, of the partitions FedAtt ran)
+cell_steps() {
+	if [ -z "$derived" ]; then over "$1" steps_all | stat %.0f
+	elif [ "$(nseeds_of "$1")" -eq 0 ]; then echo "not run"
+	else echo "not kept"; fi
+}
+cell_depth() {
+	if [ -z "$derived" ]; then over "$1" steps_depth | stat %.0f; return; fi
+	case $1 in t2-fedavg) _p=iid ;; *) _p=${1#ni-}; _p=${_p%-fedavg} ;; esac
+	_d=''
+	[ ! -e "$tab/alpha-steps.tsv" ] ||
+		_d=$(awk -F'\t' -v p="$_p" 'NR > 1 && $1 == p && $7 != "-" { print $7 }' "$tab/alpha-steps.tsv")
+	dcell "$(nseeds_of "$1")" "$_d" %.0f
+}
+# gain_col A B: the column of gain.tsv that holds A's test perplexity minus
+# B's per seed (FedAvg's minus FedAtt's, frobenius ε = 1), or nothing
+gain_col() {
+	case "$1:$2" in
+	t2-fedavg:t2-fedatt-frobenius-e1) echo iid ;;
+	ni-*-fedavg:ni-*-fedatt) _q=${1#ni-}; [ "ni-${_q%-fedavg}-fedatt" != "$2" ] || part_label "${_q%-fedavg}" ;;
+	esac
+}
+# gains COLUMN: its per-seed values in OUT/gain.tsv, a line each
+gains() {
+	awk -F'\t' -v h="$1" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == h) c = i; next }
+	c && $c != "-" { print $c }' "$tab/gain.tsv"
+}
+# cell_gain A B: A's test perplexity minus B's, per seed
+cell_gain() {
+	if [ -z "$derived" ]; then diff_ "$1" "$2" | stat %+.1f; return; fi
+	_g=$(gain_col "$1" "$2")
+	_sa=$(seeds_of "$1") _sb=$(seeds_of "$2")
+	if [ -n "$_g" ] && [ -e "$tab/gain.tsv" ]; then
+		gains "$_g" | stat %+.1f
+	elif [ "$(ncommon "$1" "$2")" -eq 0 ]; then
+		echo "not run"
+	elif [ "$_sa" = "$_sb" ] && [ "$(nseeds_of "$1")" -eq 1 ]; then
+		# one seed, the same: the difference of the tables' values
+		awk -v a="$(tsv_mean "$1")" -v b="$(tsv_mean "$2")" \
+			'BEGIN { if (a == "" || b == "" || a == "-" || b == "-") print "not kept"; else print a - b }' | stat_or_word %+.1f
+	else
+		echo "not kept"
+	fi
+}
+
+# ---- goals, from the numbers ------------------------------------------------------
+# lower A_PREFIX B_PREFIX: "mean<TAB>k/n", the mean difference (A − B) over
+# the seeds with both runs and the seeds where A is lower; "not measured"
+# (no seed has both); "not judged<TAB>WHY" when a run did not learn (its
+# test perplexity not a finite number below the vocabulary size: the
+# difference means nothing); "not kept<TAB>WHY" where OUT keeps neither the
+# runs nor the per-seed numbers.
+lower() {
+	if [ -z "$derived" ]; then
+		for s in $seeds; do
+			if done_ "$1-s$s" && done_ "$2-s$s"; then
+				printf '%s\t%s\t%s\t%s\n' "$1-s$s" "$(test_ppl "$1-s$s")" "$2-s$s" "$(test_ppl "$2-s$s")"
+			fi
+		done | judge
+		return
+	fi
+	# OUT keeps no run: the tables' means (a mean below the vocabulary size
+	# may hide a seed that is not, which the runs would show)
+	_c=$(ncommon "$1" "$2")
+	[ "$_c" -gt 0 ] || { echo "not measured"; return; }
+	_ma=$(tsv_mean "$1") _mb=$(tsv_mean "$2")
+	for _x in "$1:$_ma" "$2:$_mb"; do
+		case ${_x#*:} in '' | -) printf 'not kept\tno table here gives the test perplexity of %s\n' "${_x%%:*}"; return ;; esac
+	done
+	_j=$(printf '%s (mean)\t%s\t%s (mean)\t%s\n' "$1" "$_ma" "$2" "$_mb" | judge)
+	case $_j in "not judged	"*) echo "$_j"; return ;; esac
+	_g=$(gain_col "$2" "$1")
+	if [ -n "$_g" ] && [ -e "$tab/gain.tsv" ]; then
+		# gain.tsv: B minus A
+		gains "$_g" | awk '{ d = -$1; s += d; n++; if (d < 0) k++ }
+		END { if (!n) print "not measured"; else printf "%+.1f\t%d/%d\n", s / n, k, n }'
+	elif [ "$(seeds_of "$1")" = "$(seeds_of "$2")" ] && [ "$_c" -eq 1 ]; then
+		echo "$_j"
+	else
+		printf 'not kept\tthe per-seed test perplexities of %s and %s are not kept here\n' "$1" "$2"
+	fi
+}
+# judge: from lines "A_RUN<TAB>A_PPL<TAB>B_RUN<TAB>B_PPL", what lower says
+judge() {
+	awk -F'\t' -v V="$vocab" '
+	function bad(r, v) {
+		if (v == "") return r " has no test perplexity"
+		if (v !~ /^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/)
+			return "the test perplexity of " r " is " v ": the run did not converge"
+		if (v + 0 >= V)
+			return sprintf("the test perplexity of %s, %.1f, is no better than a uniform guess over the %d words: the run did not converge", r, v, V)
+		return ""
+	}
+	why == "" {
+		why = bad($1, $2)
+		if (why == "") why = bad($3, $4)
+		if (why != "") next
+		d = sprintf("%.6g", $2 - $4) + 0; s += d; n++; if (d < 0) k++
+	}
+	END {
+		if (why != "") printf "not judged\t%s\n", why
+		else if (!n) print "not measured"
+		else printf "%+.1f\t%d/%d\n", s / n, k, n
+	}'
+}
+verdict() { # what lower says -> a phrase
 	case $1 in
 	"not measured") echo "**not measured**" ;;
+	"not judged	"* | "not kept	"*) echo "**${1%%	*}** (${1#*	})" ;;
 	*)
 		d=${1%%	*} kn=${1#*	}
 		k=${kn%/*} n=${kn#*/}
@@ -427,13 +703,19 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		echo "every stage works; its numbers mean nothing.**"
 		echo
 	fi
-	echo "Made by \`repro/ji2019/run.sh\` ($(date -u +%Y-%m-%d), fedrun $("${FEDRUN:-$top/fedrun}" --version 2>/dev/null | head -n 1 | awk '{ print $2 }'))"
+	# the date and version run.sh recorded in the settings (today's and the
+	# build tree's for a directory of an older run.sh)
+	[ -n "$made" ] || made=$(date -u +%Y-%m-%d)
+	[ -n "$fedrun_version" ] ||
+		fedrun_version=$("${FEDRUN:-$top/fedrun}" --version 2>/dev/null | head -n 1 | awk '{ print $2 }')
+	echo "Made by \`repro/ji2019/run.sh\` ($made, fedrun $fedrun_version)"
 	# the backends the complete runs recorded (pipeline.json's model.backend)
 	used=$(for f in "$out"/*/.complete; do
 		[ -e "$f" ] && sed -n 's/^ *"backend": *"\([^"]*\)".*/\1/p' "$(dirname "$f")/pipeline.json" | head -n 1
 	done | sort -u | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
+	[ -z "$derived" ] || used="not kept"
 	echo "with backend **$backend** on $machine (the runs' pipeline.json: ${used:-none})."
-	echo "gru-lm preset $preset (tied), vocabulary $([ "$quick" = 1 ] && echo 2000 || echo 10000), $rounds rounds, validation every $every rounds,"
+	echo "gru-lm preset $preset (tied), vocabulary $vocab, $rounds rounds, validation every $every rounds,"
 	echo "SGD lr 5, momentum 0.5, gradient clipping 0.5, batch 20, bptt 35, 1 local epoch."
 	echo "Seeds: $seeds. Cells are the test perplexity of the model after the last round"
 	if [ "$nseeds" -gt 1 ]; then
@@ -444,7 +726,17 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "The paper tests the round with the best validation perplexity; the best validation"
 	echo "perplexity is given too."
 	[ -z "$not_run" ] || echo "Stages not run (no section here): $(echo $not_run | sed 's/ /, /g')."
-	echo
+	if [ -n "$derived" ]; then
+		echo "This directory keeps no run directory: the tables are recomputed from the TSV tables"
+		echo "it keeps ($(for f in table2.tsv noniid.tsv gain.tsv table3-beta.tsv table4.tsv \
+			alpha.tsv alpha-steps.tsv dp-calibration.tsv; do [ ! -e "$out/$f" ] || printf "\`%s\` " "$f"; done |
+			sed 's/ $//; s/ /, /g')),"
+		echo "\`times.tsv\` (the runs that completed) and the figures' \`.dat\` files (seed $first_seed's"
+		echo "curves). A cell or goal that needs the runs' metrics.csv reads \"not kept\", and"
+		echo "\"m (mean of n)\" is a mean over n seeds whose spread is not kept."
+	fi
+} >"$dest/.results.md.head"
+{
 	if [ -n "$has_t2" ]; then
 	echo "## Table II: iid"
 	echo
@@ -457,7 +749,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "| method | test ppl | best valid ppl |"
 	echo "|---|---:|---:|"
 	for sp in $t2_specs; do
-		printf '| %s | %s | %s |\n' "$(label_of "${sp#*:}")" "$(over "${sp%%:*}" test_ppl | stat)" "$(over "${sp%%:*}" bestvalid | stat)"
+		printf '| %s | %s | %s |\n' "$(label_of "${sp#*:}")" "$(cell_ppl "${sp%%:*}")" "$(cell_best "${sp%%:*}")"
 	done
 	echo
 	fi
@@ -473,7 +765,11 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "one epoch τₖ grows with nₖ, so this is about the number of sequential steps the"
 	if [ -n "$has_iid_avg" ]; then
 		echo "nₖ-weighted average reflects). The iid setting (Table II's FedAvg):"
-		echo "$(over t2-fedavg steps_all | stat %.0f) steps, depth $(over t2-fedavg steps_depth | stat %.0f)."
+		if [ -z "$derived" ]; then
+			echo "$(cell_steps t2-fedavg) steps, depth $(cell_depth t2-fedavg)."
+		else
+			echo "steps not kept, depth $(cell_depth t2-fedavg)."
+		fi
 	else
 		echo "nₖ-weighted average reflects)."
 	fi
@@ -481,9 +777,9 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "| partition | FedAvg | FedAtt | gain | steps | depth |"
 	echo "|---|---:|---:|---:|---:|---:|"
 	for p in $parts; do
-		printf '| %s | %s | %s | %s | %s | %s |\n' "$(part_label $p)" "$(over ni-$p-fedavg test_ppl | stat)" \
-			"$(over ni-$p-fedatt test_ppl | stat)" "$(diff_ ni-$p-fedavg ni-$p-fedatt | stat %+.1f)" \
-			"$(over ni-$p-fedavg steps_all | stat %.0f)" "$(over ni-$p-fedavg steps_depth | stat %.0f)"
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$(part_label $p)" "$(cell_ppl ni-$p-fedavg)" \
+			"$(cell_ppl ni-$p-fedatt)" "$(cell_gain ni-$p-fedavg ni-$p-fedatt)" \
+			"$(cell_steps ni-$p-fedavg)" "$(cell_depth ni-$p-fedavg)"
 	done
 	echo
 	fi
@@ -500,10 +796,8 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		echo "|---|---:|---:|---:|---:|"
 		for p in $size_presets; do
 			a=$(size_prefix fedavg $p) b=$(size_prefix fedatt $p)
-			r="not run"
-			done_ "$a-s$first_seed" && r=$(last_round "$a-s$first_seed")
-			printf '| %s | %s | %s | %s | %s |\n' "$p" "$r" "$(over $a test_ppl | stat)" \
-				"$(over $b test_ppl | stat)" "$(diff_ $a $b | stat %+.1f)"
+			printf '| %s | %s | %s | %s | %s |\n' "$p" "$(cell_rounds $p)" "$(cell_ppl $a)" \
+				"$(cell_ppl $b)" "$(cell_gain $a $b)"
 		done
 		echo
 	fi
@@ -519,9 +813,9 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "| β | FedAvg | FedAtt |"
 	echo "|---|---:|---:|"
 	# β = 0 is Table II's FedAvg and FedAtt (the table3 stage makes them)
-	printf '| 0 | %s | %s |\n' "$(over t2-fedavg test_ppl | stat)" "$(over t2-fedatt-frobenius-e1 test_ppl | stat)"
+	printf '| 0 | %s | %s |\n' "$(cell_ppl t2-fedavg)" "$(cell_ppl t2-fedatt-frobenius-e1)"
 	for b in $betas; do
-		printf '| %s | %s | %s |\n' "$b" "$(over t3-fedavg-b$b test_ppl | stat)" "$(over t3-fedatt-b$b test_ppl | stat)"
+		printf '| %s | %s | %s |\n' "$b" "$(cell_ppl t3-fedavg-b$b)" "$(cell_ppl t3-fedatt-b$b)"
 	done
 	echo
 	echo "## Table III: DP-FedAvg"
@@ -540,7 +834,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "|---|---:|---:|---:|"
 	for e in $dp_eps; do
 		z=$(awk -F'\t' -v e="$e" -v r="$rounds" '$1 == e && $2 == r { z = $5 } END { print z }' "$out/dp-calibration.tsv" 2>/dev/null || true)
-		printf '| %s | %s | %s | %s |\n' "$e" "${z:-not run}" "$(over t3-dp-eps$e final_eps | stat %.3f)" "$(over t3-dp-eps$e test_ppl | stat)"
+		printf '| %s | %s | %s | %s |\n' "$e" "${z:-not run}" "$(cell_final_eps $e)" "$(cell_ppl t3-dp-eps$e)"
 	done
 	echo
 	fi
@@ -553,7 +847,7 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo
 	echo "| norm | tensor | entropy/log m | m max α | m min α |"
 	echo "|---|---|---:|---:|---:|"
-	tail -n +2 "$out/alpha.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
+	tail -n +2 "$tab/alpha.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
 	echo
 	fi
 	if [ -n "$has_iid_att$has_ni" ]; then
@@ -574,9 +868,12 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 	echo "| partition | largest α to most steps | rate | chance | depth under α | depth under nₖ |"
 	echo "|---|---:|---:|---:|---:|---:|"
 	for p in $([ -z "$has_iid_att" ] || echo iid) $([ -z "$has_ni" ] || echo $parts); do
-		l=$(awk -F'\t' -v p="$p" '$1 == p' "$out/alpha-steps.tsv")
-		if [ $p = iid ]; then lab="iid"; else lab=$(part_label $p); fi
-		if [ -n "$l" ]; then
+		l=''
+		[ ! -e "$tab/alpha-steps.tsv" ] || l=$(awk -F'\t' -v p="$p" '$1 == p' "$tab/alpha-steps.tsv")
+		if [ $p = iid ]; then lab="iid" pre=t2-fedatt-frobenius-e1; else lab=$(part_label $p) pre=ni-$p-fedatt; fi
+		if [ -z "$l" ] && [ -n "$derived" ] && [ "$(nseeds_of "$pre")" -gt 0 ]; then
+			echo "| $lab | not kept | not kept | not kept | not kept | not kept |"
+		elif [ -n "$l" ]; then
 			echo "$l" | awk -F'\t' -v lab="$lab" '{ printf "| %s | %d of %d | %.3f | %.3f | %s | %s |\n", lab, $3, $4, $3 / $4, $5, $6, ($7 == "-" ? "not run" : sprintf("%.0f", $7)) }'
 		else
 			echo "| $lab | not run | not run | not run | not run | not run |"
@@ -612,7 +909,9 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 				verdict "$(lower ${ab%%:*} ${ab#*:})" | sed 's/^\*\*\([^*]*\)\*\*.*/\1/'
 			done | awk '{ c[$0]++ }
 			END { printf "**lower** in %d, **mixed** in %d, **not lower** in %d, not measured in %d",
-				c["lower"], c["mixed"], c["not lower"], c["not measured"] }'
+				c["lower"], c["mixed"], c["not lower"], c["not measured"]
+				if (c["not judged"]) printf ", not judged in %d", c["not judged"]
+				if (c["not kept"]) printf ", not kept in %d", c["not kept"] }'
 		)
 		echo "Summary over the $(echo $pairs | wc -w) comparisons of FedAtt at ε = 1 with FedAvg in the same"
 		echo "setting ($what):"
@@ -642,19 +941,28 @@ verdict() { # "mean<TAB>k/n" -> a phrase
 		echo "## Figures"
 		echo
 		the=The
-		[ ! -e "$out/fig-gain-seeds.svg" ] || { printf 'fig-gain-seeds: every seed (`gain.tsv`); '; the=the; }
-		[ ! -e "$out/fig-table3-beta.svg" ] || { printf 'fig-table3-beta: the mean over seeds; '; the=the; }
+		! has_fig fig-gain-seeds || { printf 'fig-gain-seeds: every seed (`gain.tsv`); '; the=the; }
+		! has_fig fig-table3-beta || { printf 'fig-table3-beta: the mean over seeds; '; the=the; }
 		echo "$the"
 		echo "curves: seed $first_seed's runs. PNG files of the same names are next to the SVGs;"
 		echo "\`.dat\` files hold the numbers plotted."
 		echo
-		for f in fig-gain-seeds fig-table2-ppl fig-noniid-ppl fig-sizes-ppl fig-table3-beta fig-dp-epsilon fig-dp-ppl \
-			fig-alpha-entropy-frobenius fig-alpha-max-frobenius fig-alpha-min-frobenius \
-			fig-alpha-entropy-spectral fig-alpha-max-spectral fig-alpha-min-spectral; do
-			[ -e "$out/$f.svg" ] && echo "![$f]($f.svg)"
+		for f in $fig_order; do
+			! has_fig "$f" || echo "![$f]($f.svg)"
 		done
 		echo
 	fi
 	times_section "$out/times.tsv"
-} >"$out/results.md"
-echo "results.sh: wrote $out/results.md"
+} >"$dest/.results.md.body"
+# the header, a line on the runs missing from the stages that ran when there
+# are any, the sections
+{
+	cat "$dest/.results.md.head"
+	if grep -q '| not run |\|\*\*not measured\*\*' "$dest/.results.md.body"; then
+		echo "Runs missing from the stages that ran read \"not run\" (their goals \"not measured\")."
+	fi
+	echo
+	cat "$dest/.results.md.body"
+} >"$dest/results.md"
+rm -f "$dest/.results.md.head" "$dest/.results.md.body"
+echo "results.sh: wrote $dest/results.md"

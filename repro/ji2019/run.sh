@@ -139,6 +139,9 @@ fi
 	printf 'seeds="%s"\nK=%s\nfrac=%s\nfiles_frac=%s\nngenres=%s\n' "$all_seeds" "$K" "$frac" "$files_frac" "$ngenres"
 	printf 'betas="%s"\ndp_eps="%s"\ndp_delta=%s\ndp_clip=%s\n' "$betas" "$dp_eps" "$dp_delta" "$dp_clip"
 	printf 'machine="%s"\n' "$(echo "$machine" | tr -d '"$`\\')"
+	# the date and build results.md names (so that it recomputes the same)
+	printf 'made=%s\nfedrun_version=%s\n' "$(date -u +%Y-%m-%d)" \
+		"$("$FEDRUN" --version 2>/dev/null | head -n 1 | awk '{ print $2 }' | tr -cd 'A-Za-z0-9._+-')"
 } >"$out/settings"
 
 common="--set data.train=$dd/train.txt --set data.valid=$dd/valid.txt --set data.test=$dd/test.txt"
