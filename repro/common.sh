@@ -8,6 +8,25 @@ die() {
 	exit 1
 }
 
+# same_files DIR NEW FILE...: every FILE (a path in DIR) is the same in NEW,
+# where results.sh recomputed DIR's results (check-results.sh's test);
+# on the first that differs (the diff shown) or that NEW lacks, says so
+# and fails.
+same_files() {
+	_d=$1 _n=$2
+	shift 2
+	for _f; do
+		if [ ! -e "$_n/$_f" ]; then
+			echo "$prog: $_d/$_f: results.sh $_d gives no such file" >&2
+			return 1
+		fi
+		if ! diff -u "$_d/$_f" "$_n/$_f"; then
+			echo "$prog: $_d/$_f differs from what results.sh $_d gives" >&2
+			return 1
+		fi
+	done
+}
+
 # parse_args SPEC "$@": a run.sh's command line. SPEC's words are
 # --OPTION=VAR (the option takes a value, into $VAR) and --OPTION:VAR (a
 # flag: VAR=1); -h or --help prints the script's opening comment (to

@@ -5,13 +5,15 @@
 # Usage: repro/bf16/check-results.sh [DIR]   (default repro/bf16/results)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034 # used by common.sh
+prog=check-results.sh
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 dir=${1:-$here/results}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp "$dir/raw.tsv" "$dir/machine.txt" "$tmp/"
 "$here/results.sh" "$tmp"
-if ! diff -u "$dir/results.md" "$tmp/results.md"; then
-	echo "check-results.sh: $dir/results.md differs from what raw.tsv gives" >&2
-	exit 1
-fi
+same_files "$dir" "$tmp" results.md || exit 1
 echo "check-results.sh: $dir/results.md recomputes from raw.tsv"

@@ -23,6 +23,11 @@
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034 # used by common.sh
+prog=check-results.sh
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 [ $# -le 1 ] || { echo "usage: check-results.sh [RESULTS.md]" >&2; exit 2; }
 md=${1:-$here/results/results.md}
 [ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
@@ -30,10 +35,7 @@ dir=$(cd "$(dirname "$md")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 JI2019_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
-if ! diff -u "$md" "$tmp/results.md"; then
-	echo "check-results.sh: $md differs from what $dir gives (results.sh $dir)" >&2
-	exit 1
-fi
+same_files "$dir" "$tmp" "$(basename "$md")" || exit 1
 # the tables results.sh writes from the runs (none where there is no run:
 # there they are what results.md is made from)
 runs=''
@@ -41,14 +43,7 @@ for f in "$dir"/*/.complete; do [ ! -e "$f" ] || runs=1; done
 if [ -n "$runs" ]; then
 	for t in table2.tsv noniid.tsv gain.tsv table3-beta.tsv table4.tsv alpha.tsv alpha-steps.tsv; do
 		[ -e "$tmp/$t" ] || [ -e "$dir/$t" ] || continue
-		if [ ! -e "$tmp/$t" ]; then
-			echo "check-results.sh: $dir/$t: no run gives it any more" >&2
-			exit 1
-		fi
-		if ! diff -u "$dir/$t" "$tmp/$t"; then
-			echo "check-results.sh: $dir/$t differs from what the runs give" >&2
-			exit 1
-		fi
+		same_files "$dir" "$tmp" "$t" || exit 1
 	done
 fi
 set -- "$md"

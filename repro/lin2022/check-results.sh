@@ -11,16 +11,18 @@
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034 # used by common.sh
+prog=check-results.sh
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 md=${1:-$here/results/results.md}
 [ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
 dir=$(cd "$(dirname "$md")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 LIN2022_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
-if ! diff -u "$md" "$tmp/results.md"; then
-	echo "check-results.sh: $md differs from what the runs give (results.sh $dir)" >&2
-	exit 1
-fi
+same_files "$dir" "$tmp" "$(basename "$md")" || exit 1
 # a cell "mean ± sd [min, max]" (sd "-" for one seed), a count, bytes or a ratio
 awk '
 function num(s) { return s ~ /^ [+-]?[0-9]+(\.[0-9]+)?( ± ([0-9]+(\.[0-9]+)?|-) \[[+-]?[0-9.]+, [+-]?[0-9.]+\])? $/ }

@@ -13,6 +13,11 @@
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034 # used by common.sh
+prog=check-results.sh
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
 [ $# -le 1 ] || { echo "usage: check-results.sh [RESULTS.md]" >&2; exit 2; }
 md=${1:-$here/results/results.md}
 [ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
@@ -20,16 +25,8 @@ dir=$(cd "$(dirname "$md")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 PASSBAN2022_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
-if ! diff -u "$md" "$tmp/results.md"; then
-	echo "check-results.sh: $md differs from what the runs give (results.sh $dir)" >&2
-	exit 1
-fi
-for t in table2 table4 table5 table6 table-optim; do
-	if ! diff -u "$dir/$t.tsv" "$tmp/$t.tsv"; then
-		echo "check-results.sh: $dir/$t.tsv differs from what the runs give (results.sh $dir)" >&2
-		exit 1
-	fi
-done
+same_files "$dir" "$tmp" "$(basename "$md")" table2.tsv table4.tsv table5.tsv table6.tsv \
+	table-optim.tsv || exit 1
 awk '
 /^## / { section = substr($0, 4) }
 /^\| / && !/^\|---/ {
