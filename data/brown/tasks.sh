@@ -48,7 +48,7 @@ done
 src=$1
 out=$2
 map="$here/universal-tags.tsv"
-neardup="$here/neardup.awk"
+neardup="$here/../neardup.awk"
 [ -f "$map" ] || die "$map: not found"
 [ -z "$gettext" ] || [ -f "$gettext" ] || die "$gettext: no such file"
 
