@@ -6,10 +6,12 @@
 # and format-only strings, accelerators, identical and duplicate pairs,
 # length filters, other languages ignored, the pinned deterministic splits,
 # held-out strings kept out of every domain's training data, the output
-# layout and statistics, both directions, --no-split, and the error
-# messages. Also
+# layout and statistics, held-out pairs that are near-duplicates of a
+# training string (case, punctuation, digits) purged, both directions,
+# --no-split, and the error messages. Also
 # po.awk alone on PO input that msgfmt would not pass (fuzzy, obsolete), and
-# check-overlap.sh on the output and on copies with planted leaks.
+# check-overlap.sh on the output and on copies with planted leaks, exact
+# and near.
 set -u
 export LC_ALL=C
 srcdir=${srcdir:-.}
@@ -68,10 +70,10 @@ for d in alpha beta all; do
 	done
 done
 check "aligned .en, .de and .tsv for every domain and split" [ "$ok" -eq 1 ]
-for f in stats.tsv cleaning.tsv SOURCE; do
+for f in stats.tsv cleaning.tsv neardup.tsv SOURCE; do
 	check "$f written" [ -s "$out/$f" ]
 done
-check "only the domains' directories" [ "$(ls "$out" | tr '\n' ' ')" = "SOURCE all alpha beta cleaning.tsv stats.tsv " ]
+check "only the domains' directories" [ "$(ls "$out" | tr '\n' ' ')" = "SOURCE all alpha beta cleaning.tsv neardup.tsv stats.tsv " ]
 
 check "plural: singular pair" has "$tmp/alpha" "%d file was deleted$tab%d Datei wurde gelöscht"
 check "plural: plural pair" has "$tmp/alpha" "%d files were deleted$tab%d Dateien wurden gelöscht"
@@ -102,15 +104,14 @@ check "duplicate in a domain once (msgctxt, two catalogues)" has "$tmp/alpha" "Z
 check "same pair in two domains kept in both" has "$tmp/beta" "Zoom in${tab}Vergrößern"
 check "other languages ignored (fr)" hasnt "$out/all/train.tsv" "Fermer"
 check "other languages ignored (de_CH)" hasnt "$tmp/beta" "schliessen"
-check "cleaning counts, alpha" has "$out/cleaning.tsv" "alpha	2	39	1	4	1	1	1	2	0	29"
-check "cleaning counts, beta (one held-out string of alpha)" has "$out/cleaning.tsv" "beta	1	50	0	0	0	0	0	0	1	49"
+check "cleaning counts, alpha" has "$out/cleaning.tsv" "alpha	2	41	1	4	1	1	1	2	0	0	31"
+check "cleaning counts, beta (one held-out string of alpha, two near-duplicates of alpha's)" has "$out/cleaning.tsv" "beta	1	50	0	0	0	0	0	0	1	2	47"
 
 # The splits are pinned: they depend on the hash of the English only.
 check "alpha test" [ "$(cat "$out/alpha/test.tsv")" = "Print the document${tab}Dokument drucken" ]
 check "alpha dev" [ "$(cat "$out/alpha/dev.tsv")" = "%d files were deleted${tab}%d Dateien wurden gelöscht" ]
-check "beta test" [ "$(cat "$out/beta/test.tsv")" = "Outgoing mail server${tab}Postausgangsserver
-The message could not be sent${tab}Die Nachricht konnte nicht gesendet werden" ]
-check "beta dev" [ "$(cat "$out/beta/dev.tsv")" = "Rename the folder${tab}Ordner umbenennen" ]
+check "beta test" [ "$(cat "$out/beta/test.tsv")" = "Outgoing mail server${tab}Postausgangsserver" ]
+check "beta dev: empty, its string a near-duplicate" [ -f "$out/beta/dev.tsv" ] && [ ! -s "$out/beta/dev.tsv" ]
 cat "$out"/alpha/test.en "$out"/beta/test.en | sort -u >"$tmp/held_test"
 cat "$out"/alpha/dev.en "$out"/beta/dev.en | sort -u >"$tmp/held_dev"
 cat "$out"/alpha/train.en "$out"/beta/train.en | sort -u >"$tmp/trained"
@@ -120,9 +121,23 @@ check "no dev string in any train set" [ -z "$(comm -12 "$tmp/trained" "$tmp/hel
 check "union is the domains in order" [ "$(cat "$out/alpha/train.tsv" "$out/beta/train.tsv" | cksum)" = "$(cksum <"$out/all/train.tsv")" ]
 
 check "stats.tsv header" [ "$(head -n 1 "$out/stats.tsv" | cut -f1-4)" = "domain${tab}pairs.train${tab}pairs.dev${tab}pairs.test" ]
-check "stats.tsv alpha: pairs and tokens" [ "$(grep '^alpha' "$out/stats.tsv" | cut -f2-5)" = "27${tab}1${tab}1${tab}71" ]
-check "stats.tsv all: sums" [ "$(grep '^all' "$out/stats.tsv" | cut -f2-4)" = "73${tab}2${tab}3" ]
-check "table printed with totals" grep -q "^all  *73  *2  *3  *223 " "$tmp/table"
+check "stats.tsv alpha: pairs and tokens" [ "$(grep '^alpha' "$out/stats.tsv" | cut -f2-5)" = "29${tab}1${tab}1${tab}82" ]
+check "stats.tsv all: sums" [ "$(grep '^all' "$out/stats.tsv" | cut -f2-4)" = "75${tab}1${tab}2" ]
+check "stats.tsv beta: an empty dev set, the test set counted as test" [ "$(grep '^beta' "$out/stats.tsv" | cut -f2-7)" = "46${tab}0${tab}1${tab}152${tab}0${tab}3" ]
+check "table printed with totals" grep -q "^all  *75  *1  *2  *234 " "$tmp/table"
+
+# Near-duplicates: two of beta's held-out strings differ from training
+# strings of alpha only in case, punctuation and digits (one.po); they are
+# purged from beta's test and dev sets, training unchanged.
+check "near-duplicate test string purged" hasnt "$out/all/test.en" "The message could not be sent"
+check "near-duplicate dev string purged" hasnt "$out/all/dev.en" "Rename the folder"
+check "its near-duplicate trained on" has "$out/alpha/train.en" "THE MESSAGE COULD NOT BE SENT: 42"
+check "neardup.tsv: header and the two purged pairs" [ "$(cat "$out/neardup.tsv")" = "domain${tab}split${tab}en${tab}de${tab}jaccard${tab}train.en
+beta${tab}test${tab}The message could not be sent${tab}Die Nachricht konnte nicht gesendet werden${tab}1.000${tab}THE MESSAGE COULD NOT BE SENT: 42
+beta${tab}dev${tab}Rename the folder${tab}Ordner umbenennen${tab}1.000${tab}Rename the Folder 2" ]
+check "stats.tsv: purged per split" [ "$(cut -f1,17,18 "$out/stats.tsv" | tr '\n' ' ')" = "domain${tab}neardup.dev${tab}neardup.test alpha${tab}0${tab}0 beta${tab}1${tab}1 all${tab}1${tab}1 " ]
+check "SOURCE: the purge counted" grep -q '^near-duplicates: 2 dev and test pairs' "$out/SOURCE"
+check "the purge reported" grep -q '^build.sh: 2 held-out pairs purged as near-duplicates' "$tmp/err"
 
 sh "$build" --from-dir "$tmp/tree" --max-tokens 30 en de "$tmp/again" >/dev/null 2>&1
 check "a second run gives identical files" diff -r "$out" "$tmp/again"
@@ -134,6 +149,8 @@ sh "$build" --from-dir "$tmp/tree" --max-tokens 30 de en "$tmp/rev" >/dev/null 2
 check "de-en: files named by language" [ -f "$tmp/rev/alpha/train.de" ]
 check "de-en: same split, columns swapped" [ "$(cat "$tmp/rev/alpha/test.tsv")" = "Dokument drucken${tab}Print the document" ]
 check "de-en: same files" cmp -s "$tmp/rev/all/train.en" "$out/all/train.en"
+check "de-en: the same purge" cmp -s "$tmp/rev/all/test.en" "$out/all/test.en"
+check "de-en: neardup.tsv in the direction built" grep -q "^beta${tab}test${tab}Die Nachricht konnte nicht gesendet werden${tab}The message could not be sent${tab}" "$tmp/rev/neardup.tsv"
 
 # --no-split: the cleaned pairs per domain, before the splits and the
 # cross-domain rule (what build-multi.sh reads).
@@ -141,22 +158,22 @@ sh "$build" --from-dir "$tmp/tree" --max-tokens 30 --no-split en de "$tmp/nospli
 check "--no-split: pairs.tsv per domain, no splits" [ "$(cd "$tmp/nosplit" && find . -type f | sort | tr '\n' ' ')" = "./SOURCE ./alpha/pairs.tsv ./beta/pairs.tsv ./cleaning.tsv " ]
 check "--no-split: alpha's pairs are those of its splits" [ "$(sort "$tmp/nosplit/alpha/pairs.tsv" | cksum)" = "$(sort "$tmp/alpha" | cksum)" ]
 check "--no-split: beta keeps alpha's test string" has "$tmp/nosplit/beta/pairs.tsv" "Print the document${tab}Dokument drucken"
-check "--no-split: cleaning counts without leaks" has "$tmp/nosplit/cleaning.tsv" "beta	1	50	0	0	0	0	0	0	0	50"
+check "--no-split: cleaning counts without leaks or near-duplicates" has "$tmp/nosplit/cleaning.tsv" "beta	1	50	0	0	0	0	0	0	0	0	50"
 
 # check-overlap.sh on the fixture corpus, then on copies with leaks planted.
 overlap="$srcdir/data/gettext/check-overlap.sh"
 sh "$overlap" "$out" >"$tmp/ov" 2>"$tmp/err"
 check "check-overlap: the built corpus passes" [ $? -eq 0 ]
 check "check-overlap: quiet when nothing leaks" [ ! -s "$tmp/err" ]
-check "check-overlap: all domains and the union" has "$tmp/ov" "# en-de, 3 domains: all alpha beta; pairs: 146 train, 4 dev, 6 test"
+check "check-overlap: all domains and the union" has "$tmp/ov" "# en-de, 3 domains: all alpha beta; pairs: 150 train, 2 dev, 4 test"
 check "check-overlap: the union found" has "$tmp/ov" "# all contains alpha beta"
 for c in test-pair test-en dev-pair dev-en; do
-	check "check-overlap: $c-in-train 0" grep -qx "$c-in-train$tab[0-9]*${tab}146${tab}0${tab}0${tab}0" "$tmp/ov"
+	check "check-overlap: $c-in-train 0" grep -qx "$c-in-train$tab[0-9]*${tab}150${tab}0${tab}0${tab}0" "$tmp/ov"
 done
-check "check-overlap: no test string shared between domains" has "$tmp/ov" "test-en-in-other-test${tab}6${tab}6${tab}0${tab}0${tab}any"
+check "check-overlap: no test string shared between domains" has "$tmp/ov" "test-en-in-other-test${tab}4${tab}4${tab}0${tab}0${tab}any"
 check "check-overlap: result ok" has "$tmp/ov" "result${tab}ok"
 sh "$overlap" "$out" beta >"$tmp/ov" 2>&1
-check "check-overlap: one domain named" has "$tmp/ov" "# en-de, 1 domains: beta; pairs: 46 train, 1 dev, 2 test"
+check "check-overlap: one domain named" has "$tmp/ov" "# en-de, 1 domains: beta; pairs: 46 train, 0 dev, 1 test"
 
 plant() { # NAME: a fresh copy of the corpus in $tmp/NAME
 	rm -rf "${tmp:?}/$1"
@@ -167,8 +184,8 @@ printf 'Outgoing mail server\n' >>"$tmp/leak/alpha/train.en"
 printf 'Postausgangsserver\n' >>"$tmp/leak/alpha/train.de"
 sh "$overlap" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
 check "check-overlap: a test pair in another domain's train set fails" [ $? -eq 1 ]
-check "check-overlap: the pair counted in beta and all" has "$tmp/ov" "test-pair-in-train${tab}6${tab}147${tab}2${tab}1${tab}0"
-check "check-overlap: and its English" has "$tmp/ov" "test-en-in-train${tab}6${tab}147${tab}2${tab}1${tab}0"
+check "check-overlap: the pair counted in beta and all" has "$tmp/ov" "test-pair-in-train${tab}4${tab}151${tab}2${tab}1${tab}0"
+check "check-overlap: and its English" has "$tmp/ov" "test-en-in-train${tab}4${tab}151${tab}2${tab}1${tab}0"
 check "check-overlap: result LEAK" has "$tmp/ov" "result${tab}LEAK"
 check "check-overlap: the pair and its domains named" has "$tmp/err" \
 	"check-overlap.sh: test-pair-in-train: beta/test line 1 is in train of alpha: Outgoing mail server${tab}Postausgangsserver"
@@ -178,8 +195,8 @@ printf 'Outgoing mail server\n' >>"$tmp/leak/alpha/train.en"
 printf 'Ausgangsserver\n' >>"$tmp/leak/alpha/train.de"
 sh "$overlap" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
 check "check-overlap: a test sentence's English alone in a train set fails" [ $? -eq 1 ]
-check "check-overlap: English only, no pair" has "$tmp/ov" "test-pair-in-train${tab}6${tab}147${tab}0${tab}0${tab}0"
-check "check-overlap: English only counted" has "$tmp/ov" "test-en-in-train${tab}6${tab}147${tab}2${tab}1${tab}0"
+check "check-overlap: English only, no pair" has "$tmp/ov" "test-pair-in-train${tab}4${tab}151${tab}0${tab}0${tab}0"
+check "check-overlap: English only counted" has "$tmp/ov" "test-en-in-train${tab}4${tab}151${tab}2${tab}1${tab}0"
 check "check-overlap: the English sentence named" has "$tmp/err" \
 	"check-overlap.sh: test-en-in-train: beta/test line 1 is in train of alpha: Outgoing mail server"
 
@@ -190,7 +207,7 @@ cat "$out/alpha/dev.en" >>"$tmp/leak/all/train.en"
 cat "$out/alpha/dev.de" >>"$tmp/leak/all/train.de"
 sh "$overlap" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
 check "check-overlap: a dev pair in a train set fails" [ $? -eq 1 ]
-check "check-overlap: dev pair counted" has "$tmp/ov" "dev-pair-in-train${tab}4${tab}148${tab}2${tab}1${tab}0"
+check "check-overlap: dev pair counted" has "$tmp/ov" "dev-pair-in-train${tab}2${tab}152${tab}2${tab}1${tab}0"
 check "check-overlap: dev pair named with both train sets" has "$tmp/err" \
 	"check-overlap.sh: dev-pair-in-train: alpha/dev line 1 is in train of all,beta: %d files were deleted${tab}%d Dateien wurden gelöscht"
 
@@ -201,7 +218,7 @@ grep '^Say "hello"' "$out/alpha/train.tsv" | cut -f2 >>"$tmp/leak/beta/test.de"
 sh "$overlap" "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
 check "check-overlap: a train pair of alpha in beta's test set fails" [ $? -eq 1 ]
 check "check-overlap: backslash and quotes kept in the message" has "$tmp/err" \
-	"check-overlap.sh: test-en-in-train: beta/test line 3 is in train of alpha: Say \"hello\" to C:\\temp"
+	"check-overlap.sh: test-en-in-train: beta/test line 2 is in train of alpha: Say \"hello\" to C:\\temp"
 
 # Test sets may share sentences: counted, not a failure.
 plant leak
@@ -209,7 +226,7 @@ cat "$out/alpha/test.en" >>"$tmp/leak/beta/test.en"
 cat "$out/alpha/test.de" >>"$tmp/leak/beta/test.de"
 sh "$overlap" "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
 check "check-overlap: a test sentence in two domains passes" [ $? -eq 0 ]
-check "check-overlap: and is counted" has "$tmp/ov" "test-en-in-other-test${tab}4${tab}4${tab}2${tab}1${tab}any"
+check "check-overlap: and is counted" has "$tmp/ov" "test-en-in-other-test${tab}3${tab}3${tab}2${tab}1${tab}any"
 
 # The other direction: the English side is TGT.
 sh "$overlap" --src de --tgt en "$tmp/rev" >"$tmp/ov" 2>"$tmp/err"
@@ -219,8 +236,8 @@ cp -R "$tmp/rev" "$tmp/leak"
 printf 'Postausgang\n' >>"$tmp/leak/alpha/train.de"
 printf 'Outgoing mail server\n' >>"$tmp/leak/alpha/train.en"
 sh "$overlap" --src de --tgt en "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
-check "check-overlap: de-en, the English side found" has "$tmp/ov" "test-en-in-train${tab}3${tab}74${tab}1${tab}1${tab}0"
-check "check-overlap: de-en, no German-keyed pair" has "$tmp/ov" "test-pair-in-train${tab}3${tab}74${tab}0${tab}0${tab}0"
+check "check-overlap: de-en, the English side found" has "$tmp/ov" "test-en-in-train${tab}2${tab}76${tab}1${tab}1${tab}0"
+check "check-overlap: de-en, no German-keyed pair" has "$tmp/ov" "test-pair-in-train${tab}2${tab}76${tab}0${tab}0${tab}0"
 
 # A tab inside a sentence does not join two different pairs.
 mkdir -p "$tmp/tabs/x"

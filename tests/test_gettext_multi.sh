@@ -149,7 +149,7 @@ check "the split does not depend on the helpers: a helper" diff -r "$out/da" "$t
 
 check "stats.tsv: the target" has "$out/stats.tsv" "is${tab}10${tab}2${tab}2${tab}42${tab}40${tab}40${tab}13${tab}13${tab}10${tab}2${tab}2"
 check "stats.tsv: a helper's pairs" grep -q "^da${tab}$(wc -l <"$out/da/train.en")${tab}$(wc -l <"$out/da/dev.en")${tab}$(wc -l <"$out/da/test.en")${tab}" "$out/stats.tsv"
-check "cleaning.tsv: per language and domain" has "$out/cleaning.tsv" "de${tab}beta${tab}1${tab}30${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}30"
+check "cleaning.tsv: per language and domain" has "$out/cleaning.tsv" "de${tab}beta${tab}1${tab}30${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}30"
 check "SOURCE: the tag" grep -q '^tag: .*<2X>' "$out/SOURCE"
 check "SOURCE: the split" grep -q "^split: .* is's 2th and 4th of 45 distinct" "$out/SOURCE"
 check "the table printed" grep -q "^is  *10  *2  *2  *42$" "$tmp/table"

@@ -221,22 +221,24 @@ elif [ -n "$empty" ]; then
 	die "$msg"
 fi
 
-# Prints cleaning.tsv from the counts and $work/final (the pairs kept, as
-# DOMAIN<TAB>SPLIT<TAB>EN<TAB>XX lines).
+# Prints cleaning.tsv from the counts, $work/near (the held-out pairs
+# purged as near-duplicates, as neardup.awk's dropped lines) and
+# $work/final (the pairs kept, as DOMAIN<TAB>SPLIT<TAB>EN<TAB>XX lines).
 cleaning_table() {
-	printf 'domain\tcatalogues\tpairs\tcredits\tno-text\tidentical\tlength\tratio\tduplicate\tleak\tkept\n'
+	printf 'domain\tcatalogues\tpairs\tcredits\tno-text\tidentical\tlength\tratio\tduplicate\tleak\tneardup\tkept\n'
 	for d in $domains; do
 		$AWK -F '\t' -v d="$d" -v ncat="$(cat "$work/d/$d.catalogues")" '
 			FILENAME ~ /po-counts$/ && $1 == "read" { c["pairs"] += $2; next }
 			FILENAME ~ /clean-counts$/ { if ($1 != "read" && $1 != "kept") c[$1] += $2; next }
 			FILENAME ~ /leak-counts$/ { if ($1 == d) c["leak"] += $3; next }
+			FILENAME ~ /near$/ { if ($3 == d) c["neardup"]++; next }
 			FILENAME ~ /final$/ && $1 == d { kept++ }
 			END {
 				printf "%s\t%d\t%d", d, ncat, c["pairs"]
-				n = split("credits no-text identical length ratio duplicate leak", r, " ")
+				n = split("credits no-text identical length ratio duplicate leak neardup", r, " ")
 				for (i = 1; i <= n; i++) printf "\t%d", c[r[i]]
 				printf "\t%d\n", kept
-			}' "$work/d/$d.po-counts" "$work/d/$d.clean-counts" "$work/leak-counts" "$work/final"
+			}' "$work/d/$d.po-counts" "$work/d/$d.clean-counts" "$work/leak-counts" "$work/near" "$work/final"
 	done
 }
 
@@ -253,6 +255,7 @@ if [ -n "$nosplit" ]; then
 	out=$work/out
 	: >"$work/final"
 	: >"$work/leak-counts"
+	: >"$work/near"
 	for d in $domains; do
 		mkdir -p "$out/$d"
 		cp "$work/d/$d.clean" "$out/$d/pairs.tsv"
@@ -275,7 +278,8 @@ if [ -n "$nosplit" ]; then
 fi
 
 # ---- Splits: per domain by the hash of the English string, then across
-# domains nothing held out anywhere stays in training.
+# domains nothing held out anywhere stays in training, and no held-out
+# pair is a near-duplicate of a training string.
 tab=$(printf '\t')
 : >"$work/assigned"
 for d in $domains; do
@@ -286,7 +290,21 @@ for d in $domains; do
 done
 : >"$work/leak-counts"
 $AWK -f "$here/split.awk" -v step=leak -v counts="$work/leak-counts" \
-	"$work/assigned" "$work/assigned" >"$work/final"
+	"$work/assigned" "$work/assigned" >"$work/unpurged"
+# Near-duplicates (data/neardup.awk: case, white space, punctuation and
+# digits do not count): a dev or test pair whose English is a
+# near-duplicate of the English of a training pair of any domain goes.
+# The held-out sets shrink; training is unchanged.
+$AWK -F '\t' '$2 == "train" { print $3 }' "$work/unpurged" | sort -u >"$work/train.en"
+: >"$work/near"
+$AWK -F '\t' '$2 != "train"' "$work/unpurged" |
+	$AWK -f "$here/../neardup.awk" -v field=3 -v dropped="$work/near" "$work/train.en" - >/dev/null ||
+	die "near-duplicate check failed"
+# The lines of near (REF<TAB>JACCARD<TAB>DOMAIN<TAB>SPLIT<TAB>EN<TAB>XX)
+# out of the pairs; a domain holds a pair once (clean.awk), so matching
+# the whole line removes exactly the purged pair.
+$AWK -F '\t' 'FILENAME == ARGV[1] { drop[$3 FS $4 FS $5 FS $6] = 1; next }
+	!($0 in drop)' "$work/near" "$work/unpurged" >"$work/final"
 
 # ---- Output: per domain and split, two aligned files and a TSV, in the
 # direction asked for; the union in all/.
@@ -333,11 +351,13 @@ done
 	for f in pairs $src.tokens $tgt.tokens $src.types $tgt.types; do
 		printf '\t%s.train\t%s.dev\t%s.test' "$f" "$f" "$f"
 	done
-	printf '\n'
+	printf '\tneardup.dev\tneardup.test\n'
 	for d in $domains all; do
 		printf '%s' "$d"
-		$AWK -F '\t' '
-			FNR == 1 { f++ }
+		$AWK -F '\t' -v d="$d" '
+			FILENAME ~ /near$/ { if (d == "all" || $3 == d) near[$4]++; next }
+			# By name: a held-out set emptied by the purge has no line 1.
+			FNR == 1 { f = FILENAME ~ /\/train\.tsv$/ ? 1 : FILENAME ~ /\/dev\.tsv$/ ? 2 : 3 }
 			{
 				pairs[f]++
 				n = split($1, w, " ")
@@ -353,12 +373,21 @@ done
 				for (i = 1; i <= 3; i++) printf "\t%d", tt[i]
 				for (i = 1; i <= 3; i++) printf "\t%d", ns[i]
 				for (i = 1; i <= 3; i++) printf "\t%d", nt[i]
-				printf "\n"
-			}' "$out/$d/train.tsv" "$out/$d/dev.tsv" "$out/$d/test.tsv"
+				printf "\t%d\t%d\n", near["dev"], near["test"]
+			}' "$work/near" "$out/$d/train.tsv" "$out/$d/dev.tsv" "$out/$d/test.tsv"
 	done
 } >"$out/stats.tsv"
 
 cleaning_table >"$out/cleaning.tsv"
+# neardup.tsv: each purged pair, in the direction asked for, with the
+# training English it is a near-duplicate of.
+{
+	printf 'domain\tsplit\t%s\t%s\tjaccard\ttrain.en\n' "$src" "$tgt"
+	$AWK -F '\t' -v swap="$([ "$src" = en ] && echo 0 || echo 1)" '
+		FILENAME == ARGV[1] { en[FNR] = $0; next }
+		{ print $3 "\t" $4 "\t" (swap ? $6 "\t" $5 : $5 "\t" $6) "\t" $2 "\t" en[$1] }' \
+		"$work/train.en" "$work/near"
+} >"$out/neardup.tsv"
 
 packages_table "$out"
 {
@@ -366,6 +395,7 @@ packages_table "$out"
 	echo "domains: $(echo $domains)"
 	echo "cleaning: max $maxtok tokens a side; see cleaning.tsv"
 	echo "split: per domain, by a hash of the English string: $PERCENT% of the distinct strings each for test and dev, at most $CAP"
+	echo "near-duplicates: $(($(wc -l <"$out/neardup.tsv") - 1)) dev and test pairs whose English is a near-duplicate of a training string (data/neardup.awk) removed; see neardup.tsv"
 } >"$out/SOURCE"
 
 mkdir -p "$outdir" || die "cannot create $outdir"
@@ -384,4 +414,5 @@ $AWK -F '\t' -v src="$src" -v tgt="$tgt" '
 printf '%-10s %-19s  %-23s  %s\n' "" "pairs" "$src (train)" "$tgt (train)"
 printf '%-10s %7s %5s %5s  %9s %7s %5s  %9s %7s %5s\n' domain train dev test tokens types avg tokens types avg
 cat "$work/table"
+note "$(($(wc -l <"$out/neardup.tsv") - 1)) held-out pairs purged as near-duplicates of training strings (neardup.tsv)"
 echo "build.sh: $src-$tgt corpora written to $outdir" >&2
