@@ -6,8 +6,11 @@
 # end without the 111 MB download: English to is (the target) and to the
 # nine helper languages of examples/lowres-is-*.json, gettext catalogues
 # made here with msgfmt. The English strings come from templates
-# ("Open the file number 7"); each language translates them word for word
-# from its own small dictionary. Needs msgfmt (Debian: gettext).
+# ("Open the file number h", the number spelt in letters, 0-9 as a-j:
+# strings that differ in digits alone are near-duplicates, which
+# build-multi.sh keeps out of the held-out sets); each language translates
+# them word for word from its own small dictionary. Needs msgfmt (Debian:
+# gettext).
 #
 # Usage: tests/lowres_fixture.sh OUTDIR
 set -eu
@@ -27,13 +30,22 @@ catalogue() {
 	# (DIR/LANG/DOMAIN/PACKAGE/...: the tree build-multi.sh --from-dir reads)
 	dir=$tree/$l/fixture/pkg-fixture/usr/share/locale/$l/LC_MESSAGES
 	mkdir -p "$dir"
-	awk -v first="$2" -v last="$3" -v v="$4 $5 $6" -v n="$7 $8 $9" -v num="${10}" 'BEGIN {
+	awk -v first="$2" -v last="$3" -v v="$4 $5 $6" -v n="$7 $8 $9" -v num="${10}" '
+	function letters(i,    s, k, w) {
+		s = i ""
+		w = ""
+		for (k = 1; k <= length(s); k++)
+			w = w substr("abcdefghij", substr(s, k, 1) + 1, 1)
+		return w
+	}
+	BEGIN {
 		split("Open Save Close", ev, " "); split("file window folder", en, " ")
 		split(v, tv, " "); split(n, tn, " ")
 		printf "msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n\n"
 		for (i = first; i <= last; i++) {
 			a = i % 3 + 1; b = int(i / 3) % 3 + 1
-			printf "msgid \"%s the %s number %d\"\nmsgstr \"%s %s %s %d\"\n\n", ev[a], en[b], i, tv[a], tn[b], num, i
+			w = letters(i)
+			printf "msgid \"%s the %s number %s\"\nmsgstr \"%s %s %s %s\"\n\n", ev[a], en[b], w, tv[a], tn[b], num, w
 		}
 	}' >"$dir/fixture.po"
 	msgfmt -o "$dir/fixture.mo" "$dir/fixture.po"

@@ -6,10 +6,12 @@
 # domains, an English string with two Icelandic translations. Checks the
 # one split of the English strings across languages (a target test
 # string is in no language's train or dev data, and every language puts a
-# string in the same split), the target's training set held to N pairs
-# and chosen deterministically, the <2LANG> tags, the statistics, a second
-# run byte-identical, check-multi.sh on the output and on copies with
-# leaks planted, and the error messages.
+# string in the same split), a test string that is a near-duplicate of a
+# helper's training string (case, punctuation, digits) purged from every
+# language, the target's training set held to N pairs and chosen
+# deterministically, the <2LANG> tags, the statistics, a second run
+# byte-identical, check-multi.sh on the output and on copies with leaks
+# planted, and the error messages.
 set -u
 export LC_ALL=C
 srcdir=${srcdir:-.}
@@ -33,7 +35,10 @@ empty() { # a command whose output must be empty
 }
 
 # catalogue LANG DOMAIN FIRST LAST WORD: a .mo for LANG in DOMAIN with the
-# strings "Open file number I" for I in FIRST..LAST, translated as "WORD I".
+# strings "Open file number I" for I in FIRST..LAST, translated as "WORD I",
+# I spelt in letters (tr 0-9 a-j: 12 is bc), since strings that differ in
+# digits alone are near-duplicates, which build-multi.sh keeps out of the
+# held-out sets.
 catalogue() {
 	dir="$tmp/tree/$1/$2/pkg-$2/usr/share/locale/$1/LC_MESSAGES"
 	mkdir -p "$dir"
@@ -41,14 +46,22 @@ catalogue() {
 		printf 'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\n'
 		i=$3
 		while [ "$i" -le "$4" ]; do
-			printf 'msgid "Open file number %d"\nmsgstr "%s %d"\n\n' "$i" "$5" "$i"
+			w=$(echo "$i" | tr 0-9 a-j)
+			printf 'msgid "Open file number %s"\nmsgstr "%s %s"\n\n' "$w" "$5" "$w"
 			i=$((i + 1))
 		done
 	} >"$dir/$2.po"
 	[ "$1" != is ] || [ "$2" != alpha ] || cat >>"$dir/$2.po" <<'EOF'
 msgctxt "menu"
-msgid "Open file number 3"
-msgstr "Opna skjal 3"
+msgid "Open file number d"
+msgstr "Opna skjal d"
+EOF
+	# A near-duplicate (case, punctuation, digits) of "Open file number ed",
+	# a test string of every language: a training string of da, so the
+	# test string goes from all three test sets.
+	[ "$1" != da ] || [ "$2" != beta ] || cat >>"$dir/$2.po" <<'EOF'
+msgid "OPEN file number ED (2)."
+msgstr "ÅBN fil nummer ED (2)."
 EOF
 	msgfmt -o "$dir/$2.mo" "$dir/$2.po" || {
 		echo "msgfmt failed on $dir/$2.po"
@@ -68,7 +81,7 @@ status=$?
 check "build succeeds" [ $status -eq 0 ]
 [ $status -eq 0 ] || cat "$tmp/err" >&2
 out=$tmp/out
-check "one directory per language" [ "$(ls "$out" | tr '\n' ' ')" = "SOURCE cleaning.tsv da de is stats.tsv " ] ||
+check "one directory per language" [ "$(ls "$out" | tr '\n' ' ')" = "SOURCE cleaning.tsv da de is neardup.tsv stats.tsv " ] ||
 	ls "$out" >&2
 
 ok=1
@@ -91,11 +104,12 @@ check "aligned files; .src is <2LANG> and .en; .tgt is .LANG" [ "$ok" -eq 1 ]
 check "the tag on the target's source" [ "$(head -n 1 "$out/is/test.src" | cut -c1-6)" = "<2is> " ]
 check "the tag on a helper's source" [ "$(head -n 1 "$out/da/train.src" | cut -c1-6)" = "<2da> " ]
 
-# is has 45 distinct English strings: k = floor(45 * 5%) = 2.
-check "target: 2 test strings" [ "$(sort -u "$out/is/test.en" | wc -l)" -eq 2 ]
+# is has 45 distinct English strings: k = floor(45 * 5%) = 2, less the
+# test string purged as a near-duplicate of one of da's training strings.
+check "target: 2 test strings, one purged" [ "$(sort -u "$out/is/test.en" | wc -l)" -eq 1 ]
 check "target: 2 dev strings" [ "$(sort -u "$out/is/dev.en" | wc -l)" -eq 2 ]
 check "target: training set held to 10 pairs" [ "$(wc -l <"$out/is/train.en")" -eq 10 ]
-check "target: a pair in two domains once" [ "$(cat "$out"/is/*.tsv | grep -c "^Open file number 22$tab")" -le 1 ]
+check "target: a pair in two domains once" [ "$(cat "$out"/is/*.tsv | grep -c "^Open file number cc$tab")" -le 1 ]
 # One split for all languages: an English string's split is the same in
 # every language, so held-out strings are trained on nowhere.
 for s in train dev test; do
@@ -106,30 +120,51 @@ check "no test string in any language's dev" empty comm -12 "$tmp/all.test" "$tm
 check "no dev string in any language's train" empty comm -12 "$tmp/all.dev" "$tmp/all.train"
 sort -u "$out/is/test.en" >"$tmp/is.test"
 check "the target's test strings are test in the helpers that have them" \
-	[ "$(sort -u "$out/da/test.en" | comm -12 - "$tmp/is.test" | wc -l)" -eq 2 ]
+	[ "$(sort -u "$out/da/test.en" | comm -12 - "$tmp/is.test" | wc -l)" -eq 1 ]
+
+# The near-duplicate: "Open file number ed", test in every language, goes
+# from all three for da's training string "OPEN file number ED (2).".
+check "the purge: one string, a test pair of each language" [ "$(cut -f1-3 "$out/neardup.tsv")" = "language${tab}split${tab}en
+is${tab}test${tab}Open file number ed
+da${tab}test${tab}Open file number ed
+de${tab}test${tab}Open file number ed" ]
+check "neardup.tsv: the translation, Jaccard and training string" has "$out/neardup.tsv" \
+	"is${tab}test${tab}Open file number ed${tab}Opna skrá númer ed${tab}1.000${tab}OPEN file number ED (2)."
+check "the purged string in no file" empty grep -rlx "Open file number ed" "$out"/is "$out"/da "$out"/de
+check "its near-duplicate trained on" grep -qx "OPEN file number ED (2)." "$out/da/train.en"
+check "stats.tsv: purged per language and split" [ "$(cut -f1,13,14 "$out/stats.tsv" | tr '\n' ' ')" = "language${tab}neardup.dev${tab}neardup.test is${tab}0${tab}1 da${tab}0${tab}1 de${tab}0${tab}1 " ]
+check "SOURCE: the purge counted" grep -q '^near-duplicates: .*: 1 strings, 3 pairs; see neardup.tsv$' "$out/SOURCE"
+check "the purge reported" grep -q '^build-multi.sh: 3 held-out pairs purged as near-duplicates' "$tmp/err"
+awk -F '\t' 'NR > 1 { print $3 }' "$out/neardup.tsv" | sort -u >"$tmp/purged"
 sort -u "$out/is/train.en" >"$tmp/is.train"
 check "the target's training strings are training strings of a helper" \
 	empty sh -c "sort -u '$out/da/train.en' | comm -13 - '$tmp/is.train'"
-check "helpers hold strings the target lacks in train" grep -qx "Open file number 80" "$out/da/train.en" "$out/da/dev.en" "$out/da/test.en"
+check "helpers hold strings the target lacks in train" grep -qx "Open file number ia" "$out/da/train.en" "$out/da/dev.en" "$out/da/test.en"
 check "helpers' held-out sets also hold strings the target lacks" \
 	[ "$(cat "$out/da/test.en" "$out/de/test.en" | sort -u | comm -23 - "$tmp/is.test" | wc -l)" -gt 0 ]
 total_da=$(cat "$out/da/train.en" "$out/da/dev.en" "$out/da/test.en" | wc -l)
-check "a helper keeps all its pairs" [ "$total_da" -eq 80 ]
+check "a helper keeps all its 81 pairs but the purged one" [ "$total_da" -eq 80 ]
 
 # The held-out strings are those of lowest hash (split.awk), up to the
-# target's 2nd (test) and 4th (dev): the target's test strings are its two
-# of lowest hash, and every string of lower hash is test in all languages.
+# target's 2nd (test) and 4th (dev): the target's test strings (with the
+# purged one) are its two of lowest hash, and every string of lower hash is
+# test in all languages (or purged).
 awk_hash() {
 	LC_ALL=C awk -f "$srcdir/data/gettext/split.awk" -v step=hash
 }
-cat "$out"/*/train.en "$out"/*/dev.en "$out"/*/test.en | sort -u | awk_hash |
+cat "$out"/*/train.en "$out"/*/dev.en "$out"/*/test.en "$tmp/purged" | sort -u | awk_hash |
 	sort -t "$tab" -k1,1n -k2,2 | cut -f2 >"$tmp/ranked"
-sort -u "$out"/is/*.en >"$tmp/is.strings"
+sort -u "$out"/is/*.en "$tmp/purged" >"$tmp/is.strings"
 grep -xFf "$tmp/is.strings" "$tmp/ranked" | head -n 2 | sort >"$tmp/is.lowest"
-check "the target's test strings are its two of lowest hash" cmp -s "$tmp/is.lowest" "$tmp/is.test"
+check "the target's test strings and the purged one are its two of lowest hash" \
+	cmp -s "$tmp/is.lowest" - <<EOF
+$(sort -u "$tmp/is.test" "$tmp/purged")
+EOF
 last=$(grep -xFf "$tmp/is.strings" "$tmp/ranked" | sed -n 2p)
 sed "/^$last\$/q" "$tmp/ranked" | sort >"$tmp/below"
-check "every string up to the target's 2nd is test" cmp -s "$tmp/below" "$tmp/all.test"
+check "every string up to the target's 2nd is test, or purged" cmp -s "$tmp/below" - <<EOF
+$(sort -u "$tmp/all.test" "$tmp/purged")
+EOF
 
 # The target's training set: its first 10 training pairs in hash order.
 sh "$multi" --from-dir "$tmp/tree" --train-size 0 is da,de "$tmp/full" >/dev/null 2>&1
@@ -138,21 +173,25 @@ check "--train-size 10: the first 10 of them" cmp -s "$out/is/train.tsv" - <<EOF
 $(head -n 10 "$tmp/full/is/train.tsv")
 EOF
 check "target: both translations of one string in the same split" \
-	[ "$(grep -l "^Open file number 3$tab" "$tmp"/full/is/*.tsv | wc -l)" -eq 1 ] &&
-	[ "$(cat "$tmp"/full/is/*.tsv | grep -c "^Open file number 3$tab")" -eq 2 ]
+	[ "$(grep -l "^Open file number d$tab" "$tmp"/full/is/*.tsv | wc -l)" -eq 1 ] &&
+	[ "$(cat "$tmp"/full/is/*.tsv | grep -c "^Open file number d$tab")" -eq 2 ]
 check "--train-size 0: same held-out sets" diff -r -x 'train.*' -x stats.tsv -x SOURCE "$out" "$tmp/full"
 check "the helpers do not depend on the target's training size" diff -r "$out/da" "$tmp/full/da"
 
 sh "$multi" --from-dir "$tmp/tree" --train-size 10 is da "$tmp/one_helper" >/dev/null 2>&1
 check "the split does not depend on the helpers: the target" diff -r "$out/is" "$tmp/one_helper/is"
 check "the split does not depend on the helpers: a helper" diff -r "$out/da" "$tmp/one_helper/da"
+# The purge does: without da, nothing is near "Open file number ed".
+sh "$multi" --from-dir "$tmp/tree" --train-size 10 is de "$tmp/no_da" >/dev/null 2>&1
+check "without da's near-duplicate the target keeps its test string" grep -qx "Open file number ed" "$tmp/no_da/is/test.en"
+check "without da, the target's training set is the same" diff "$out/is/train.tsv" "$tmp/no_da/is/train.tsv"
 
-check "stats.tsv: the target" has "$out/stats.tsv" "is${tab}10${tab}2${tab}2${tab}42${tab}40${tab}40${tab}13${tab}13${tab}10${tab}2${tab}2"
+check "stats.tsv: the target" has "$out/stats.tsv" "is${tab}10${tab}2${tab}1${tab}42${tab}40${tab}39${tab}13${tab}14${tab}10${tab}2${tab}1${tab}0${tab}1"
 check "stats.tsv: a helper's pairs" grep -q "^da${tab}$(wc -l <"$out/da/train.en")${tab}$(wc -l <"$out/da/dev.en")${tab}$(wc -l <"$out/da/test.en")${tab}" "$out/stats.tsv"
 check "cleaning.tsv: per language and domain" has "$out/cleaning.tsv" "de${tab}beta${tab}1${tab}30${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}0${tab}30"
 check "SOURCE: the tag" grep -q '^tag: .*<2X>' "$out/SOURCE"
 check "SOURCE: the split" grep -q "^split: .* is's 2th and 4th of 45 distinct" "$out/SOURCE"
-check "the table printed" grep -q "^is  *10  *2  *2  *42$" "$tmp/table"
+check "the table printed" grep -q "^is  *10  *2  *1  *42$" "$tmp/table"
 
 sh "$multi" --from-dir "$tmp/tree" --train-size 10 is da,de "$tmp/again" >/dev/null 2>&1
 check "a second run gives identical files" diff -r "$out" "$tmp/again"
@@ -161,7 +200,7 @@ check "a second run gives identical files" diff -r "$out" "$tmp/again"
 sh "$checker" "$out" >"$tmp/ov" 2>"$tmp/err"
 check "check-multi: the corpus passes" [ $? -eq 0 ]
 check "check-multi: quiet" [ ! -s "$tmp/err" ]
-check "check-multi: counts per language" has "$tmp/ov" "is${tab}10${tab}2${tab}2${tab}10${tab}2${tab}2"
+check "check-multi: counts per language" has "$tmp/ov" "is${tab}10${tab}2${tab}1${tab}10${tab}2${tab}1"
 check "check-multi: languages compared" grep -q "^# src-tgt, 3 domains: da de is;" "$tmp/ov"
 check "check-multi: test-en-in-train 0" grep -q "^test-en-in-train$tab[0-9]*$tab[0-9]*${tab}0${tab}0${tab}0$" "$tmp/ov"
 check "check-multi: the target's test strings are in the helpers' test sets" \
@@ -204,7 +243,7 @@ sh "$multi" --from-dir "$tmp/tree" is en "$tmp/bad" >/dev/null 2>"$tmp/err"
 check "en as a language refused" grep -q "en is the source" "$tmp/err"
 sh "$multi" --from-dir "$tmp/tree" --domains alpha --train-size 5 is da "$tmp/small" >/dev/null 2>"$tmp/err"
 check "--domains alpha: 26 distinct strings, one test string" [ "$(sort -u "$tmp/small/is/test.en" | wc -l)" -eq 1 ]
-check "--domains alpha: no beta string" [ -z "$(grep -h 'number \(5[1-9]\|[67][0-9]\|80\)$' "$tmp"/small/da/*.en)" ]
+check "--domains alpha: no beta string" [ -z "$(grep -h 'number \(f[b-j]\|[gh][a-j]\|ia\)$' "$tmp"/small/da/*.en)" ]
 # A kept tree lacks the directory of a domain without catalogues of its
 # language: that language goes on without it; a domain in no tree is refused.
 mkdir -p "$tmp/tree3"
@@ -220,7 +259,7 @@ mkdir -p "$tmp/tree2"
 cp -R "$tmp/tree/da" "$tmp/tree/de" "$tmp/tree2/"
 mkdir -p "$tmp/tree2/is"
 cp -R "$tmp/tree/is/beta" "$tmp/tree2/is/"
-sed -i '/number \(2[6-9]\|3[0-9]\|4[0-5]\)"/,+1d' "$tmp/tree2/is/beta/pkg-beta/usr/share/locale/is/LC_MESSAGES/beta.po"
+sed -i '/number \(c[g-j]\|d[a-j]\|e[a-f]\)"/,+1d' "$tmp/tree2/is/beta/pkg-beta/usr/share/locale/is/LC_MESSAGES/beta.po"
 msgfmt -o "$tmp/tree2/is/beta/pkg-beta/usr/share/locale/is/LC_MESSAGES/beta.mo" \
 	"$tmp/tree2/is/beta/pkg-beta/usr/share/locale/is/LC_MESSAGES/beta.po"
 sh "$multi" --from-dir "$tmp/tree2" --domains beta is da "$tmp/bad" >/dev/null 2>"$tmp/err"

@@ -23,12 +23,14 @@
 # then the distinct English strings of all languages are split once by
 # build.sh's hash: test and dev are the strings up to the hash of the
 # TARGET's k-th and 2k-th English string, k = min(1000, 5% of the target's
-# distinct strings); the rest is train, for every language. The target's
+# distinct strings); the rest is train, for every language. A dev or test
+# string that is a near-duplicate of a training string of any language
+# (data/neardup.awk) goes from every language. The target's
 # training set is its N training pairs of lowest (hash, English,
 # translation). Sources carry the tag <2LANG>. Output: OUTDIR/LANG/
 # {train,dev,test}.{en,LANG,tsv} (untagged, as build.sh) and .{src,tgt}
 # (the tagged source and the translation, the suffixes a pipeline names),
-# stats.tsv, cleaning.tsv, packages.tsv, SOURCE.
+# stats.tsv, cleaning.tsv, neardup.tsv, packages.tsv, SOURCE.
 # See data/gettext/README.md, "Several languages: build-multi.sh".
 set -eu
 export LC_ALL=C
@@ -67,7 +69,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,34p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*) die "unknown option $1 (see --help)" ;;
@@ -186,13 +188,32 @@ $AWK -v cap="$CAP" -v percent="$PERCENT" -v counts="$work/split-counts" '
 read -r ntarget k <"$work/split-counts"
 [ "$k" -gt 0 ] || die "$target has $ntarget distinct English strings: too few for dev and test (20 at least)"
 
+# ---- Near-duplicates (data/neardup.awk: case, white space, punctuation
+# and digits do not count): a dev or test string that is a near-duplicate
+# of a training string of any language (of all its training pairs, before
+# --train-size) goes from every language's held-out sets. They shrink;
+# training is unchanged. near.strings: English, Jaccard, the training
+# string it is near.
+cut -f2,3 "$work/split" | $AWK -F '\t' '$2 == "train" { print $1 }' >"$work/train.en"
+: >"$work/near"
+$AWK -F '\t' '$3 != "train"' "$work/split" |
+	$AWK -f "$here/../neardup.awk" -v field=2 -v dropped="$work/near" "$work/train.en" - >/dev/null ||
+	die "near-duplicate check failed"
+$AWK -F '\t' 'FILENAME == ARGV[1] { en[FNR] = $0; next } { print $4 "\t" $2 "\t" en[$1] }' \
+	"$work/train.en" "$work/near" >"$work/near.strings"
+
 # ---- Each language's pairs with their split, in (hash, English,
-# translation) order; the target's training pairs held to the first N.
+# translation) order, the purged ones apart in LANG.near (split, English,
+# translation, Jaccard, training string); the target's training pairs
+# held to the first N.
 for l in $langs; do
-	$AWK -v lim="$([ "$l" = "$target" ] && echo "$size" || echo 0)" '
+	: >"$work/$l.near"
+	$AWK -v near="$work/$l.near" '
 		BEGIN { FS = "\t" }
-		FNR == NR { h[$2] = $1; s[$2] = $3; next }
-		{ print h[$1] "\t" s[$1] "\t" $0 }' "$work/split" "$work/$l.pairs" |
+		FILENAME == ARGV[1] { nd[$1] = $2 "\t" $3; next }
+		FILENAME == ARGV[2] { h[$2] = $1; s[$2] = $3; next }
+		$1 in nd { print s[$1] "\t" $0 "\t" nd[$1] > near; next }
+		{ print h[$1] "\t" s[$1] "\t" $0 }' "$work/near.strings" "$work/split" "$work/$l.pairs" |
 		sort -t "$tab" -k1,1n -k3,3 -k4,4 >"$work/$l.all"
 	mkdir -p "$work/out/$l"
 	tagged="<2$l> "
@@ -228,11 +249,13 @@ done
 # there were before the target's cap), tokens and distinct tokens of the
 # training sets; the per-domain cleaning and packages of each language.
 {
-	printf 'language\tpairs.train\tpairs.dev\tpairs.test\tpairs.train.available\ten.tokens.train\ttgt.tokens.train\ten.types.train\ttgt.types.train\ten.strings.train\ten.strings.dev\ten.strings.test\n'
+	printf 'language\tpairs.train\tpairs.dev\tpairs.test\tpairs.train.available\ten.tokens.train\ttgt.tokens.train\ten.types.train\ttgt.types.train\ten.strings.train\ten.strings.dev\ten.strings.test\tneardup.dev\tneardup.test\n'
 	for l in $langs; do
 		printf '%s' "$l"
 		$AWK -F '\t' -v avail="$(cat "$work/out/$l/.available")" '
-			FNR == 1 { f++ }
+			FILENAME ~ /\.near$/ { near[$1]++; next }
+			# By name: a held-out set emptied by the purge has no line 1.
+			FNR == 1 { f = FILENAME ~ /\/train\.tsv$/ ? 1 : FILENAME ~ /\/dev\.tsv$/ ? 2 : 3 }
 			{
 				pairs[f]++
 				if (!((f, $1) in es)) { es[f, $1] = 1; ne[f]++ }
@@ -245,11 +268,19 @@ done
 			END {
 				printf "\t%d\t%d\t%d\t%d", pairs[1], pairs[2], pairs[3], avail
 				printf "\t%d\t%d\t%d\t%d", st, tt, ns, nt
-				printf "\t%d\t%d\t%d\n", ne[1], ne[2], ne[3]
-			}' "$work/out/$l/train.tsv" "$work/out/$l/dev.tsv" "$work/out/$l/test.tsv"
+				printf "\t%d\t%d\t%d", ne[1], ne[2], ne[3]
+				printf "\t%d\t%d\n", near["dev"], near["test"]
+			}' "$work/$l.near" "$work/out/$l/train.tsv" "$work/out/$l/dev.tsv" "$work/out/$l/test.tsv"
 		rm -f "$work/out/$l/.available"
 	done
 } >"$work/out/stats.tsv"
+# neardup.tsv: each purged pair, with the training string it is near.
+{
+	printf 'language\tsplit\ten\ttranslation\tjaccard\ttrain.en\n'
+	for l in $langs; do
+		sed "s/^/$l$tab/" "$work/$l.near"
+	done
+} >"$work/out/neardup.tsv"
 {
 	printf 'language\t'
 	head -n 1 "$work/pairs/$target/cleaning.tsv"
@@ -273,6 +304,7 @@ fi
 	echo "domains: $(sed -n 's/^domains: //p' "$work/pairs/$target/SOURCE") (each helper: those it has pairs in)"
 	echo "cleaning: build.sh --no-split, max $maxtok tokens a side; a pair in two domains of a language once; see cleaning.tsv"
 	echo "split: one for all languages, by build.sh's hash of the English string (split.awk): test and dev up to the hash of $target's ${k}th and $((2 * k))th of $ntarget distinct English strings (k = min($CAP, $PERCENT%)), the rest train"
+	echo "near-duplicates: dev and test English strings near a training string of any language (data/neardup.awk) removed from every language: $(wc -l <"$work/near.strings" | tr -d ' ') strings, $(($(wc -l <"$work/out/neardup.tsv") - 1)) pairs; see neardup.tsv"
 	echo "target training set: $([ "$size" -gt 0 ] && echo "the first $size" || echo "all") training pairs of $target in (hash, English, translation) order"
 	echo "tag: the source side (.src) is <2X> and a space before the English (.en); .tgt is the translation (.X)"
 } >"$work/out/SOURCE"
@@ -285,4 +317,5 @@ cp -R "$work/out/." "$outdir/" || die "cannot copy the corpora into $outdir"
 
 printf '%-8s %7s %5s %5s %9s\n' language train dev test available
 $AWK -F '\t' 'NR > 1 { printf "%-8s %7d %5d %5d %9d\n", $1, $2, $3, $4, $5 }' "$outdir/stats.tsv"
+note "$(($(wc -l <"$outdir/neardup.tsv") - 1)) held-out pairs purged as near-duplicates of training strings (neardup.tsv)"
 echo "build-multi.sh: en-{$(echo $langs | tr ' ' ',')} corpora written to $outdir" >&2
