@@ -167,7 +167,7 @@ check "check-overlap: the built corpus passes" [ $? -eq 0 ]
 check "check-overlap: quiet when nothing leaks" [ ! -s "$tmp/err" ]
 check "check-overlap: all domains and the union" has "$tmp/ov" "# en-de, 3 domains: all alpha beta; pairs: 150 train, 2 dev, 4 test"
 check "check-overlap: the union found" has "$tmp/ov" "# all contains alpha beta"
-for c in test-pair test-en dev-pair dev-en; do
+for c in test-pair test-en dev-pair dev-en test-pair-near test-en-near dev-pair-near dev-en-near; do
 	check "check-overlap: $c-in-train 0" grep -qx "$c-in-train$tab[0-9]*${tab}150${tab}0${tab}0${tab}0" "$tmp/ov"
 done
 check "check-overlap: no test string shared between domains" has "$tmp/ov" "test-en-in-other-test${tab}4${tab}4${tab}0${tab}0${tab}any"
@@ -220,6 +220,51 @@ check "check-overlap: a train pair of alpha in beta's test set fails" [ $? -eq 1
 check "check-overlap: backslash and quotes kept in the message" has "$tmp/err" \
 	"check-overlap.sh: test-en-in-train: beta/test line 2 is in train of alpha: Say \"hello\" to C:\\temp"
 
+# Near-duplicates. The two pairs build.sh purged (neardup.tsv) put back
+# into beta and the union, as a build without the purge had them: caught,
+# and the exact checks still find nothing.
+plant leak
+for s in test dev; do
+	awk -F '\t' -v s="$s" '$2 == s { print $3 }' "$out/neardup.tsv" >"$tmp/back.en"
+	awk -F '\t' -v s="$s" '$2 == s { print $4 }' "$out/neardup.tsv" >"$tmp/back.de"
+	for d in beta all; do
+		cat "$tmp/back.en" >>"$tmp/leak/$d/$s.en"
+		cat "$tmp/back.de" >>"$tmp/leak/$d/$s.de"
+	done
+done
+sh "$overlap" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: the purged pairs put back fail" [ $? -eq 1 ]
+check "check-overlap: put back, no exact leak" [ "$(grep -c "^[a-z]*-\(pair\|en\)-in-train${tab}[0-9]*${tab}[0-9]*${tab}0${tab}" "$tmp/ov")" -eq 4 ]
+check "check-overlap: the test string's English found, in beta and all" has "$tmp/ov" "test-en-near-in-train${tab}6${tab}150${tab}2${tab}1${tab}0"
+check "check-overlap: not its pair (another translation)" has "$tmp/ov" "test-pair-near-in-train${tab}6${tab}150${tab}0${tab}0${tab}0"
+check "check-overlap: the dev pair found" has "$tmp/ov" "dev-pair-near-in-train${tab}4${tab}150${tab}2${tab}1${tab}0"
+check "check-overlap: and its English" has "$tmp/ov" "dev-en-near-in-train${tab}4${tab}150${tab}2${tab}1${tab}0"
+check "check-overlap: the near-duplicate named with its training string" has "$tmp/err" \
+	"check-overlap.sh: test-en-near-in-train: beta/test line 2 is near train of all,alpha: The message could not be sent (near: THE MESSAGE COULD NOT BE SENT: 42)"
+check "check-overlap: the near pair named with its training pair" has "$tmp/err" \
+	"check-overlap.sh: dev-pair-near-in-train: beta/dev line 1 is near train of all,alpha: Rename the folder${tab}Ordner umbenennen (near: Rename the Folder 2${tab}Ordner umbenennen (2))"
+
+# Case, punctuation, digits and white space on the training side, and a
+# held-out sentence of 10 words with one more than a training sentence
+# (Jaccard 6/7 over 5-word shingles). What differs by a word in a short
+# string is no near-duplicate: the fixture's "%d files were deleted" (dev)
+# and "%d file was deleted" (train) pass above.
+plant leak
+printf '%s\n' "print the DOCUMENT." "Outgoing  mail	server 2" >>"$tmp/leak/alpha/train.en"
+printf '%s\n' "Das Dokument drucken" "POSTAUSGANGSSERVER." >>"$tmp/leak/alpha/train.de"
+usage=$(grep '^Usage: frob' "$out/alpha/train.en")
+printf '%s now.\n' "${usage%.}" >>"$tmp/leak/beta/test.en"
+printf 'z\n' >>"$tmp/leak/beta/test.de"
+sh "$overlap" "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: near-duplicates in a training set fail" [ $? -eq 1 ]
+check "check-overlap: no exact leak there" has "$tmp/ov" "test-en-in-train${tab}3${tab}77${tab}0${tab}0${tab}0"
+check "check-overlap: three test strings near" has "$tmp/ov" "test-en-near-in-train${tab}3${tab}77${tab}3${tab}3${tab}0"
+check "check-overlap: one pair near on both sides" has "$tmp/ov" "test-pair-near-in-train${tab}3${tab}77${tab}1${tab}1${tab}0"
+check "check-overlap: the pair named with the training pair" has "$tmp/err" \
+	"check-overlap.sh: test-pair-near-in-train: beta/test line 1 is near train of alpha: Outgoing mail server${tab}Postausgangsserver (near: Outgoing  mail${tab}server 2${tab}POSTAUSGANGSSERVER.)"
+check "check-overlap: the long sentence near its training sentence" has "$tmp/err" \
+	"check-overlap.sh: test-en-near-in-train: beta/test line 2 is near train of alpha: ${usage%.} now. (near: $usage)"
+
 # Test sets may share sentences: counted, not a failure.
 plant leak
 cat "$out/alpha/test.en" >>"$tmp/leak/beta/test.en"
@@ -238,6 +283,16 @@ printf 'Outgoing mail server\n' >>"$tmp/leak/alpha/train.en"
 sh "$overlap" --src de --tgt en "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
 check "check-overlap: de-en, the English side found" has "$tmp/ov" "test-en-in-train${tab}2${tab}76${tab}1${tab}1${tab}0"
 check "check-overlap: de-en, no German-keyed pair" has "$tmp/ov" "test-pair-in-train${tab}2${tab}76${tab}0${tab}0${tab}0"
+rm -rf "$tmp/leak"
+cp -R "$tmp/rev" "$tmp/leak"
+printf 'Postausgangsserver\n' >>"$tmp/leak/alpha/train.de"
+printf 'OUTGOING MAIL SERVER!\n' >>"$tmp/leak/alpha/train.en"
+sh "$overlap" --src de --tgt en "$tmp/leak" alpha beta >"$tmp/ov" 2>"$tmp/err"
+check "check-overlap: de-en, a near-duplicate of the English side fails" [ $? -eq 1 ]
+check "check-overlap: de-en, the English side near" has "$tmp/ov" "test-en-near-in-train${tab}2${tab}76${tab}1${tab}1${tab}0"
+check "check-overlap: de-en, and the pair" has "$tmp/ov" "test-pair-near-in-train${tab}2${tab}76${tab}1${tab}1${tab}0"
+check "check-overlap: de-en, the pair named SRC first" grep -qF \
+	"test-pair-near-in-train: beta/test line 1 is near train of alpha: Postausgangsserver${tab}Outgoing mail server (near: Postausgangsserver${tab}OUTGOING MAIL SERVER!)" "$tmp/err"
 
 # A tab inside a sentence does not join two different pairs.
 mkdir -p "$tmp/tabs/x"

@@ -11,7 +11,7 @@
 # language, the target's training set held to N pairs and chosen
 # deterministically, the <2LANG> tags, the statistics, a second run
 # byte-identical, check-multi.sh on the output and on copies with leaks
-# planted, and the error messages.
+# planted (exact and near), and the error messages.
 set -u
 export LC_ALL=C
 srcdir=${srcdir:-.}
@@ -220,6 +220,23 @@ printf 'Åbn\n' >>"$tmp/leak/da/train.tgt"
 sh "$checker" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
 check "check-multi: a target test string in a helper's train fails" [ $? -eq 1 ]
 check "check-multi: the string and the language named" grep -q "test-en-in-train: is/test line [0-9]* is in train of da: $e" "$tmp/err"
+
+# The purged pairs put back, as a build without the purge had them: the
+# tagged English found near da's training string, in every language.
+plant
+awk -F '\t' 'NR > 1 { print $1 "\t" $2 "\t" $3 "\t" $4 }' "$out/neardup.tsv" |
+	while IFS="$tab" read -r l s e x; do
+		printf '%s\n' "$e" >>"$tmp/leak/$l/$s.en"
+		printf '%s\n' "$x" >>"$tmp/leak/$l/$s.$l"
+		printf '%s\t%s\n' "$e" "$x" >>"$tmp/leak/$l/$s.tsv"
+		printf '<2%s> %s\n' "$l" "$e" >>"$tmp/leak/$l/$s.src"
+		printf '%s\n' "$x" >>"$tmp/leak/$l/$s.tgt"
+	done
+sh "$checker" "$tmp/leak" >"$tmp/ov" 2>"$tmp/err"
+check "check-multi: the purged pairs put back fail" [ $? -eq 1 ]
+check "check-multi: found near, in three languages" grep -q "^test-en-near-in-train$tab[0-9]*$tab[0-9]*${tab}3${tab}1${tab}0$" "$tmp/ov"
+check "check-multi: no exact leak" grep -q "^test-en-in-train$tab[0-9]*$tab[0-9]*${tab}0${tab}0${tab}0$" "$tmp/ov"
+check "check-multi: the near-duplicate named" grep -qF "test-en-near-in-train: is/test line 2 is near train of da: Open file number ed (near: OPEN file number ED (2).)" "$tmp/err"
 
 plant
 sed '1s/^<2is> /<2da> /' "$out/is/dev.src" >"$tmp/leak/is/dev.src"

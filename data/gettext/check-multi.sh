@@ -14,7 +14,9 @@
 # tgt on the languages, which compares every test and dev line of every
 # language with the training sets of all of them (test-en-in-train: a test
 # sentence's English is trained on in some language; must be 0, and so
-# must test-pair-in-train, dev-pair-in-train, dev-en-in-train). Exits 0
+# must test-pair-in-train, dev-pair-in-train, dev-en-in-train, and the
+# near-duplicate checks, test-en-near-in-train and the like: case, white
+# space, punctuation and digits not counted, data/neardup.awk). Exits 0
 # when everything holds, 1 otherwise (the first offending lines on
 # stderr), 2 on a usage error or files of different lengths.
 # See data/gettext/README.md, "Several languages: build-multi.sh".
@@ -30,7 +32,7 @@ die() {
 
 case ${1:-} in
 -h | --help)
-	sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 '' | -*) die "usage: check-multi.sh OUTDIR [LANG...] (see --help)" ;;

@@ -19,6 +19,14 @@
 #   test-en-in-train    a test sentence's English side (SRC when neither
 #                       side is en) is the English of a training pair
 #   dev-pair-in-train, dev-en-in-train   the same for dev
+# and, as near-duplicates (data/neardup.awk: case, white space,
+# punctuation and digits do not count; exact repeats included), must be 0
+# too (build.sh's purge):
+#   test-pair-near-in-train  both sides of a test pair are near-duplicates
+#                       of the two sides of one training pair
+#   test-en-near-in-train  its English side is a near-duplicate of a
+#                       training pair's English
+#   dev-pair-near-in-train, dev-en-near-in-train   the same for dev
 # Counted only:
 #   test-en-in-dev      a test sentence's English is in a dev set
 #   test-en-in-other-test, dev-en-in-other-dev   a test (dev) sentence's
@@ -54,7 +62,7 @@ while [ $# -gt 0 ]; do
 		;;
 	--tagged) tagged=1 ;;
 	-h | --help)
-		sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	--) shift; break ;;
@@ -95,8 +103,20 @@ for d in "$@"; do
 done
 
 # One awk: every file is read once, in BEGIN; ARGV holds OUTDIR and the
-# domains (not -v, which would expand backslashes in the names).
-exec $AWK -v src="$src" -v tgt="$tgt" -v tagged="$tagged" '
+# domains (not -v, which would expand backslashes in the names). The
+# near-duplicates are found by data/neardup.awk, run from that awk on the
+# distinct strings it writes to a temporary directory; the environment
+# names the directory, neardup.awk and the awk to run it with.
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d) || die "cannot create a temporary directory"
+trap 'rm -rf "$tmp"' EXIT
+CHECK_OVERLAP_TMP=$tmp
+CHECK_OVERLAP_NEARDUP=$here/../neardup.awk
+CHECK_OVERLAP_AWK=$AWK
+export CHECK_OVERLAP_TMP CHECK_OVERLAP_NEARDUP CHECK_OVERLAP_AWK
+[ -f "$CHECK_OVERLAP_NEARDUP" ] || die "$CHECK_OVERLAP_NEARDUP: missing"
+st=0
+$AWK -v src="$src" -v tgt="$tgt" -v tagged="$tagged" '
 function ends(list, d) { # list (domains joined by SEP) ends with d
 	return list == d || substr(list, length(list) - length(d)) == SEP d
 }
@@ -119,7 +139,7 @@ function fail(msg) {
 	exit 2
 }
 # Reads DIR/D/S.{src,tgt} line by line, pairwise.
-function readset(d, s,    fs, ft, a, b, rs, rt, n, en, pk) {
+function readset(d, s,    fs, ft, a, b, rs, rt, n, en, pk, ot, e, o) {
 	fs = dir "/" d "/" s "." src
 	ft = dir "/" d "/" s "." tgt
 	n = 0
@@ -135,10 +155,32 @@ function readset(d, s,    fs, ft, a, b, rs, rt, n, en, pk) {
 		pk = length(a) ":" a "\t" b
 		if (add(member, s SEP pk, d))
 			ndist[d]++
+		ot = enside == 2 ? a : b
 		if (s == "train") {
 			add(trainP, pk, d)
 			add(trainE, en, d)
+			# Distinct English and other sides, numbered, and the pairs
+			# of them: po[e] lists the other sides paired with English e.
+			if (!(en in tEid)) {
+				tEid[en] = ++ntE
+				tEtext[ntE] = en
+				print en > (tmpd "/train.en")
+			}
+			if (!(ot in tOid)) {
+				tOid[ot] = ++ntO
+				tOtext[ntO] = ot
+			}
+			e = tEid[en]
+			o = tOid[ot]
+			if (!((e, o) in tpair)) {
+				tpair[e, o] = 1
+				po[e] = po[e] " " o
+			}
 			continue
+		}
+		if (!(en in hEid)) {
+			hEid[en] = ++nhE
+			print en > (tmpd "/held.en")
 		}
 		if (s == "dev")
 			add(devE, en, d)
@@ -149,6 +191,7 @@ function readset(d, s,    fs, ft, a, b, rs, rt, n, en, pk) {
 		hs[nh] = s
 		hn[nh] = n
 		he[nh] = en
+		ho[nh] = ot
 		hp[nh] = pk
 		hpair[nh] = a "\t" b
 	}
@@ -172,6 +215,66 @@ function other(list, d,    n, l, i) {
 			return 1
 	return 0
 }
+# neardup.awk (all=1) on the reference texts train.X and the lines held.X
+# of the temporary directory: near.X gets a line for every (line,
+# reference) pair of near-duplicates.
+function near(x,    cmd) {
+	close(tmpd "/train." x)
+	close(tmpd "/held." x)
+	printf "" > (tmpd "/near." x)
+	close(tmpd "/near." x)
+	cmd = "$CHECK_OVERLAP_AWK -f \"$CHECK_OVERLAP_NEARDUP\" -v all=1" \
+		" -v dropped=\"$CHECK_OVERLAP_TMP/near." x "\"" \
+		" \"$CHECK_OVERLAP_TMP/train." x "\" \"$CHECK_OVERLAP_TMP/held." x "\" >/dev/null"
+	if (system(cmd) != 0)
+		fail("data/neardup.awk failed")
+}
+# Reads near.X: calls matched(reference line number, line) for each.
+function readnear(x,    f, r, l, t, ref, h) {
+	f = tmpd "/near." x
+	while ((r = (getline l < f)) > 0) {
+		t = index(l, "\t")
+		ref = substr(l, 1, t - 1) + 0
+		l = substr(l, t + 1)
+		l = substr(l, index(l, "\t") + 1)
+		if (x == "en") {
+			h = hEid[l]
+			nearE[h] = nearE[h] " " ref
+			if (!(h in firstE) || ref < firstE[h])
+				firstE[h] = ref
+		} else
+			nearO[hOid[l], rowO[ref]] = 1
+	}
+	if (r < 0)
+		fail(f ": cannot read")
+	close(f)
+}
+# Whether held-out line i is a near-duplicate of a training pair: of one
+# whose English is near its English (nearE) and whose other side is near
+# its other side (nearO); pairE and pairO receive the first found.
+function pairnear(i,    h, o, n, j, m, k, es, os) {
+	h = hEid[he[i]]
+	o = hOid[ho[i]]
+	n = split(nearE[h], es, " ")
+	for (j = 1; j <= n; j++) {
+		m = split(po[es[j]], os, " ")
+		for (k = 1; k <= m; k++)
+			if ((o, os[k]) in nearO) {
+				pairE = es[j]
+				pairO = os[k]
+				return 1
+			}
+	}
+	return 0
+}
+# Training pair (English e, other side o) as SRC<TAB>TGT, and its key
+# (see readset).
+function pairtext(e, o) {
+	return enside == 2 ? tOtext[o] "\t" tEtext[e] : tEtext[e] "\t" tOtext[o]
+}
+function pairkey(e, o) {
+	return length(enside == 2 ? tOtext[o] : tEtext[e]) ":" pairtext(e, o)
+}
 # Held-out line i is found by check c (key: the pair or the English, text:
 # the same as printed) in the sets of the domains in list where.
 function hit(c, i, key, text, where) {
@@ -182,7 +285,7 @@ function hit(c, i, key, text, where) {
 	}
 	if (must[c] && found[c] <= 5)
 		print "check-overlap.sh: " c ": " hd[i] "/" hs[i] " line " hn[i] \
-			" is in train of " names(where) ": " text > "/dev/stderr"
+			" is " (c ~ /-near-/ ? "near" : "in") " train of " names(where) ": " text > "/dev/stderr"
 }
 BEGIN {
 	SEP = SUBSEP
@@ -192,6 +295,10 @@ BEGIN {
 	for (i = 1; i <= nd; i++)
 		dom[i] = ARGV[i + 1]
 	ARGC = 1
+	tmpd = ENVIRON["CHECK_OVERLAP_TMP"]
+	split("train.en held.en train.ot held.ot", tf, " ")
+	for (i = 1; i <= 4; i++)
+		printf "" > (tmpd "/" tf[i])
 	for (i = 1; i <= nd; i++) {
 		readset(dom[i], "train")
 		readset(dom[i], "dev")
@@ -207,8 +314,38 @@ BEGIN {
 					shared[l[a], l[b]]++
 	}
 
-	nc = split("test-pair-in-train test-en-in-train dev-pair-in-train dev-en-in-train test-en-in-dev test-en-in-other-test dev-en-in-other-dev", check, " ")
-	for (c = 1; c <= 4; c++)
+	# Near-duplicates: the held-out English near a training English, then,
+	# for those, the other sides near the other sides of the training
+	# pairs of those English strings (the only candidates for a pair).
+	near("en")
+	readnear("en")
+	for (i = 1; i <= nh; i++) {
+		h = hEid[he[i]]
+		if (!(h in nearE))
+			continue
+		if (!(ho[i] in hOid)) {
+			hOid[ho[i]] = ++nhO
+			print ho[i] > (tmpd "/held.ot")
+		}
+		if (h in listed)
+			continue
+		listed[h] = 1
+		n = split(nearE[h], es, " ")
+		for (j = 1; j <= n; j++) {
+			m = split(po[es[j]], os, " ")
+			for (k = 1; k <= m; k++)
+				if (!(os[k] in oRow)) {
+					oRow[os[k]] = ++nrow
+					rowO[nrow] = os[k]
+					print tOtext[os[k]] > (tmpd "/train.ot")
+				}
+		}
+	}
+	near("ot")
+	readnear("ot")
+
+	nc = split("test-pair-in-train test-en-in-train dev-pair-in-train dev-en-in-train test-pair-near-in-train test-en-near-in-train dev-pair-near-in-train dev-en-near-in-train test-en-in-dev test-en-in-other-test dev-en-in-other-dev", check, " ")
+	for (c = 1; c <= 8; c++)
 		must[check[c]] = 1
 	for (i = 1; i <= nh; i++) {
 		d = hd[i]
@@ -228,6 +365,14 @@ BEGIN {
 				hit("dev-en-in-train", i, he[i], he[i], trainE[he[i]])
 			if (other(devE[he[i]], d))
 				hit("dev-en-in-other-dev", i, he[i], he[i], devE[he[i]])
+		}
+		h = hEid[he[i]]
+		if (h in nearE) {
+			t = tEtext[firstE[h]]
+			hit(hs[i] "-en-near-in-train", i, he[i], he[i] " (near: " t ")", trainE[t])
+			if (pairnear(i))
+				hit(hs[i] "-pair-near-in-train", i, hp[i], hpair[i] " (near: " \
+					pairtext(pairE, pairO) ")", trainP[pairkey(pairE, pairO)])
 		}
 	}
 
@@ -259,4 +404,5 @@ BEGIN {
 	}
 	printf "result\t%s\n", leak ? "LEAK" : "ok"
 	exit leak ? 1 : 0
-}' "$outdir" "$@"
+}' "$outdir" "$@" || st=$?
+exit "$st"
