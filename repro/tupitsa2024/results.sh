@@ -343,6 +343,17 @@ lowres_md() {
 	# (the target's dev set: the only client with a valid split)
 	lowres_bpc "$dd/$(lowres_clients "$q" valid | head -n 1).$(pget "$q" data.tgt)" "$rs"
 	lowres_testbits "$(echo "$rs" | awk '{ print $NF }')"
+	# The corpus's leak check as run.sh recorded it (runs from before it
+	# did have none).
+	if [ -e lowres/overlap.tsv ]; then
+		echo
+		echo "No held-out English string of any language is in any training set, nor a near-duplicate"
+		echo "of a training string (\`data/gettext/check-multi.sh\` on the corpus):"
+		echo
+		echo '```'
+		cat lowres/overlap.tsv
+		echo '```'
+	fi
 	w=$(lowres_weights)
 	[ -n "$w" ] || return 0
 	names=$(lowres_names "$(ls lowres/meritfed/s*/pipeline.json | head -n 1)" | tr '\n' ' ')

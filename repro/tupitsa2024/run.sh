@@ -197,6 +197,17 @@ fi
 if want lowres; then
 	[ -e "$lr_data/is/train.src" ] || die "$lr_data: no corpus; build it with data/gettext/build-multi.sh (data/gettext/README.md, \"Several languages\") or give --lowres-data"
 	lr_dir=$(cd "$lr_data" && pwd)
+	# No held-out English string of any language in any training set, nor
+	# a near-duplicate of one (a corpus built before build-multi.sh purged
+	# them fails); the table goes into results.md.
+	mkdir -p "$out/lowres"
+	st=0
+	"$top/data/gettext/check-multi.sh" "$lr_dir" >"$out/lowres/overlap.tsv" 2>"$out/lowres/overlap.err" || st=$?
+	case $st in
+	0) rm -f "$out/lowres/overlap.err" ;;
+	1) die "$lr_dir: held-out sentences or near-duplicates of them in a training set: see $out/lowres/overlap.tsv and overlap.err (rebuild the corpus with data/gettext/build-multi.sh)" ;;
+	*) die "data/gettext/check-multi.sh could not check $lr_dir (exit $st): see $out/lowres/overlap.err" ;;
+	esac
 	[ $quick = 0 ] || : "${lr_rounds:=3}" "${lr_steps:=2}"
 	stage lowres "seeds $lr_seeds, rounds ${lr_rounds:-of examples/lowres-is-*.json}, local steps ${lr_steps:-of the same}"
 	for s in $lr_seeds; do
