@@ -286,11 +286,15 @@ void fedrun_bleu_compute(const struct fedrun_bleu_opts *opts, const struct fedru
 	out->score = out->bp * exp(sum / eff_order);
 }
 
-int fedrun_bleu_corpus_score(const struct fedrun_bleu_opts *opts, size_t n, const char *const *hyps,
-			     size_t nrefs, const char *const *const *refs,
-			     struct fedrun_bleu_score *out)
+/* Scores every segment once: the sum into *sum, each segment's statistics
+ * into per_seg[i] when per_seg is not NULL. */
+static int corpus_stats(const struct fedrun_bleu_opts *opts, size_t n, const char *const *hyps,
+			size_t nrefs, const char *const *const *refs,
+			struct fedrun_bleu_stats *per_seg, struct fedrun_bleu_stats *sum,
+			int *nrefs_out)
 {
-	memset(out, 0, sizeof *out);
+	memset(sum, 0, sizeof *sum);
+	*nrefs_out = 0;
 	int rc = check_opts(opts);
 	if (rc)
 		return rc;
@@ -303,8 +307,7 @@ int fedrun_bleu_corpus_score(const struct fedrun_bleu_opts *opts, size_t n, cons
 		return fedrun_error(FEDRUN_ENOMEM, "bleu: out of memory");
 	struct bleu_ctx c;
 	ctx_init(&c);
-	struct fedrun_bleu_stats sum, st;
-	memset(&sum, 0, sizeof sum);
+	struct fedrun_bleu_stats st;
 	int nr = BLEU_NREFS_UNSET;
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t used;
@@ -315,16 +318,78 @@ int fedrun_bleu_corpus_score(const struct fedrun_bleu_opts *opts, size_t n, cons
 			rc = fedrun_error_wrap(rc, "bleu: segment %zu: ", i + 1);
 			break;
 		}
-		fedrun_bleu_stats_add(&sum, &st);
+		fedrun_bleu_stats_add(sum, &st);
+		if (per_seg)
+			per_seg[i] = st;
 		bleu_nrefs_fold(&nr, used);
 	}
 	ctx_fini(&c);
 	free(seg_refs);
+	if (!rc)
+		*nrefs_out = nr;
+	return rc;
+}
+
+int fedrun_bleu_corpus_score(const struct fedrun_bleu_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_bleu_score *out)
+{
+	struct fedrun_bleu_stats sum;
+	int nr;
+	memset(out, 0, sizeof *out);
+	int rc = corpus_stats(opts, n, hyps, nrefs, refs, NULL, &sum, &nr);
 	if (rc)
 		return rc;
 	fedrun_bleu_compute(opts, &sum, out);
 	out->nrefs = nr;
 	return 0;
+}
+
+int fedrun_bleu_corpus_stats(const struct fedrun_bleu_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_bleu_stats *stats, int *nrefs_out)
+{
+	struct fedrun_bleu_stats sum;
+	int nr;
+	if (!stats)
+		return fedrun_error(FEDRUN_EINVAL, "bleu: no array for the statistics");
+	int rc = corpus_stats(opts, n, hyps, nrefs, refs, stats, &sum, &nr);
+	if (nrefs_out)
+		*nrefs_out = nr;
+	return rc;
+}
+
+void fedrun_bleu_resample_score(const struct fedrun_bleu_opts *opts,
+				const struct fedrun_bleu_stats *stats, size_t m, const size_t *idx,
+				struct fedrun_bleu_score *out)
+{
+	struct fedrun_bleu_stats sum;
+	memset(&sum, 0, sizeof sum);
+	for (size_t j = 0; j < m; j++)
+		fedrun_bleu_stats_add(&sum, &stats[idx[j]]);
+	fedrun_bleu_compute(opts, &sum, out);
+}
+
+/* bleu_resample_fn for bleu_paired_bootstrap. */
+static double bleu_resample(const void *opts, const void *stats, size_t m, const size_t *idx)
+{
+	struct fedrun_bleu_score s;
+	fedrun_bleu_resample_score(opts, stats, m, idx, &s);
+	return s.score;
+}
+
+int fedrun_bleu_paired_bootstrap(const struct fedrun_bleu_opts *opts, size_t n,
+				 const struct fedrun_bleu_stats *a,
+				 const struct fedrun_bleu_stats *b, size_t samples, uint64_t seed,
+				 struct fedrun_paired_bootstrap *out, double *scores)
+{
+	int rc = check_opts(opts);
+	if (rc) {
+		memset(out, 0, sizeof *out);
+		return rc;
+	}
+	rc = bleu_paired_bootstrap(bleu_resample, opts, a, b, n, samples, seed, out, scores);
+	return rc ? fedrun_error_wrap(rc, "bleu: ") : 0;
 }
 
 int fedrun_bleu_sentence_score(const struct fedrun_bleu_opts *opts, const char *hyp, size_t nrefs,

@@ -88,4 +88,15 @@ int bleu_put(char *buf, size_t size, size_t *pos, const char *fmt, ...)
 /* Appends a word (n >= 1 code points, no whitespace) to w. */
 int bleu_words_push(struct bleu_words *w, const uint32_t *v, size_t n);
 
+/* Scores the segments idx[0..m) of a metric's per-segment statistics
+ * (an array of the metric's stats struct). */
+typedef double (*bleu_resample_fn)(const void *opts, const void *stats, size_t m,
+				   const size_t *idx);
+/* The paired bootstrap of core/score/bootstrap.c, for any metric: a and b
+ * are the metric's arrays of n segment statistics, scored by `score` (see
+ * fedrun_bleu_paired_bootstrap). */
+int bleu_paired_bootstrap(bleu_resample_fn score, const void *opts, const void *a, const void *b,
+			  size_t n, size_t samples, uint64_t seed,
+			  struct fedrun_paired_bootstrap *out, double *scores);
+
 #endif

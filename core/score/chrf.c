@@ -256,11 +256,15 @@ void fedrun_chrf_stats_add(struct fedrun_chrf_stats *acc, const struct fedrun_ch
 		acc->v[i] += s->v[i];
 }
 
-int fedrun_chrf_corpus_score(const struct fedrun_chrf_opts *opts, size_t n, const char *const *hyps,
-			     size_t nrefs, const char *const *const *refs,
-			     struct fedrun_chrf_score *out)
+/* Scores every segment once: the sum into *sum, each segment's statistics
+ * into per_seg[i] when per_seg is not NULL. */
+static int corpus_stats(const struct fedrun_chrf_opts *opts, size_t n, const char *const *hyps,
+			size_t nrefs, const char *const *const *refs,
+			struct fedrun_chrf_stats *per_seg, struct fedrun_chrf_stats *sum,
+			int *nrefs_out)
 {
-	memset(out, 0, sizeof *out);
+	memset(sum, 0, sizeof *sum);
+	*nrefs_out = 0;
 	int rc = check_opts(opts);
 	if (rc)
 		return rc;
@@ -273,8 +277,7 @@ int fedrun_chrf_corpus_score(const struct fedrun_chrf_opts *opts, size_t n, cons
 		return fedrun_error(FEDRUN_ENOMEM, "chrf: out of memory");
 	struct chrf_ctx c;
 	ctx_init(&c);
-	struct fedrun_chrf_stats sum, st;
-	memset(&sum, 0, sizeof sum);
+	struct fedrun_chrf_stats st;
 	int nr = BLEU_NREFS_UNSET;
 	for (size_t i = 0; i < n; i++) {
 		size_t used;
@@ -285,16 +288,76 @@ int fedrun_chrf_corpus_score(const struct fedrun_chrf_opts *opts, size_t n, cons
 			rc = fedrun_error_wrap(rc, "chrf: segment %zu: ", i + 1);
 			break;
 		}
-		fedrun_chrf_stats_add(&sum, &st);
+		fedrun_chrf_stats_add(sum, &st);
+		if (per_seg)
+			per_seg[i] = st;
 		bleu_nrefs_fold(&nr, used);
 	}
 	ctx_fini(&c);
 	free(seg_refs);
+	if (!rc)
+		*nrefs_out = nr;
+	return rc;
+}
+
+int fedrun_chrf_corpus_score(const struct fedrun_chrf_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_chrf_score *out)
+{
+	struct fedrun_chrf_stats sum;
+	int nr;
+	memset(out, 0, sizeof *out);
+	int rc = corpus_stats(opts, n, hyps, nrefs, refs, NULL, &sum, &nr);
 	if (rc)
 		return rc;
 	out->score = fedrun_chrf_compute(opts, &sum);
 	out->nrefs = nr;
 	return 0;
+}
+
+int fedrun_chrf_corpus_stats(const struct fedrun_chrf_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_chrf_stats *stats, int *nrefs_out)
+{
+	struct fedrun_chrf_stats sum;
+	int nr;
+	if (!stats)
+		return fedrun_error(FEDRUN_EINVAL, "chrf: no array for the statistics");
+	int rc = corpus_stats(opts, n, hyps, nrefs, refs, stats, &sum, &nr);
+	if (nrefs_out)
+		*nrefs_out = nr;
+	return rc;
+}
+
+double fedrun_chrf_resample_score(const struct fedrun_chrf_opts *opts,
+				  const struct fedrun_chrf_stats *stats, size_t m,
+				  const size_t *idx)
+{
+	struct fedrun_chrf_stats sum;
+	memset(&sum, 0, sizeof sum);
+	for (size_t j = 0; j < m; j++)
+		fedrun_chrf_stats_add(&sum, &stats[idx[j]]);
+	return fedrun_chrf_compute(opts, &sum);
+}
+
+/* bleu_resample_fn for bleu_paired_bootstrap. */
+static double chrf_resample(const void *opts, const void *stats, size_t m, const size_t *idx)
+{
+	return fedrun_chrf_resample_score(opts, stats, m, idx);
+}
+
+int fedrun_chrf_paired_bootstrap(const struct fedrun_chrf_opts *opts, size_t n,
+				 const struct fedrun_chrf_stats *a,
+				 const struct fedrun_chrf_stats *b, size_t samples, uint64_t seed,
+				 struct fedrun_paired_bootstrap *out, double *scores)
+{
+	int rc = check_opts(opts);
+	if (rc) {
+		memset(out, 0, sizeof *out);
+		return rc;
+	}
+	rc = bleu_paired_bootstrap(chrf_resample, opts, a, b, n, samples, seed, out, scores);
+	return rc ? fedrun_error_wrap(rc, "chrf: ") : 0;
 }
 
 int fedrun_chrf_sentence_score(const struct fedrun_chrf_opts *opts, const char *hyp, size_t nrefs,

@@ -191,6 +191,79 @@ int fedrun_chrf_signature(const struct fedrun_chrf_opts *opts, int nrefs, bool s
 int fedrun_chrf_format(const struct fedrun_chrf_opts *opts, const struct fedrun_chrf_score *score,
 		       int width, bool short_form, char *buf, size_t size);
 
+/* ---- paired bootstrap resampling ---------------------------------------- */
+
+/* Koehn (2004), as sacreBLEU's --paired-bs computes it: the segments'
+ * statistics are computed once for system A and system B (against the same
+ * references); each resample draws n segment indices with replacement, the
+ * same indices for A and B, and scores both from the summed statistics of
+ * the drawn segments. Where sacreBLEU draws with numpy, fedrun draws from
+ * its own Philox stream (fedrun_bootstrap_indices), so that the resamples,
+ * and every number below, are the same bits on every run and machine. */
+
+/* sacreBLEU's defaults: --paired-bs-n 1000 and SACREBLEU_SEED 12345. */
+#define FEDRUN_BOOTSTRAP_SAMPLES 1000
+#define FEDRUN_BOOTSTRAP_SEED 12345
+
+/* Resample k (0 <= k < 2^32) of n >= 1 segments: idx[j], j = 0..n-1, is the
+ * j-th draw fedrun_rng_below(n) of the stream fedrun_rng_init(seed,
+ * FEDRUN_RNG_BOOTSTRAP, k, 0). Each resample is a function of (seed, k, n)
+ * alone, whatever the metric and in whichever order resamples are made. */
+int fedrun_bootstrap_indices(uint64_t seed, uint64_t k, size_t n, size_t *idx);
+
+/* The resampled values of one quantity: their mean (summed in resample
+ * order, then divided) and the 95% interval [lo, hi] that sacreBLEU's
+ * estimate_ci takes: with the m values sorted ascending, lo is the one at
+ * index m / 40 (integer division) and hi the one at m - 1 - m / 40, i.e.
+ * the 2.5th and 97.5th percentiles (for m = 1000, the 26th smallest and
+ * the 26th largest; for m < 40, the minimum and the maximum). */
+struct fedrun_bootstrap_ci {
+	double mean, lo, hi;
+};
+
+struct fedrun_paired_bootstrap {
+	double a, b; /* the corpus scores of A and B (every segment once) */
+	double diff; /* a - b */
+	struct fedrun_bootstrap_ci ci_a, ci_b;
+	struct fedrun_bootstrap_ci ci_diff; /* of the resamples' A - B */
+	size_t samples;
+	uint64_t seed;
+};
+
+/* Statistics of each segment of a corpus (the arguments of
+ * fedrun_bleu_corpus_score): stats[i], i < n, for segment i; *nrefs_out
+ * (may be NULL) as fedrun_bleu_score's nrefs. Summed, they give
+ * fedrun_bleu_corpus_score's statistics. */
+int fedrun_bleu_corpus_stats(const struct fedrun_bleu_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_bleu_stats *stats, int *nrefs_out);
+/* BLEU of the segments idx[0..m) (repeats count again) of stats[]: the
+ * summed statistics scored by fedrun_bleu_compute. The identity resample
+ * (idx[j] = j, m = n) gives fedrun_bleu_corpus_score's score exactly. */
+void fedrun_bleu_resample_score(const struct fedrun_bleu_opts *opts,
+				const struct fedrun_bleu_stats *stats, size_t m, const size_t *idx,
+				struct fedrun_bleu_score *out);
+/* Paired bootstrap of BLEU: a[i] and b[i] are segment i's statistics for
+ * systems A and B, i < n. samples >= 1 resamples (at most 2^32) from seed.
+ * scores (may be NULL) gets 3 * samples doubles: resample k's BLEU of A,
+ * of B and their difference at scores[3k], [3k + 1] and [3k + 2]. */
+int fedrun_bleu_paired_bootstrap(const struct fedrun_bleu_opts *opts, size_t n,
+				 const struct fedrun_bleu_stats *a,
+				 const struct fedrun_bleu_stats *b, size_t samples, uint64_t seed,
+				 struct fedrun_paired_bootstrap *out, double *scores);
+
+/* The same for chrF. */
+int fedrun_chrf_corpus_stats(const struct fedrun_chrf_opts *opts, size_t n, const char *const *hyps,
+			     size_t nrefs, const char *const *const *refs,
+			     struct fedrun_chrf_stats *stats, int *nrefs_out);
+double fedrun_chrf_resample_score(const struct fedrun_chrf_opts *opts,
+				  const struct fedrun_chrf_stats *stats, size_t m,
+				  const size_t *idx);
+int fedrun_chrf_paired_bootstrap(const struct fedrun_chrf_opts *opts, size_t n,
+				 const struct fedrun_chrf_stats *a,
+				 const struct fedrun_chrf_stats *b, size_t samples, uint64_t seed,
+				 struct fedrun_paired_bootstrap *out, double *scores);
+
 /* ---- text helpers ----------------------------------------------------- */
 
 /* Decodes the code point at s[i] (i < n) into *cp; returns its length in

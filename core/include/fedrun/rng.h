@@ -24,6 +24,7 @@ enum fedrun_rng_purpose {
 	FEDRUN_RNG_PRIVACY = 7,   /* reproducible privacy noise */
 	FEDRUN_RNG_AGGREGATE = 8, /* server-side randomness */
 	FEDRUN_RNG_ATTACK = 9,
+	FEDRUN_RNG_BOOTSTRAP = 10, /* BLEU and chrF bootstrap resamples */
 	FEDRUN_RNG_PLUGIN = 1024
 };
 
