@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `fedrun bleu [OPTIONS] REF HYP`: reads one segment per line, scores the
  * hypotheses with BLEU and chrF through libfedrun and prints sacreBLEU's text
- * output (signature included). Returns an exit status, never exits. */
+ * output (signature included). With --paired-bs, `fedrun bleu --paired-bs
+ * REF HYP_A HYP_B` compares two systems by paired bootstrap resampling.
+ * Returns an exit status, never exits. */
 #include "config.h"
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +40,21 @@ struct bleu_cli {
 	int width;
 	const char **ref_paths;
 	size_t nref_paths;
+	/* --paired-bs: HYP is system A, hyp_b_path system B */
+	bool paired;
+	const char *hyp_b_path;
+	size_t bs_samples;
+	uint64_t bs_seed;
 };
 
 static void usage(FILE *fp)
 {
 	fputs("usage: fedrun bleu [OPTIONS] REF HYP\n"
+	      "       fedrun bleu --paired-bs [OPTIONS] REF HYP_A HYP_B\n"
 	      "Scores HYP against REF (one segment per line) with BLEU and chrF,\n"
 	      "exactly as sacreBLEU " FEDRUN_SACREBLEU_VERSION " does. HYP may be '-' for stdin.\n"
+	      "With --paired-bs, compares HYP_A with HYP_B: the scores, A - B and their\n"
+	      "95% intervals by paired bootstrap resampling (sacreBLEU's --paired-bs).\n"
 	      "\n"
 	      "  -r, --ref FILE          one more reference file (repeatable)\n"
 	      "  -m, --metric LIST       bleu, chrf or bleu,chrf (default: both)\n"
@@ -55,6 +66,9 @@ static void usage(FILE *fp)
 	      "  -w, --width N           decimals printed (default 1)\n"
 	      "  -b, --score-only        print the scores only\n"
 	      "      --short             short signatures\n"
+	      "      --paired-bs         paired bootstrap of HYP_A against HYP_B\n"
+	      "      --paired-bs-n N     resamples (default 1000)\n"
+	      "      --bs-seed S         seed of the resamples (default 12345)\n"
 	      "  -h, --help              this help\n",
 	      fp);
 }
@@ -136,6 +150,21 @@ static int parse_number(const char *arg, const char *what, double lo, double hi,
 	return 0;
 }
 
+/* An unsigned decimal integer in [lo, hi]. */
+static int parse_uint(const char *arg, const char *what, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = arg[0] >= '0' && arg[0] <= '9' ? strtoull(arg, &end, 10) : 0;
+	if (arg[0] < '0' || arg[0] > '9' || errno || *end || v < lo || v > hi)
+		return fedrun_error(FEDRUN_EINVAL,
+				    "%s: expected an integer in [%" PRIu64 ", %" PRIu64
+				    "], got '%s'",
+				    what, lo, hi, arg);
+	*out = (uint64_t)v;
+	return 0;
+}
+
 static int add_ref_path(struct bleu_cli *cli, const char *path)
 {
 	const char **p = realloc(cli->ref_paths, (cli->nref_paths + 1) * sizeof p[0]);
@@ -149,7 +178,14 @@ static int add_ref_path(struct bleu_cli *cli, const char *path)
 /* Parses the command line; returns 0, EXIT_USAGE, or -1 after --help. */
 static int parse_args(struct bleu_cli *cli, int argc, char **argv, const char **hyp_path)
 {
-	enum { OPT_SMOOTH = 256, OPT_SMOOTH_VALUE, OPT_SHORT };
+	enum {
+		OPT_SMOOTH = 256,
+		OPT_SMOOTH_VALUE,
+		OPT_SHORT,
+		OPT_PAIRED_BS,
+		OPT_PAIRED_BS_N,
+		OPT_BS_SEED
+	};
 	static const struct option longopts[] = {
 	    {"ref", required_argument, NULL, 'r'},
 	    {"metric", required_argument, NULL, 'm'},
@@ -161,6 +197,9 @@ static int parse_args(struct bleu_cli *cli, int argc, char **argv, const char **
 	    {"width", required_argument, NULL, 'w'},
 	    {"score-only", no_argument, NULL, 'b'},
 	    {"short", no_argument, NULL, OPT_SHORT},
+	    {"paired-bs", no_argument, NULL, OPT_PAIRED_BS},
+	    {"paired-bs-n", required_argument, NULL, OPT_PAIRED_BS_N},
+	    {"bs-seed", required_argument, NULL, OPT_BS_SEED},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -168,6 +207,8 @@ static int parse_args(struct bleu_cli *cli, int argc, char **argv, const char **
 	size_t nextra = 0;
 	int rc = 0, c;
 	double v;
+	uint64_t u;
+	bool samples_set = false, seed_set = false;
 
 	/* getopt keeps global state: 0 makes GNU getopt start afresh, so
 	 * that the command can run more than once in one process. */
@@ -218,6 +259,19 @@ static int parse_args(struct bleu_cli *cli, int argc, char **argv, const char **
 		case OPT_SHORT:
 			cli->short_sig = true;
 			break;
+		case OPT_PAIRED_BS:
+			cli->paired = true;
+			break;
+		case OPT_PAIRED_BS_N:
+			/* the resample number is Philox's 32-bit round counter */
+			rc = parse_uint(optarg, "--paired-bs-n", 1, UINT32_MAX, &u);
+			cli->bs_samples = (size_t)u;
+			samples_set = true;
+			break;
+		case OPT_BS_SEED:
+			rc = parse_uint(optarg, "--bs-seed", 0, UINT64_MAX, &cli->bs_seed);
+			seed_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			free(extra);
@@ -231,12 +285,26 @@ static int parse_args(struct bleu_cli *cli, int argc, char **argv, const char **
 			break;
 		}
 	}
-	if (!rc && argc - optind != 2)
+	if (!rc && !cli->paired && (samples_set || seed_set))
+		rc = fedrun_error(FEDRUN_EINVAL, "%s needs --paired-bs",
+				  samples_set ? "--paired-bs-n" : "--bs-seed");
+	if (!rc && cli->paired && cli->sentence)
+		rc = fedrun_error(
+		    FEDRUN_EINVAL,
+		    "--paired-bs compares corpus scores: it cannot go with --sentence");
+	if (!rc && !cli->paired && argc - optind != 2)
 		rc = fedrun_error(FEDRUN_EINVAL,
 				  "expected REF and HYP files, got %d file argument%s",
 				  argc - optind, argc - optind == 1 ? "" : "s");
+	if (!rc && cli->paired && argc - optind != 3)
+		rc = fedrun_error(FEDRUN_EINVAL,
+				  "--paired-bs: expected REF, HYP_A and HYP_B files, got %d file "
+				  "argument%s",
+				  argc - optind, argc - optind == 1 ? "" : "s");
 	if (!rc) {
 		size_t dashes = !strcmp(argv[optind], "-") + !strcmp(argv[optind + 1], "-");
+		if (cli->paired)
+			dashes += !strcmp(argv[optind + 2], "-");
 		for (size_t k = 0; k < nextra; k++)
 			dashes += !strcmp(extra[k], "-");
 		if (dashes > 1)
@@ -248,6 +316,8 @@ static int parse_args(struct bleu_cli *cli, int argc, char **argv, const char **
 		for (size_t k = 0; k < nextra && !rc; k++)
 			rc = add_ref_path(cli, extra[k]);
 		*hyp_path = argv[optind + 1];
+		if (cli->paired)
+			cli->hyp_b_path = argv[optind + 2];
 	}
 	free(extra);
 	if (!cli->metrics)
@@ -373,6 +443,137 @@ static int score_corpus(const struct bleu_cli *cli, const struct text_file *hyp,
 	return 0;
 }
 
+/* sacreBLEU's signature of a paired test: bs and seed follow nrefs
+ * ("nrefs:1|bs:1000|seed:12345|case:..."; short "#:1|bs:1000|rs:12345|..."). */
+static int paired_signature(const struct bleu_cli *cli, const char *sig, char *buf, size_t size)
+{
+	const char *bar = strchr(sig, '|');
+	int len = bar ? (int)(bar - sig) : (int)strlen(sig);
+	int m = snprintf(buf, size, "%.*s|bs:%zu|%s:%" PRIu64 "%s", len, sig, cli->bs_samples,
+			 cli->short_sig ? "rs" : "seed", cli->bs_seed, bar ? bar : "");
+	if (m < 0 || (size_t)m >= size)
+		return fedrun_error(FEDRUN_EINVAL, "signature longer than %zu bytes", size - 1);
+	return 0;
+}
+
+/* What the 95% interval of A - B decides, on the unrounded bounds. */
+static const char *paired_verdict(const struct fedrun_paired_bootstrap *p, bool text)
+{
+	if (p->ci_diff.lo > 0)
+		return text ? "A is better" : "A";
+	if (p->ci_diff.hi < 0)
+		return text ? "B is better" : "B";
+	return text ? "no significant difference" : "neither";
+}
+
+/* One metric's result: with --score-only the tab-separated line
+ *   METRIC A B DIFF LO HI MEAN A_LO A_HI B_LO B_HI BETTER
+ * (fedrun-bleu(1)), otherwise NAME|SIGNATURE = A .. [..], B .., A-B ... */
+static int paired_line(const struct bleu_cli *cli, const char *metric, const char *name,
+		       const char *sig, const struct fedrun_paired_bootstrap *p, char *buf,
+		       size_t size)
+{
+	const int w = cli->width;
+	int m;
+	if (cli->score_only) {
+		m = snprintf(buf, size,
+			     "%s\t%.*f\t%.*f\t%.*f\t%.*f\t%.*f\t%.*f\t%.*f\t%.*f\t%.*f\t%.*f\t%s",
+			     metric, w, p->a, w, p->b, w, p->diff, w, p->ci_diff.lo, w,
+			     p->ci_diff.hi, w, p->ci_diff.mean, w, p->ci_a.lo, w, p->ci_a.hi, w,
+			     p->ci_b.lo, w, p->ci_b.hi, paired_verdict(p, false));
+	} else {
+		char psig[FEDRUN_BLEU_LINE_MAX];
+		int rc = paired_signature(cli, sig, psig, sizeof psig);
+		if (rc)
+			return rc;
+		m = snprintf(buf, size,
+			     "%s|%s = A %.*f [%.*f, %.*f], B %.*f [%.*f, %.*f], A-B %.*f [%.*f, "
+			     "%.*f], mean %.*f: %s",
+			     name, psig, w, p->a, w, p->ci_a.lo, w, p->ci_a.hi, w, p->b, w,
+			     p->ci_b.lo, w, p->ci_b.hi, w, p->diff, w, p->ci_diff.lo, w,
+			     p->ci_diff.hi, w, p->ci_diff.mean, paired_verdict(p, true));
+	}
+	if (m < 0 || (size_t)m >= size)
+		return fedrun_error(FEDRUN_EINVAL, "%s: output line longer than %zu bytes", metric,
+				    size - 1);
+	return 0;
+}
+
+/* --paired-bs: each metric's segment statistics for A and B, once, then
+ * the resamples (fedrun_bleu_paired_bootstrap). */
+static int score_paired(const struct bleu_cli *cli, const struct text_file *hyp_a,
+			const struct text_file *hyp_b, const struct text_file *refs, size_t nrefs)
+{
+	char lines[2][FEDRUN_BLEU_LINE_MAX], sig[FEDRUN_BLEU_LINE_MAX];
+	const size_t segs = hyp_a->n;
+	const char *const *ha = (const char *const *)hyp_a->line;
+	const char *const *hb = (const char *const *)hyp_b->line;
+	struct fedrun_paired_bootstrap p;
+	size_t n = 0;
+	int rc = 0, nr = 0;
+	const char *const **streams = calloc(nrefs, sizeof streams[0]);
+	if (!streams)
+		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	for (size_t r = 0; r < nrefs; r++)
+		streams[r] = (const char *const *)refs[r].line;
+	if (cli->metrics & METRIC_BLEU) {
+		struct fedrun_bleu_stats *a = calloc(segs, sizeof a[0]),
+					 *b = calloc(segs, sizeof b[0]);
+		rc = a && b ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		if (!rc &&
+		    (rc = fedrun_bleu_corpus_stats(&cli->bleu, segs, ha, nrefs, streams, a, &nr)))
+			rc = fedrun_error_wrap(rc, "%s: ", hyp_a->path);
+		if (!rc &&
+		    (rc = fedrun_bleu_corpus_stats(&cli->bleu, segs, hb, nrefs, streams, b, NULL)))
+			rc = fedrun_error_wrap(rc, "%s: ", hyp_b->path);
+		if (!rc)
+			rc = fedrun_bleu_paired_bootstrap(&cli->bleu, segs, a, b, cli->bs_samples,
+							  cli->bs_seed, &p, NULL);
+		if (!rc)
+			rc = fedrun_bleu_signature(&cli->bleu, nr, cli->short_sig, sig, sizeof sig);
+		if (!rc)
+			rc = paired_line(cli, "bleu", "BLEU", sig, &p, lines[n], sizeof lines[n]);
+		n += !rc;
+		free(a);
+		free(b);
+	}
+	if (!rc && (cli->metrics & METRIC_CHRF)) {
+		struct fedrun_chrf_stats *a = calloc(segs, sizeof a[0]),
+					 *b = calloc(segs, sizeof b[0]);
+		char name[32];
+		/* CHRFScore's name: chrF<beta> and a '+' per word order */
+		snprintf(name, sizeof name, "chrF%d%.*s", cli->chrf.beta, cli->chrf.word_order,
+			 "++++++++++++++++");
+		rc = a && b ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		if (!rc &&
+		    (rc = fedrun_chrf_corpus_stats(&cli->chrf, segs, ha, nrefs, streams, a, &nr)))
+			rc = fedrun_error_wrap(rc, "%s: ", hyp_a->path);
+		if (!rc &&
+		    (rc = fedrun_chrf_corpus_stats(&cli->chrf, segs, hb, nrefs, streams, b, NULL)))
+			rc = fedrun_error_wrap(rc, "%s: ", hyp_b->path);
+		if (!rc)
+			rc = fedrun_chrf_paired_bootstrap(&cli->chrf, segs, a, b, cli->bs_samples,
+							  cli->bs_seed, &p, NULL);
+		if (!rc)
+			rc = fedrun_chrf_signature(&cli->chrf, nr, cli->short_sig, sig, sizeof sig);
+		if (!rc)
+			rc = paired_line(cli, "chrf", name, sig, &p, lines[n], sizeof lines[n]);
+		n += !rc;
+		free(a);
+		free(b);
+	}
+	free(streams);
+	if (rc)
+		return rc;
+	if (cli->score_only) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", lines[i]);
+	} else {
+		print_aligned(lines, n);
+	}
+	return 0;
+}
+
 /* Line counts must agree. An empty reference line is a reference of
  * length 0, as sacreBLEU counts it, not an error. */
 static int check_inputs(const struct text_file *hyp, const struct text_file *refs, size_t nrefs)
@@ -385,6 +586,19 @@ static int check_inputs(const struct text_file *hyp, const struct text_file *ref
 			    FEDRUN_EINVAL, "%s has %zu line%s but %s has %zu: one segment per line",
 			    hyp->path, hyp->n, hyp->n == 1 ? "" : "s", refs[r].path, refs[r].n);
 	return 0;
+}
+
+/* --paired-bs: B must have A's segments, one per line. */
+static int check_paired(const struct text_file *a, const struct text_file *b,
+			const struct text_file *refs, size_t nrefs)
+{
+	if (b->n != a->n)
+		return fedrun_error(
+		    FEDRUN_EINVAL,
+		    "--paired-bs: %s (A) has %zu line%s but %s (B) has %zu: the two "
+		    "systems must translate the same segments, one per line",
+		    a->path, a->n, a->n == 1 ? "" : "s", b->path, b->n);
+	return check_inputs(b, refs, nrefs);
 }
 
 static void warn_tokenized(const struct text_file *hyp)
@@ -408,6 +622,8 @@ int fedrun_cmd_bleu(int argc, char **argv)
 	fedrun_bleu_opts_init(&cli.bleu);
 	fedrun_chrf_opts_init(&cli.chrf);
 	cli.width = 1;
+	cli.bs_samples = FEDRUN_BOOTSTRAP_SAMPLES;
+	cli.bs_seed = FEDRUN_BOOTSTRAP_SEED;
 
 	const char *hyp_path = NULL;
 	int status = parse_args(&cli, argc, argv, &hyp_path);
@@ -416,8 +632,9 @@ int fedrun_cmd_bleu(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	}
 
-	struct text_file hyp;
+	struct text_file hyp, hyp_b;
 	memset(&hyp, 0, sizeof hyp);
+	memset(&hyp_b, 0, sizeof hyp_b);
 	struct text_file *refs = calloc(cli.nref_paths, sizeof refs[0]);
 	const char **seg_refs = calloc(cli.nref_paths, sizeof seg_refs[0]);
 	int rc = refs && seg_refs ? 0 : fedrun_error(FEDRUN_ENOMEM, "out of memory");
@@ -425,11 +642,19 @@ int fedrun_cmd_bleu(int argc, char **argv)
 		rc = file_read(&refs[r], cli.ref_paths[r]);
 	if (!rc)
 		rc = file_read(&hyp, hyp_path);
+	if (!rc && cli.paired)
+		rc = file_read(&hyp_b, cli.hyp_b_path);
 	if (!rc)
 		rc = check_inputs(&hyp, refs, cli.nref_paths);
+	if (!rc && cli.paired)
+		rc = check_paired(&hyp, &hyp_b, refs, cli.nref_paths);
 	if (!rc && (cli.metrics & METRIC_BLEU))
 		warn_tokenized(&hyp);
-	if (!rc && cli.sentence)
+	if (!rc && cli.paired && (cli.metrics & METRIC_BLEU))
+		warn_tokenized(&hyp_b);
+	if (!rc && cli.paired)
+		rc = score_paired(&cli, &hyp, &hyp_b, refs, cli.nref_paths);
+	else if (!rc && cli.sentence)
 		rc = score_sentences(&cli, &hyp, refs, cli.nref_paths, seg_refs);
 	else if (!rc)
 		rc = score_corpus(&cli, &hyp, refs, cli.nref_paths);
@@ -439,6 +664,7 @@ int fedrun_cmd_bleu(int argc, char **argv)
 		fprintf(stderr, "fedrun bleu: %s\n", fedrun_error_message());
 
 	file_fini(&hyp);
+	file_fini(&hyp_b);
 	for (size_t r = 0; refs && r < cli.nref_paths; r++)
 		file_fini(&refs[r]);
 	free(refs);
