@@ -5,21 +5,7 @@
 # Python), and clear errors with exit status 1 (input) or 2 (usage).
 set -u
 
-driver=${BLEU_CLI_DRIVER:-./tests/bleu_cli_driver}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/bleu-cli.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT INT TERM
-passed=0
-failed=0
-
-ok() {
-	passed=$((passed + 1))
-	echo "ok - $1"
-}
-
-not_ok() {
-	failed=$((failed + 1))
-	echo "FAIL - $1"
-}
+. "${top_srcdir:-${srcdir:-.}}/tests/bleu_cli_lib.sh"
 
 # expect NAME STATUS EXPECTED_STDOUT_FILE ARGS... : runs the driver and
 # compares its exit status and standard output.
@@ -34,25 +20,6 @@ expect() {
 	elif [ -n "$want" ] && ! cmp -s "$tmp/out" "$want"; then
 		not_ok "$name: output differs"
 		diff "$want" "$tmp/out" | sed 's/^/# /'
-	else
-		ok "$name"
-	fi
-}
-
-# expect_err NAME STATUS PATTERN ARGS... : the run fails with STATUS and
-# its standard error matches PATTERN (a fixed string).
-expect_err() {
-	name=$1 status=$2 pattern=$3
-	shift 3
-	"$driver" "$@" >"$tmp/out" 2>"$tmp/err"
-	got=$?
-	if [ "$got" -ne "$status" ]; then
-		not_ok "$name: exit status $got, expected $status"
-	elif ! grep -F -q -- "$pattern" "$tmp/err"; then
-		not_ok "$name: stderr lacks '$pattern'"
-		sed 's/^/# /' "$tmp/err"
-	elif [ -s "$tmp/out" ]; then
-		not_ok "$name: wrote to stdout on error"
 	else
 		ok "$name"
 	fi
@@ -145,5 +112,4 @@ else
 	not_ok "tokenized-period warning"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+bleu_done
