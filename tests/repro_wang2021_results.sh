@@ -3,10 +3,22 @@
 # The committed FedNMT reproduction (repro/wang2021/results/en-de and
 # en-zh_CN) recomputes: results.md, the tables and the vocabulary's table
 # are what results.sh makes of the scores, metrics, settings, times.tsv,
-# sizes and overlap files there; check-results.sh fails when one number
-# changes, in results.md or in a raw file; the goals are not judged on
-# all-zero BLEU, on a run that did not converge, or in a --quick run; and
-# (where fedrun is at hand) a reference that the scores do not match fails.
+# sizes and overlap files, translations, sources and references there;
+# check-results.sh fails when one number changes, in results.md or in a raw
+# file, a reference or a source line; Tables 1 and 2 have the copy-source
+# baseline; the goals are judged by the paired bootstrap's interval, and a
+# changed translation changes an interval and a verdict; they are not
+# judged on all-zero BLEU, on a run that did not converge, in a --quick
+# run, or below copying the source. Needs fedrun (fedrun bleu).
+if [ -z "${FEDRUN:-}" ]; then
+	FEDRUN=fedrun
+	[ ! -x "${srcdir:-.}/fedrun" ] || FEDRUN=${srcdir:-.}/fedrun
+fi
+command -v "$FEDRUN" >/dev/null 2>&1 || {
+	echo "repro_wang2021_results: no fedrun (build it, or set FEDRUN): skipped"
+	exit 77
+}
+export FEDRUN
 . "${srcdir:-.}/tests/checks.sh"
 check=${srcdir:-.}/repro/wang2021/check-results.sh
 results=${srcdir:-.}/repro/wang2021/results.sh
@@ -24,7 +36,7 @@ check "... fails check-results.sh" fails "$check" "$tmp/a/results.md"
 
 fresh b zh_CN
 check "a goal's verdict in results.md changed" \
-	perturb "$tmp/b/results.md" '/^- en-zh_CN: FedNMT+WA above FedNMT:/s/\*\*inconclusive (difference within ±1\.0)\*\*/**reproduced**/'
+	perturb "$tmp/b/results.md" '/^- en-zh_CN: FedNMT+WA above FedNMT:/s/\*\*not judged\*\*/**reproduced**/'
 check "... fails check-results.sh" fails "$check" "$tmp/b/results.md"
 
 fresh c
@@ -73,11 +85,86 @@ check "... gives every goal \"not judged\"" goals_not_judged "$tmp/q" 8 "a --qui
 check "... whose results.md, remade in place, passes check-results.sh" \
 	sh -c 'WANG2021_FIGURES=0 "$1" "$2" >/dev/null && "$3" "$2/results.md" >/dev/null' sh "$results" "$tmp/q" "$check"
 
-if [ -n "${FEDRUN:-}" ] && [ -x "$FEDRUN" ]; then
-	fresh s
-	mkdir -p "$tmp/s/data-de/joint"
-	check "references added (the centralised model's translations)" \
-		cp "$tmp/s/scores/de-central-hyp-test.txt.gz" "$tmp/s/data-de/joint/test.de.gz"
-	check "... that the scores do not match fail check-results.sh" fails "$check" "$tmp/s/results.md"
-fi
+# The copy-source baseline: the English sources scored against the
+# references, the first row of Tables 1 and 2.
+copy_rows() { # MD ROW: ROW twice in MD, right under a table's header each time
+	[ "$(grep -c -x -F "$2" "$1")" -eq 2 ] &&
+		[ "$(grep -B 1 -x -F "$2" "$1" | grep -c -x -F '|---|---:|')" -eq 2 ]
+}
+check "en-de: the copy-source row in Tables 1 and 2" copy_rows "$tmp/r/en-de/results.md" '| copy the source | 15.03 (26.05) |'
+check "en-zh_CN: the copy-source row in Tables 1 and 2" copy_rows "$tmp/r/en-zh_CN/results.md" '| copy the source | 8.07 (17.16) |'
+fresh g
+check "the copy-source row removed from results.md" perturb "$tmp/g/results.md" '/^| copy the source |/d'
+check "... fails check-results.sh" fails "$check" "$tmp/g/results.md"
+
+fresh h
+check "a reference line changed" perturb "$tmp/h/data-de/joint/test.de.gz" '3s/^Ordner %s existiert bereits$/Ordner existiert bereits/'
+check "... fails check-results.sh" fails "$check" "$tmp/h/results.md"
+fresh i zh_CN
+check "a Chinese reference line changed" perturb "$tmp/i/data-zh_CN/joint/test.zh_CN.gz" '2s/%s/%d/'
+check "... fails check-results.sh" fails "$check" "$tmp/i/results.md"
+fresh j
+check "a source line changed (to its reference)" perturb "$tmp/j/data-de/joint/test.en.gz" '1s/^Switch to application 2$/Zu Anwendung 2 wechseln/'
+check "... fails check-results.sh (the copy baseline changes)" fails "$check" "$tmp/j/results.md"
+fresh k
+check "a source line removed" perturb "$tmp/k/data-de/joint/test.en.gz" '$d'
+check "... fails check-results.sh" fails "$check" "$tmp/k/results.md"
+
+# Goals by the paired bootstrap. rescored DIR NAME: DIR/scores/NAME.tsv
+# from its translations, as run.sh scores them, so that only the goals
+# can tell a changed translation.
+rescored() {
+	gzip -dc "$1/scores/$2-hyp-test.txt.gz" >"$tmp/hyp" && gzip -dc "$1/data-de/joint/test.de.gz" >"$tmp/ref" &&
+		{
+			printf 'split\tcase\tbleu\tchrf\n'
+			printf 'test\tuncased\t%s\n' "$("$FEDRUN" bleu -l -b -w 2 "$tmp/ref" "$tmp/hyp" | paste -s -)"
+			printf 'test\tcased\t%s\n' "$("$FEDRUN" bleu -b -w 2 "$tmp/ref" "$tmp/hyp" | paste -s -)"
+		} >"$1/scores/$2.tsv"
+}
+dev1="FedNMT+WA+DE above FedNMT+WA, developer"
+check "en-de: a goal below copying the source is not judged, with its interval" \
+	sh -c 'grep -q -F -e "- en-de: $2: **not judged** (below copying the source: the systems did not learn to translate; copying the source scores test BLEU 15.03; test BLEU 1.14 against 1.04, difference +0.10, 95% interval [-0.01, 0.29]; chrF 2.66 against 2.85" "$1"' \
+	sh "$tmp/r/en-de/results.md" "$dev1"
+fresh t
+# (the first 40 of FedNMT+WA+DE's developer expert's translations replaced
+# by their references)
+gzip -dc "$tmp/t/data-de/joint/test.de.gz" | head -n 40 >"$tmp/t40"
+gzip -dc "$tmp/t/scores/de-wa-de-1-hyp-test.txt.gz" | tail -n +41 | cat "$tmp/t40" - | gzip -n >"$tmp/t.gz"
+check "an expert's first 40 test translations set to their references" \
+	sh -c '! gzip -dc "$1" | cmp -s - "$2"' sh "$tmp/t/scores/de-wa-de-1-hyp-test.txt.gz" "$tmp/t.gz"
+mv "$tmp/t.gz" "$tmp/t/scores/de-wa-de-1-hyp-test.txt.gz"
+check "... and its scores.tsv scored again" rescored "$tmp/t" de-wa-de-1
+check "... changes the goal's interval" \
+	sh -c 'WANG2021_FIGURES=0 "$1" "$2" "$2.out" >/dev/null &&
+		[ "$(grep -F -e "- en-de: $4: **" "$2.out/results.md")" != "$(grep -F -e "- en-de: $4: **" "$3")" ]' \
+	sh "$results" "$tmp/t" "$tmp/r/en-de/results.md" "$dev1"
+check "... and fails check-results.sh" fails "$check" "$tmp/t/results.md"
+# without the sources (no copy baseline) the goals are judged: the
+# committed translations' intervals, then the changed one's
+rm "$tmp/t/data-de/joint/test.en.gz"
+fresh u
+rm "$tmp/u/data-de/joint/test.en.gz"
+check "without the sources, the goals judged by their intervals" \
+	sh -c 'WANG2021_FIGURES=0 "$1" "$2" "$2.out" >/dev/null &&
+		grep -q -F -e "- en-de: FedNMT above party developer alone: **reproduced** (test BLEU 1.76 against 0.65, difference +1.11, 95% interval [0.40, 1.84];" "$2.out/results.md" &&
+		grep -q -F -e "- en-de: FedNMT+WA above FedNMT: **contradicted** (test BLEU 1.04 against 1.76, difference -0.72, 95% interval [-1.13, -0.25];" "$2.out/results.md" &&
+		grep -q -F -e "- en-de: FedNMT+WA competitive with data-centralised training: **contradicted** (test BLEU 1.04 against 3.65, difference -2.61, 95% interval [-3.72, -1.67];" "$2.out/results.md" &&
+		grep -q -F -e "- en-de: $3: **inconclusive** (test BLEU 1.14 against 1.04, difference +0.10, 95% interval [-0.01, 0.29];" "$2.out/results.md" &&
+		[ "$(grep -c "^| copy the source | no sources |$" "$2.out/results.md")" -eq 2 ]' \
+	sh "$results" "$tmp/u" "$dev1"
+check "... and the changed translations turn \"$dev1\" reproduced" \
+	sh -c 'WANG2021_FIGURES=0 "$1" "$2" "$2.out2" >/dev/null &&
+		grep -q -F -e "- en-de: $3: **reproduced** (" "$2.out2/results.md"' \
+	sh "$results" "$tmp/t" "$dev1"
+fresh v zh_CN
+rm -r "$tmp/v/data-zh_CN"
+check "without references, every goal inconclusive with no interval" \
+	sh -c 'WANG2021_FIGURES=0 "$1" "$2" "$2.out" >/dev/null &&
+		[ "$(grep -c "^- en-zh_CN: .*: \*\*inconclusive\*\* (no references committed: no interval; test BLEU [0-9.]* against [0-9.]*, difference [-+][0-9.]*)$" "$2.out/results.md")" -eq 8 ] &&
+		[ "$(grep -c "^| copy the source | no references |$" "$2.out/results.md")" -eq 2 ]' \
+	sh "$results" "$tmp/v"
+fresh w zh_CN
+check "a goal's interval in results.md changed" \
+	perturb "$tmp/w/results.md" '/^- en-zh_CN: FedNMT above party developer alone:/s/95% interval \[0\.64, 1\.78\]/95% interval [0.64, 1.79]/'
+check "... fails check-results.sh" fails "$check" "$tmp/w/results.md"
 checks_done repro_wang2021_results

@@ -5,17 +5,20 @@
 # results/en-de: the runs' metrics.csv, the scores.tsv of every model and
 # expert, settings, times.tsv, sizes-LANG.tsv, overlap-LANG.tsv and the
 # vocabulary and test set, or vocab-LANG.tsv where they were not
-# collected) with results.sh into a temporary directory, and fails,
-# showing the diff, when results.md, table1.tsv, table2.tsv or
-# vocab-LANG.tsv differs. Every scores.tsv whose translations and
-# references are both there is scored again with fedrun bleu (as run.sh
-# scored it) and must give the same BLEU and chrF; where the references
-# are not there (collect.sh kept only the translations before) the
-# translations must have the test set's number of lines, and the scores
-# are taken as they are. Then checks that Table 1 and Table 2 have their
-# rows with "BLEU (chrF)" in every cell, and that every goal has a
-# verdict ("not judged" in a --quick run). CI runs it on the --quick
-# reproduction.
+# collected; and the translations with the joint sets' sources and
+# references, for the copy baseline and the goals' paired bootstrap) with
+# results.sh into a temporary directory, and fails, showing the diff, when
+# results.md, table1.tsv, table2.tsv or vocab-LANG.tsv differs. Every
+# scores.tsv whose translations and references are both there is scored
+# again with fedrun bleu (as run.sh scored it) and must give the same BLEU
+# and chrF; where the references are not there the translations must have
+# the test set's number of lines, and the scores are taken as they are;
+# the sources there must have their references' lines. Then checks that
+# Table 1 and Table 2 have their rows, the copy baseline first, with
+# "BLEU (chrF)" in every cell (the copy baseline's may say "no
+# references" or "no sources"), and that every goal has a verdict ("not
+# judged" in a --quick run), a reproduced or contradicted one with its
+# interval. CI runs it on the --quick reproduction.
 # Usage: repro/wang2021/check-results.sh [RESULTS.md...]
 #   (default: repro/wang2021/results/en-*/results.md)
 set -eu
@@ -93,6 +96,18 @@ check() {
 	for sc in "$dir"/scores/*.tsv; do
 		[ ! -e "$sc" ] || rescore "$dir" "$sc" "$(basename "$sc" .tsv)" "${sc%.tsv}-hyp"
 	done >>"$tmp/rescored"
+	# the sources: as many lines as their references (sizes-LANG.tsv)
+	for f in "$dir"/data-*/joint/*.en "$dir"/data-*/joint/*.en.gz; do
+		[ -e "$f" ] || continue
+		lang=${f%/joint/*}
+		lang=${lang##*/data-}
+		sp=${f##*/}
+		sp=${sp%%.*}
+		text "${f%.gz}" || die "$f: cannot read"
+		n=$(awk -F'\t' -v f="joint/$sp.$lang" '$1 == f { print $2 }' "$dir/sizes-$lang.tsv")
+		[ "$(wc -l <"$tmp/text" | tr -d ' ')" = "$n" ] ||
+			die "$f: $(wc -l <"$tmp/text" | tr -d ' ') lines, joint/$sp.$lang has ${n:-none}"
+	done
 	scored=$(grep -c '^scored$' "$tmp/rescored" || :)
 	unscored=$(grep -c '^unscored$' "$tmp/rescored" || :)
 	awk '
@@ -100,10 +115,14 @@ check() {
 	/^\*\*This is a --quick run/ { quick = 1 }
 	section == "Goals" && /^- / {
 		goals++
-		if ($0 !~ /: \*\*(reproduced|contradicted|inconclusive[^*]*|not judged)\*\* \(/) {
+		if ($0 !~ /: \*\*(reproduced|contradicted|inconclusive|not judged)\*\* \(/) {
 			print "Goals: no verdict: " $0; bad = 1
 		} else if (quick && $0 !~ /\*\*not judged\*\* \(/) {
 			print "Goals: judged in a --quick run: " $0; bad = 1
+		} else if ($0 ~ /\*\*(reproduced|contradicted)\*\* \(/ && $0 !~ /95% interval \[[-0-9.]+, [-0-9.]+\]; .*paired bootstrap/) {
+			print "Goals: judged without its interval: " $0; bad = 1
+		} else if ($0 ~ /\*\*inconclusive\*\* \(/ && $0 !~ /95% interval \[|\(no references committed: no interval;/) {
+			print "Goals: inconclusive without an interval or its reason: " $0; bad = 1
 		}
 	}
 	section != "Table 1" && section != "Table 2" { next }
@@ -116,21 +135,23 @@ check() {
 		}
 		if (!(section in cols)) next
 		rows[section]++
+		copy = (c[2] == " copy the source ")
+		if (copy != (rows[section] == 1)) { printf "%s: row %d is \"%s\": the copy baseline is the first row, once\n", section, rows[section], c[2]; bad = 1 }
 		if (n != cols[section]) { printf "%s: row \"%s\" has %d cells, the header %d\n", section, c[2], n, cols[section]; bad = 1 }
 		for (i = 3; i < n; i++)
-			if (c[i] !~ /^ [0-9]+\.[0-9]+ \([0-9]+\.[0-9]+\) $/) {
+			if (c[i] !~ /^ [0-9]+\.[0-9]+ \([0-9]+\.[0-9]+\) $/ && !(copy && c[i] ~ /^ no (references|sources) $/)) {
 				printf "%s: row \"%s\": cell %d is \"%s\", not \"BLEU (chrF)\"\n", section, c[2], i - 2, c[i]
 				bad = 1
 			}
 	}
 	END {
 		if (rows["Table 1"] != ROWS1) { printf "Table 1: %d rows, expected %d\n", rows["Table 1"], ROWS1; bad = 1 }
-		if (rows["Table 2"] != 4) { printf "Table 2: %d rows, expected 4\n", rows["Table 2"]; bad = 1 }
+		if (rows["Table 2"] != 5) { printf "Table 2: %d rows, expected 5\n", rows["Table 2"]; bad = 1 }
 		if (cols["Table 1"] < 4) { print "Table 1: no column of numbers"; bad = 1 }
 		for (p in pair) npairs++
 		if (goals != 8 * npairs) { printf "Goals: %d, expected %d (8 a pair)\n", goals, 8 * npairs; bad = 1 }
 		exit bad
-	}' ROWS1="${ROWS1:-9}" "$md" || return 1
+	}' ROWS1="${ROWS1:-10}" "$md" || return 1
 	if [ "$unscored" -gt 0 ]; then
 		how="$scored scores (a split and case each) scored again with fedrun bleu, $unscored taken as they are (no references; the translations have the test set's lines)"
 	else

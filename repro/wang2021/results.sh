@@ -5,13 +5,19 @@
 # left in OUT, the raw files only: each stage's .complete, metrics.csv and
 # scores.tsv (and its domain experts' de-K/scores.tsv), the vocabulary
 # LANG-vocab/vocab.txt and the joint test set data-LANG/joint/test.*,
-# settings, times.tsv, sizes-LANG.tsv and overlap-LANG.tsv. OUT may also be
-# a directory of collect.sh (repro/wang2021/results/en-LANG): there a run's
-# metrics.csv is metrics/RUN.csv.gz, a scores.tsv scores/RUN.tsv or
-# scores/RUN-de-K.tsv, and the vocabulary and test set are gzipped
-# (LANG-vocab/vocab.txt.gz, data-LANG/joint/test.*.gz) or, where they were
-# not collected, vocab-LANG.tsv holds their table. run.sh calls this at
-# its end; run it again on its own to remake the tables and figures.
+# settings, times.tsv, sizes-LANG.tsv and overlap-LANG.tsv, and, for the
+# baseline of copying the source and the goals' paired bootstrap, each
+# model's translations (RUN/hyp-SPLIT.txt, RUN/de-K/hyp-SPLIT.txt) with
+# the joint sets' sources and references (data-LANG/joint/SPLIT.en and
+# SPLIT.LANG), scored with fedrun bleu. OUT may also be a directory of
+# collect.sh (repro/wang2021/results/en-LANG): there a run's metrics.csv
+# is metrics/RUN.csv.gz, a scores.tsv scores/RUN.tsv or scores/RUN-de-K.tsv,
+# its translations scores/RUN[-de-K]-hyp-SPLIT.txt.gz, and the vocabulary
+# and held-out sets are gzipped (LANG-vocab/vocab.txt.gz,
+# data-LANG/joint/*.gz) or, where they were not collected, vocab-LANG.tsv
+# holds the vocabulary's table and the copy baseline and the intervals are
+# left out (the goals say "no references committed"). run.sh calls this
+# at its end; run it again on its own to remake the tables and figures.
 #
 # Usage: repro/wang2021/results.sh OUT [DEST]
 #   DEST: where to write (default OUT); check-results.sh writes into a
@@ -39,8 +45,11 @@ quick=0 rounds=4 pairs="de zh_CN" splits="dev test" vocabmode=federated run_date
 . "$out/settings"
 work=$(mktemp -d "${TMPDIR:-/tmp}/wang2021-results.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# The goals' margin in BLEU points: one run (seed 1) of 400 short test
-# sentences does not separate systems closer than this.
+# The goals: paired bootstrap resampling of the test set (sacreBLEU's
+# --paired-bs, fedrun bleu's), bs_n resamples from seed bs_seed (sacreBLEU's
+# defaults); the 95% interval of the difference decides. margin: the
+# equivalence margin of a "competitive with" claim, in BLEU points.
+bs_n=1000 bs_seed=12345
 margin=1.0
 
 # raw PATH: OUT/PATH, or collect.sh's OUT/PATH.gz unpacked into $work;
@@ -91,6 +100,55 @@ score() {
 		$1 == s && $2 == c { print $(col[m]); found = 1 }
 		END { if (!found) print "-" }' "$_f"
 }
+# hyp_of STAGE SPLIT: the file of STAGE's translations of the joint SPLIT
+# set (STAGE a run, de-wa, or an expert, de-wa/de-0), in run.sh's layout
+# or collect.sh's (unpacked); nothing when there is none.
+hyp_of() {
+	if [ -e "$out/${1%%/*}/.complete" ]; then
+		[ ! -e "$out/$1/hyp-$2.txt" ] || echo "$out/$1/hyp-$2.txt"
+	elif [ -e "$out/metrics/${1%%/*}.csv.gz" ]; then
+		raw "scores/$(echo "$1" | tr / -)-hyp-$2.txt"
+	fi
+	return 0
+}
+# copy_baseline LANG SPLIT: $work/copy-LANG-SPLIT, "BLEU CHRF" (uncased, as
+# the tables) of the joint SPLIT set's English sources scored as their
+# own translations against the references: what a system that learnt
+# nothing but to copy its input scores (gettext strings hold names,
+# options and placeholders that the translations keep). Not written when
+# the sources or references are not at hand.
+copy_baseline() {
+	_src=$(raw "data-$1/joint/$2.en") _ref=$(raw "data-$1/joint/$2.$1")
+	[ -n "$_src" ] && [ -n "$_ref" ] || return 0
+	find_fedrun
+	"$FEDRUN" bleu -l -b -w 2 "$_ref" "$_src" >"$work/copy.tmp" || die "fedrun bleu $_ref $_src failed"
+	paste -s -d ' ' "$work/copy.tmp" >"$work/copy-$1-$2"
+}
+for p in $pairs; do
+	for s in $splits; do copy_baseline "$p" "$s"; done
+done
+# copy_cell LANG SPLIT: the copy baseline's "BLEU (chrF)", or why there is none
+copy_cell() {
+	if [ -e "$work/copy-$1-$2" ]; then
+		awk '{ printf "%s (%s)", $1, $2 }' "$work/copy-$1-$2"
+	elif [ -z "$(raw "data-$1/joint/$2.$1")" ]; then
+		printf 'no references'
+	else
+		printf 'no sources'
+	fi
+}
+# paired LANG A B: fedrun bleu --paired-bs of stages A's and B's test
+# translations (uncased, as the tables) into $work/bs, its -b lines
+# ("bleu|chrf A B DIFF LO HI MEAN A_LO A_HI B_LO B_HI BETTER"); false when
+# the references or a translation file are not at hand.
+paired() {
+	_ref=$(raw "data-$1/joint/test.$1") _ha=$(hyp_of "$1-$2" test) _hb=$(hyp_of "$1-$3" test)
+	[ -n "$_ref" ] && [ -n "$_ha" ] && [ -n "$_hb" ] || return 1
+	find_fedrun
+	"$FEDRUN" bleu --paired-bs --paired-bs-n "$bs_n" --bs-seed "$bs_seed" -l -b -w 2 \
+		"$_ref" "$_ha" "$_hb" >"$work/bs" || die "fedrun bleu --paired-bs $_ref $_ha $_hb failed"
+}
+
 # row LABEL STAGE: "| LABEL | [dev BLEU (chrF) |] test BLEU (chrF) |" for
 # every pair, uncased as the paper scores (the dev set where run.sh decoded
 # it: --dev-bleu; settings written before that option mean both).
@@ -101,6 +159,14 @@ row() {
 			b=$(score "$p-$2" "$s" uncased bleu) c=$(score "$p-$2" "$s" uncased chrf)
 			if [ "$b" = - ]; then printf ' not run |'; else printf ' %s (%s) |' "$b" "$c"; fi
 		done
+	done
+	printf '\n'
+}
+# copy_row: the row of the copy baseline, "copy the source", for every pair
+copy_row() {
+	printf '| copy the source |'
+	for p in $pairs; do
+		for s in $splits; do printf ' %s |' "$(copy_cell "$p" "$s")"; done
 	done
 	printf '\n'
 }
@@ -134,8 +200,17 @@ t2="F.WA, no noise (epsilon = 0 in the paper's table)|wa|F.WA, Lap(sigma/1): eps
 table() { # SPEC: LABEL|STAGE|LABEL|STAGE...
 	echo "$1" | tr '|' '\n' | while IFS= read -r label && IFS= read -r stage; do row "$label" "$stage"; done
 }
-tsv() { # SPEC
+tsv() { # SPEC: the copy baseline first, where a pair has it
 	tsv_header
+	_have=0
+	for p in $pairs; do [ ! -e "$work/copy-$p-test" ] || _have=1; done
+	if [ $_have = 1 ]; then
+		printf 'copy the source'
+		for p in $pairs; do
+			if [ -e "$work/copy-$p-test" ]; then printf '\t%s' "$(awk '{ print $1 }' "$work/copy-$p-test")"; else printf '\t-'; fi
+		done
+		printf '\n'
+	fi
 	echo "$1" | tr '|' '\n' | while IFS= read -r label && IFS= read -r stage; do tsv_rows "$label" "$stage"; done
 }
 tsv "$t1" >"$dest/table1.tsv"
@@ -263,10 +338,16 @@ unconverged() {
 	END { if (!got) printf "%s: no dev loss\n", run }'
 }
 # goal LANG TEXT KIND A B: a line of the Goals section, the paper's claim
-# TEXT on stages A and B (their test BLEU, uncased): KIND higher (A above
-# B) or close (A at most $margin below B). Not judged where the figures
-# mean nothing: a --quick run, BLEU 0.00 for both, a run that did not
-# converge.
+# TEXT on stages A and B, judged by the paired bootstrap of their test
+# translations (uncased BLEU decides; chrF's interval is given beside):
+# KIND higher (A above B: reproduced when the 95% interval of A - B is
+# above 0, contradicted when below, inconclusive when it holds 0) or close
+# (A competitive with B: reproduced when the interval's lower end is above
+# -$margin, contradicted when its upper end is below -$margin, inconclusive
+# otherwise). Inconclusive without an interval where the references or
+# translations are not at hand. Not judged where the figures mean nothing:
+# a --quick run, BLEU 0.00 for both, a run that did not converge, both
+# systems below copying the source.
 goal() {
 	_p=$1 _text=$2 _kind=$3 _a=$1-$4 _b=$1-$5
 	_miss=""
@@ -285,22 +366,43 @@ goal() {
 		_why="$_why; BLEU 0.00 for both"
 	fi
 	[ "$quick" = 0 ] || _why="$_why; a --quick run, whose numbers mean nothing"
-	if [ -n "$_why" ]; then
-		echo "- en-$_p: $_text: **not judged** (${_why#; }; test BLEU $_ba against $_bb)"
-		return 0
+	if [ -e "$work/copy-$_p-test" ]; then
+		_cb=$(awk '{ print $1 }' "$work/copy-$_p-test")
+		if awk -v a="$_ba" -v b="$_bb" -v c="$_cb" 'BEGIN { exit !(a + 0 < c + 0 && b + 0 < c + 0) }'; then
+			_why="$_why; below copying the source: the systems did not learn to translate; copying the source scores test BLEU $_cb"
+		fi
 	fi
-	awk -v a="$_ba" -v b="$_bb" -v k="$_kind" -v mg="$margin" -v t="- en-$_p: $_text" 'BEGIN {
-		d = sprintf("%.2f", a - b) + 0 # (the scores have two decimals)
+	if paired "$_p" "$4" "$5"; then
+		_bs=$work/bs
+	else
+		_bs=/dev/null
+	fi
+	awk -F'\t' -v a="$_ba" -v b="$_bb" -v k="$_kind" -v mg="$margin" -v why="${_why#; }" -v n="$bs_n" \
+		-v t="- en-$_p: $_text" '
+	function signed(x) { return (x ~ /^-/) ? x : "+" x }
+	$1 == "bleu" { bl = $5; bh = $6; bd = $4; better = $12; got = 1 }
+	$1 == "chrf" { cf = sprintf("; chrF %s against %s, difference %s, 95%% interval [%s, %s]", $2, $3, signed($4), $5, $6) }
+	END {
+		if (!got) {
+			# (no interval: the difference of the two scores, which have two decimals)
+			d = sprintf("test BLEU %s against %s, difference %+.2f", a, b, sprintf("%.2f", a - b) + 0)
+			if (why != "")
+				printf "%s: **not judged** (%s; %s)\n", t, why, d
+			else
+				printf "%s: **inconclusive** (no references committed: no interval; %s)\n", t, d
+			exit 0
+		}
+		m = sprintf("test BLEU %s against %s, difference %s, 95%% interval [%s, %s]%s; paired bootstrap, %d resamples", a, b, signed(bd), bl, bh, cf, n)
+		if (why != "") {
+			printf "%s: **not judged** (%s; %s)\n", t, why, m
+			exit 0
+		}
 		if (k == "close")
-			w = (d >= -mg) ? "reproduced" : "contradicted"
-		else if (d >= mg)
-			w = "reproduced"
-		else if (d <= -mg)
-			w = "contradicted"
+			w = (bl + 0 > -mg) ? "reproduced" : (bh + 0 < -mg) ? "contradicted" : "inconclusive"
 		else
-			w = "inconclusive (difference within ±" mg ")"
-		printf "%s: **%s** (test BLEU %s against %s, difference %+.2f)\n", t, w, a, b, d
-	}'
+			w = (better == "A") ? "reproduced" : (better == "B") ? "contradicted" : "inconclusive"
+		printf "%s: **%s** (%s)\n", t, w, m
+	}' "$_bs"
 }
 
 {
@@ -357,7 +459,17 @@ goal() {
 	done
 	echo "## Table 1"
 	echo
+	echo "The row \"copy the source\" is no model: the English sources themselves scored as the"
+	echo "translations. gettext strings keep names, commands, options and placeholders that a"
+	echo "translation keeps too, so copying scores; a system below it has not learnt to translate."
+	_nocopy=
+	for p in $pairs; do
+		for s in $splits; do [ -e "$work/copy-$p-$s" ] || _nocopy="$_nocopy en-$p $s,"; done
+	done
+	[ -z "$_nocopy" ] || echo "Not computed (the joint set's sources or references were not committed):${_nocopy%,}."
+	echo
 	header system
+	copy_row
 	table "$t1"
 	echo
 	echo "## Table 2: FedNMT+WA and the noise Lap(sigma/epsilon)"
@@ -377,6 +489,7 @@ goal() {
 	echo "update's (sigma) by that factor: the model would not learn."
 	echo
 	header system
+	copy_row
 	table "$t2"
 	echo
 	echo "## The domain experts"
@@ -440,12 +553,21 @@ goal() {
 	fi
 	echo "## Goals"
 	echo
-	echo "The paper's claims on Tables 1 and 2, judged on the test BLEU (uncased) of one run"
-	echo "(seed 1): **reproduced** when the difference is at least $margin BLEU in the claim's"
-	echo "direction, **contradicted** when at least $margin against it, inconclusive in between"
-	echo "(\"competitive\": reproduced when at most $margin below). **Not judged** where the"
-	echo "figures mean nothing: a --quick run, BLEU 0.00 for both systems, a run that did not"
-	echo "converge (see Dev loss)."
+	echo "The paper's claims on Tables 1 and 2, judged on the test BLEU (uncased) by paired"
+	echo "bootstrap resampling, sacreBLEU's method (\`fedrun bleu --paired-bs\`: $bs_n resamples of the"
+	echo "test sentences, seed $bs_seed, the same resample for both systems): the 95% interval of"
+	echo "the difference A - B decides. \"A above B\": **reproduced** when the interval is"
+	echo "entirely above 0, **contradicted** when entirely below, **inconclusive** when it holds 0."
+	echo "\"A competitive with B\": an equivalence margin of $margin BLEU, **reproduced** when the"
+	echo "interval's lower end is above -$margin, **contradicted** when its upper end is below"
+	echo "-$margin, inconclusive otherwise. chrF's difference and interval are given beside; BLEU,"
+	echo "the paper's metric, decides. There is one run of each system (seed 1): the interval"
+	echo "covers the sampling of the test sentences, not the variation between training seeds,"
+	echo "which one run cannot measure. Where the test set's references were not committed"
+	echo "there is no interval: inconclusive. **Not judged** where the figures mean nothing: a"
+	echo "--quick run, BLEU 0.00 for both systems, a run that did not converge (see Dev loss),"
+	echo "or both systems below the row \"copy the source\" of Table 1 (the English sources"
+	echo "scored as translations): the systems did not learn to translate."
 	echo
 	for p in $pairs; do
 		goal "$p" "FedNMT above party desktop alone (each party benefits)" higher fednmt local-desktop
