@@ -277,5 +277,6 @@ rm -rf "$claims"
 
 t_end=$(date +%s)
 printf 'total\t%s\n' $((t_end - t_start)) >>"$times"
-"$here/results.sh" "$out"
+# (results.sh scores the copy baseline and the goals with the same fedrun)
+FEDRUN=$FEDRUN "$here/results.sh" "$out"
 echo "run.sh: $out/results.md ($((t_end - t_start)) s this call)"
