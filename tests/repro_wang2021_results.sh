@@ -11,8 +11,10 @@
 # judged on all-zero BLEU, on a run that did not converge, in a --quick
 # run, or below copying the source. Needs fedrun (fedrun bleu).
 if [ -z "${FEDRUN:-}" ]; then
+	# the build tree's (make check runs in it; distcheck's source tree has none)
 	FEDRUN=fedrun
 	[ ! -x "${srcdir:-.}/fedrun" ] || FEDRUN=${srcdir:-.}/fedrun
+	[ ! -x ./fedrun ] || FEDRUN=$PWD/fedrun
 fi
 command -v "$FEDRUN" >/dev/null 2>&1 || {
 	echo "repro_wang2021_results: no fedrun (build it, or set FEDRUN): skipped"
