@@ -107,10 +107,12 @@ for e in "$out"/encoder-*/; do
 	for f in config.json vocab.txt tokenizer_config.json; do
 		[ ! -e "$e/$f" ] || [ $add = 0 ] || cmp -s "$e/$f" "$dest/$s/$f" || d=$s$suffix
 	done
-	mkdir -p "$dest/$d"
-	for f in config.json vocab.txt tokenizer_config.json .complete; do
-		[ ! -e "$e/$f" ] || cp "$e/$f" "$dest/$d/"
-	done
+	if [ $add = 0 ] || [ "$d" != "$s" ]; then
+		mkdir -p "$dest/$d"
+		for f in config.json vocab.txt tokenizer_config.json .complete; do
+			[ ! -e "$e/$f" ] || cp "$e/$f" "$dest/$d/"
+		done
+	fi
 	printf '%s\t%s\t%s\n' "$new_seeds" "$s" "$(sha256sum <"$e/model.safetensors" | cut -d' ' -f1)" \
 		>>"$dest/encoders.tsv"
 done
