@@ -8,6 +8,20 @@ die() {
 	exit 1
 }
 
+# results_arg DEFAULT "$@": check-results.sh's one argument, a results.md
+# (DEFAULT when there is none): sets md to it, dir to its directory and tmp
+# to a temporary directory, removed on exit; dies when md is missing.
+results_arg() {
+	_def=$1
+	shift
+	[ $# -le 1 ] || { echo "usage: $prog [RESULTS.md]" >&2; exit 2; }
+	md=${1:-$_def}
+	[ -e "$md" ] || die "$md: missing"
+	dir=$(cd "$(dirname "$md")" && pwd)
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+}
+
 # same_files DIR NEW FILE...: every FILE (a path in DIR) is the same in NEW,
 # where results.sh recomputed DIR's results (check-results.sh's test);
 # on the first that differs (the diff shown) or that NEW lacks, says so

@@ -28,12 +28,7 @@ prog=check-results.sh
 top=$(cd "$here/../.." && pwd)
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
-[ $# -le 1 ] || { echo "usage: check-results.sh [RESULTS.md]" >&2; exit 2; }
-md=${1:-$here/results/results.md}
-[ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
-dir=$(cd "$(dirname "$md")" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+results_arg "$here/results/results.md" "$@"
 JI2019_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
 same_files "$dir" "$tmp" "$(basename "$md")" || exit 1
 # the tables results.sh writes from the runs (none where there is no run:

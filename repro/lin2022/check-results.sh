@@ -16,11 +16,7 @@ prog=check-results.sh
 top=$(cd "$here/../.." && pwd)
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
-md=${1:-$here/results/results.md}
-[ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
-dir=$(cd "$(dirname "$md")" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+results_arg "$here/results/results.md" "$@"
 LIN2022_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
 same_files "$dir" "$tmp" "$(basename "$md")" || exit 1
 # a cell "mean ± sd [min, max]" (sd "-" for one seed), a count, bytes or a ratio

@@ -18,12 +18,7 @@ prog=check-results.sh
 top=$(cd "$here/../.." && pwd)
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
-[ $# -le 1 ] || { echo "usage: check-results.sh [RESULTS.md]" >&2; exit 2; }
-md=${1:-$here/results/results.md}
-[ -e "$md" ] || { echo "check-results.sh: $md: missing" >&2; exit 1; }
-dir=$(cd "$(dirname "$md")" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+results_arg "$here/results/results.md" "$@"
 PASSBAN2022_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
 same_files "$dir" "$tmp" "$(basename "$md")" table2.tsv table4.tsv table5.tsv table6.tsv \
 	table-optim.tsv || exit 1
