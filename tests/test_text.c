@@ -658,6 +658,33 @@ START_TEST(test_quantity_sizes)
 }
 END_TEST
 
+/* FedNLP's quantity skew at alpha 0.1, 10 clients, 1,600 sentences: few
+ * draws give every client a sentence (about 1 in 600), and for seed 2 none
+ * of the first 1,000 does, where fedrun used to give up. The draws go on
+ * (up to 2^23 Gamma variates), and the one taken is the first that meets
+ * the floor: every client has a sentence, and the cuts are its
+ * proportions'. */
+START_TEST(test_quantity_rare_draw)
+{
+	enum { N = 1600, K = 10 };
+	uint32_t *a = malloc(N * sizeof a[0]);
+	double q[K];
+	ck_assert_int_eq(fedrun_partition_quantity(N, K, 0.1, 1, 2, 0, a, q), 0);
+	uint64_t size[K] = {0}, from = 0;
+	for (uint32_t s = 0; s < N; s++)
+		size[a[s]]++;
+	double cum = 0;
+	for (int k = 0; k < K; k++) {
+		cum += q[k];
+		uint64_t to = k == K - 1 ? N : (uint64_t)floor(cum * N);
+		ck_assert_uint_eq(size[k], to - from);
+		ck_assert_uint_ge(size[k], 1);
+		from = to;
+	}
+	free(a);
+}
+END_TEST
+
 START_TEST(test_quantity_errors)
 {
 	uint32_t *a = malloc(NS * sizeof a[0]);
@@ -1144,6 +1171,7 @@ Suite *text_suite(void)
 	tcase_add_test(tc, test_dirichlet_small_alpha);
 	tcase_add_test(tc, test_dirichlet_errors);
 	tcase_add_test(tc, test_quantity_sizes);
+	tcase_add_test(tc, test_quantity_rare_draw);
 	tcase_add_test(tc, test_quantity_errors);
 	suite_add_tcase(s, tc);
 

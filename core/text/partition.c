@@ -15,8 +15,14 @@
 #include "fedrun/rng.h"
 #include "fedrun/text.h"
 
-/* Redraws of the Dirichlet proportions before giving up on the floor. */
-#define DIRICHLET_TRIES 1000
+/* Redraws of the Dirichlet proportions before giving up on the floor: as
+ * many as use 2^23 Gamma variates (n_cat x clients a draw), and at least
+ * 1000. A redraw only computes the client sizes its proportions give (no
+ * shuffle), so the budget costs about a second at worst; the draws are the
+ * same stream as when the budget was 1000, so every partition found within
+ * 1000 draws is unchanged. */
+#define DIRICHLET_MIN_TRIES 1000
+#define DIRICHLET_VARIATES (UINT64_C(1) << 23)
 
 int fedrun_partition_iid(uint64_t n_sent, uint32_t clients, uint64_t seed, uint32_t stream,
 			 uint32_t *assign)
@@ -103,6 +109,35 @@ int fedrun_partition_dirichlet_props(uint32_t n_cat, uint32_t clients, double al
 	return 0;
 }
 
+/* Where client k's share of a category of n sentences ends, the
+ * proportions up to k summing to cum: floor(n cum), n for the last client. */
+static uint64_t cut_end(double cum, uint64_t n, bool last)
+{
+	uint64_t to = last ? n : (uint64_t)floor(cum * (double)n);
+	return to > n ? n : to;
+}
+
+/* The client sizes fedrun_partition_by_props gives with `props`, from the
+ * categories' sizes count[0..n_cat) alone. */
+static void props_sizes(uint32_t n_cat, uint32_t clients, const uint64_t *count,
+			const double *props, uint64_t *size)
+{
+	memset(size, 0, clients * sizeof size[0]);
+	for (uint32_t c = 0; c < n_cat; c++) {
+		const double *p = props + (uint64_t)c * clients;
+		double cum = 0;
+		uint64_t from = 0;
+		for (uint32_t k = 0; k < clients; k++) {
+			cum += p[k];
+			uint64_t to = cut_end(cum, count[c], k + 1 == clients);
+			if (to > from) {
+				size[k] += to - from;
+				from = to;
+			}
+		}
+	}
+}
+
 int fedrun_partition_by_props(uint64_t n_sent, const uint32_t *category, uint32_t n_cat,
 			      uint32_t clients, const double *props, uint64_t seed, uint32_t stream,
 			      uint32_t *assign)
@@ -151,9 +186,7 @@ int fedrun_partition_by_props(uint64_t n_sent, const uint32_t *category, uint32_
 		double cum = 0;
 		for (uint32_t k = 0; k < clients; k++) {
 			cum += p[k];
-			uint64_t to = k + 1 == clients ? n : (uint64_t)floor(cum * (double)n);
-			if (to > n)
-				to = n;
+			uint64_t to = cut_end(cum, n, k + 1 == clients);
 			for (; from < to; from++)
 				assign[v[from]] = k;
 		}
@@ -180,35 +213,42 @@ int fedrun_partition_dirichlet(uint64_t n_sent, const uint32_t *category, uint32
 				    (unsigned long long)min_sent);
 	double *props = malloc((uint64_t)n_cat * clients * sizeof props[0]);
 	uint64_t *size = malloc(clients * sizeof size[0]);
-	if (!props || !size) {
+	uint64_t *count = calloc(n_cat ? n_cat : 1, sizeof count[0]);
+	if (!props || !size || !count) {
 		free(props);
 		free(size);
+		free(count);
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
+	for (uint64_t s = 0; s < n_sent; s++) {
+		uint32_t c = category ? category[s] : 0;
+		if (c >= n_cat) { /* fedrun_partition_by_props names it */
+			rc = fedrun_partition_by_props(n_sent, category, n_cat, clients, props, seed,
+						       stream, assign);
+			goto out;
+		}
+		count[c]++;
 	}
 	/* One stream of proportions across tries, so that each try is a new
 	 * draw and the whole sequence is still fixed by the seed. */
 	struct fedrun_rng r;
 	fedrun_rng_init(&r, seed, FEDRUN_RNG_DATA, FEDRUN_TEXT_RNG_ROUND + 1, stream);
-	uint64_t smallest = 0;
-	int tries;
-	for (tries = 0; tries < DIRICHLET_TRIES; tries++) {
+	uint64_t max_tries = DIRICHLET_VARIATES / ((uint64_t)(n_cat ? n_cat : 1) * clients);
+	if (max_tries < DIRICHLET_MIN_TRIES)
+		max_tries = DIRICHLET_MIN_TRIES;
+	uint64_t tries;
+	for (tries = 0; tries < max_tries; tries++) {
 		for (uint32_t c = 0; c < n_cat; c++)
 			draw_dirichlet(&r, clients, alpha, props + (uint64_t)c * clients);
-		rc = fedrun_partition_by_props(n_sent, category, n_cat, clients, props, seed,
-					       stream, assign);
-		if (rc < 0)
-			goto out;
-		memset(size, 0, clients * sizeof size[0]);
-		for (uint64_t s = 0; s < n_sent; s++)
-			size[assign[s]]++;
-		smallest = size[0];
+		props_sizes(n_cat, clients, count, props, size);
+		uint64_t smallest = size[0];
 		for (uint32_t k = 1; k < clients; k++)
 			if (size[k] < smallest)
 				smallest = size[k];
 		if (smallest >= min_sent)
 			break;
 	}
-	if (tries == DIRICHLET_TRIES) {
+	if (tries == max_tries) {
 		char need[64] = "no sentence";
 		if (min_sent > 1)
 			snprintf(need, sizeof need, "fewer than %llu sentences",
@@ -217,16 +257,21 @@ int fedrun_partition_dirichlet(uint64_t n_sent, const uint32_t *category, uint32
 		if (category)
 			snprintf(over, sizeof over, "%u categories", n_cat);
 		rc = fedrun_error(FEDRUN_EINVAL,
-				  "partition: in each of %d draws of Dirichlet(alpha = %g) over %s, "
+				  "partition: in each of %llu draws of Dirichlet(alpha = %g) over %s, "
 				  "some of the %u clients got %s; use a larger alpha or fewer clients",
-				  DIRICHLET_TRIES, alpha, over, clients, need);
+				  (unsigned long long)max_tries, alpha, over, clients, need);
 		goto out;
 	}
+	rc = fedrun_partition_by_props(n_sent, category, n_cat, clients, props, seed, stream,
+				       assign);
+	if (rc < 0)
+		goto out;
 	if (props_out)
 		memcpy(props_out, props, (uint64_t)n_cat * clients * sizeof props[0]);
 out:
 	free(props);
 	free(size);
+	free(count);
 	return rc;
 }
 
