@@ -11,6 +11,17 @@ die() {
 	exit 1
 }
 
+# refused_by SUBCOMMAND STATUS MESSAGE-PART ARGS...: fedrun SUBCOMMAND ARGS
+# exits with STATUS, saying MESSAGE-PART (a fixed string) on stderr.
+refused_by() {
+	rb_cmd=$1 rb_want=$2 rb_msg=$3
+	shift 3
+	rb_st=0
+	"$FEDRUN" "$rb_cmd" "$@" >"$work/refused.out" 2>"$work/refused.err" || rb_st=$?
+	[ "$rb_st" = "$rb_want" ] || { cat "$work/refused.out" "$work/refused.err"; die "fedrun $rb_cmd $*: status $rb_st, not $rb_want"; }
+	grep -qF -- "$rb_msg" "$work/refused.err" || { cat "$work/refused.err"; die "fedrun $rb_cmd $*: no message '$rb_msg'"; }
+}
+
 # run_ok ARGS...: runs fedrun, failing the test on a non-zero exit.
 run_ok() {
 	"$FEDRUN" -q "$@" >"$work/stdout" 2>"$work/stderr" || {

@@ -11,14 +11,7 @@
 command -v cc >/dev/null || { echo "no C compiler"; exit 77; }
 
 # refused STATUS-WANTED MESSAGE-PART ARGS...: fedrun new ARGS fails so.
-refused() {
-	want=$1 msg=$2
-	shift 2
-	st=0
-	"$FEDRUN" new "$@" >out 2>err || st=$?
-	[ "$st" = "$want" ] || { cat out err; die "fedrun new $*: status $st, not $want"; }
-	grep -q "$msg" err || { cat err; die "fedrun new $*: no message '$msg'"; }
-}
+refused() { refused_by new "$@"; }
 
 # The aggregator: four files in a new directory.
 "$FEDRUN" new aggregator myavg "$work/myavg" >out 2>err || { cat err; die "fedrun new aggregator failed"; }

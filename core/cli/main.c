@@ -18,6 +18,7 @@
 #include "cmd_new.h"
 #include "cmd_translate.h"
 #include "cmd_lm.h"
+#include "cmd_certs.h"
 #include "cmd_export_hf.h"
 
 static volatile int interrupted;
@@ -82,6 +83,7 @@ static void usage(FILE *fp)
 		"       fedrun score [OPTIONS] RUN_DIR < TEXT\n"
 		"       fedrun sample [OPTIONS] RUN_DIR\n"
 		"       fedrun export-hf [OPTIONS] RUN_DIR DIR\n"
+		"       fedrun certs init|server|client|revoke|crl [OPTIONS] DIR ...\n"
 		"\n"
 		"Options:\n"
 		"  -t, --threads N        worker threads (default: number of CPUs)\n"
@@ -380,6 +382,8 @@ int main(int argc, char **argv)
 		return fedrun_cmd_sample(argc - 1, argv + 1);
 	if (strcmp(cmd, "export-hf") == 0)
 		return fedrun_cmd_export_hf(argc - 1, argv + 1);
+	if (strcmp(cmd, "certs") == 0)
+		return fedrun_cmd_certs(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return 0;
