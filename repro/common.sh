@@ -191,3 +191,22 @@ times_table() {
 	END { print "stage\tseconds"; for (i = 1; i <= n; i++) { print o[i] "\t" t[o[i]]; s += t[o[i]] }
 	      print "all stages\t" s }' "$1"
 }
+
+# t_interval: from one number a line (the paired differences over seeds),
+# "mean lo hi n": the mean and the two-sided 95% Student t interval
+# mean ± t(0.975, n − 1)·s/√n (s the sample standard deviation), lo and hi
+# "-" for one number; nothing for none. t from the table for 1 to 30
+# degrees of freedom, 1.96 beyond.
+t_interval() {
+	awk '{ d[++n] = $1 + 0; m += $1 }
+	END {
+		split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045 2.042", tq, " ")
+		if (!n) exit
+		m /= n
+		if (n == 1) { printf "%.6f - - 1\n", m; exit }
+		for (i = 1; i <= n; i++) v += (d[i] - m) ^ 2
+		t = (n - 1 <= 30) ? tq[n - 1] : 1.96
+		h = t * sqrt(v / (n - 1) / n)
+		printf "%.6f %.6f %.6f %d\n", m, m - h, m + h, n
+	}'
+}

@@ -71,4 +71,13 @@ check_only "q1 q2 q3"
 only=q1,q9
 (check_only "q1 q2 q3") 2>err && fail "check_only accepted q9"
 grep -q -- "--only: unknown stage q9 (stages: q1 q2 q3)" err || fail "check_only: $(cat err)"
-echo "repro/common.sh: parse_args, want and check_only behave"
+# t_interval: mean ± t(0.975, n - 1) s / sqrt(n), by hand: 1 2 3 is mean 2,
+# s 1, t(2) 4.303, half-width 4.303 / sqrt(3) = 2.484338; 0 2 is mean 1,
+# s sqrt(2), t(1) 12.706, half-width 12.706; one number has no interval.
+[ "$(printf '1\n2\n3\n' | t_interval)" = "2.000000 -0.484338 4.484338 3" ] ||
+	fail "t_interval 1 2 3: $(printf '1\n2\n3\n' | t_interval)"
+[ "$(printf '0\n2\n' | t_interval)" = "1.000000 -11.706000 13.706000 2" ] ||
+	fail "t_interval 0 2: $(printf '0\n2\n' | t_interval)"
+[ "$(echo -2.5 | t_interval)" = "-2.500000 - - 1" ] || fail "t_interval -2.5: $(echo -2.5 | t_interval)"
+[ -z "$(t_interval </dev/null)" ] || fail "t_interval of nothing: $(t_interval </dev/null)"
+echo "repro/common.sh: parse_args, want, check_only and t_interval behave"

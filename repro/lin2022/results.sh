@@ -144,17 +144,7 @@ pdiff() {
 		{ k = $1; sub(/-s[0-9]+$/, "", k); s = $(c["seed"]) }
 		!index(seeds, " " s " ") || $(c[col]) == "-" { next }
 		k == a { va[s] = $(c[col]) + 0 } k == b { vb[s] = $(c[col]) + 0 }
-		END {
-			split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045 2.042", tq, " ")
-			for (s in va) if (s in vb) { d[++n] = va[s] - vb[s]; m += d[n] }
-			if (!n) exit
-			m /= n
-			if (n == 1) { printf "%.6f - - 1\n", m; exit }
-			for (i = 1; i <= n; i++) v += (d[i] - m) ^ 2
-			t = (n - 1 <= 30) ? tq[n - 1] : 1.96
-			h = t * sqrt(v / (n - 1) / n)
-			printf "%.6f %.6f %.6f %d\n", m, m - h, m + h, n
-		}' "$runs"
+		END { for (s in va) if (s in vb) printf "%.17g\n", va[s] - vb[s] }' "$runs" | t_interval
 }
 # verdict KIND "mean lo hi n": KIND "higher" (the finding says A > B),
 # "lower" (A < B) or "close" (|A − B| within the margin)
