@@ -4,8 +4,9 @@
 # results-h100/, whose runs were not kept, from their TSV tables, times.tsv
 # and figure data; results-sizes/ from its runs' metrics.csv. And
 # check-results.sh fails when one number changes, in a results.md, in a
-# table or in a run's metrics.csv; a goal on a run that did not learn says
-# "not judged".
+# table or in a run's metrics.csv, in the unigram baseline (its row,
+# unigram.tsv, its targets against the runs' test tokens) or in a goal's
+# verdict or interval; a goal on a run that did not learn says "not judged".
 # shellcheck source=tests/checks.sh
 . "${srcdir:-.}/tests/checks.sh"
 # (no figures are drawn: results.md is the same without)
@@ -28,8 +29,38 @@ check "... fails check-results.sh" fails "$check" "$tmp/a/results.md"
 
 cp -R "$tmp/results" "$tmp/b"
 check "a verdict of results.md changed" \
-	perturb "$tmp/b/results.md" '/^- Dirichlet α 10, FedAtt against FedAvg:/s/\*\*lower\*\*/**mixed**/'
+	perturb "$tmp/b/results.md" '/^- Dirichlet α 10, FedAtt against FedAvg:/s/\*\*reproduced\*\*/**inconclusive**/'
 check "... fails check-results.sh" fails "$check" "$tmp/b/results.md"
+
+cp -R "$tmp/results" "$tmp/b2"
+check "a bound of a goal's t interval changed" \
+	perturb "$tmp/b2/results.md" '/^- Dirichlet α 10, FedAtt against FedAvg:/s/\[-10\.9, -0\.7\]/[-10.9, -0.6]/'
+check "... fails check-results.sh" fails "$check" "$tmp/b2/results.md"
+
+cp -R "$tmp/results" "$tmp/b3"
+check "a one-seed goal's difference changed" \
+	perturb "$tmp/b3/results.md" '/^- noise β = 0\.001, FedAtt against FedAvg:/s/difference -7\.0)/difference -7.1)/'
+check "... fails check-results.sh" fails "$check" "$tmp/b3/results.md"
+
+# the unigram baseline: its row in results.md, its perplexity in unigram.tsv
+# (and, where data/brown/out is built, a change below results.md's
+# rounding, which only the corpus's recomputation sees)
+cp -R "$tmp/results" "$tmp/u1"
+check "the unigram baseline's Table II row changed" \
+	perturb "$tmp/u1/results.md" 's/^| unigram baseline | 409\.7 | 401\.9 |$/| unigram baseline | 409.8 | 401.9 |/'
+check "... fails check-results.sh" fails "$check" "$tmp/u1/results.md"
+cp -R "$tmp/results" "$tmp/u2"
+check "the unigram's test perplexity in unigram.tsv changed" \
+	perturb "$tmp/u2/unigram.tsv" 's/^test	409\.748857	/test	419.748857	/'
+check "... fails check-results.sh" fails "$check" "$tmp/u2/results.md"
+if [ -e "${srcdir:-.}/data/brown/out/stats.tsv" ]; then
+	cp -R "$tmp/results" "$tmp/u3"
+	check "the unigram's test perplexity in unigram.tsv changed in the 7th digit" \
+		perturb "$tmp/u3/unigram.tsv" 's/^test	409\.748857	/test	409.748858	/'
+	check "... fails check-results.sh (recomputed from data/brown/out)" fails "$check" "$tmp/u3/results.md"
+else
+	echo "repro_ji2019_results: data/brown/out is not built: unigram.tsv is taken as kept"
+fi
 
 cp -R "$tmp/results" "$tmp/c"
 check "a mean of table2.tsv changed" \
@@ -66,6 +97,14 @@ check "... fails check-results.sh" fails "$check" "$tmp/h/results.md"
 cp -R "$tmp/results-sizes" "$tmp/i"
 check "a run's metrics.csv removed" rm "$tmp/i/t4-fedavg-large-s2/metrics.csv" "$tmp/i/t4-fedavg-large-s2/.complete"
 check "... fails check-results.sh" fails "$check" "$tmp/i/results.md"
+
+cp -R "$tmp/results-sizes" "$tmp/i2"
+check "a run's test tokens, no longer the unigram's targets" \
+	perturb "$tmp/i2/t4-fedatt-medium-s3/metrics.csv" 's/^6,,test,tokens,,125180,/6,,test,tokens,,125181,/'
+check "... fails check-results.sh" fails "$check" "$tmp/i2/results.md"
+"$r/results.sh" "$tmp/i2" "$tmp/i2-out" >/dev/null
+check "... and results.md says the unigram is not comparable" grep -q \
+	"(\*\*not comparable\*\*: the runs' test tokens are 125180 125181)" "$tmp/i2-out/results.md"
 
 # a run that did not learn (test perplexity no better than the vocabulary's
 # 10000 words, or not a number): its goal is not judged, and says why

@@ -29,8 +29,26 @@ top=$(cd "$here/../.." && pwd)
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 results_arg "$here/results/results.md" "$@"
-JI2019_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
+# The unigram baseline's corpus: the runs' copy of the splits (OUT/data),
+# else for a full-size directory data/brown/out where it is built, so that
+# a kept unigram.tsv is computed again (JI2019_CORPUS given wins); else
+# the kept unigram.tsv is taken as it is.
+corpus=''
+if [ ! -e "$dir/data/train.txt" ] && grep -q '^quick=0$' "$dir/settings" 2>/dev/null; then
+	corpus=${JI2019_CORPUS:-}
+	[ -n "$corpus" ] || [ ! -e "$top/data/brown/out/stats.tsv" ] || corpus=$top/data/brown/out
+fi
+JI2019_CORPUS=$corpus JI2019_FIGURES=0 "$here/results.sh" "$dir" "$tmp" >/dev/null
 same_files "$dir" "$tmp" "$(basename "$md")" || exit 1
+if [ -e "$tmp/unigram.tsv" ]; then
+	same_files "$dir" "$tmp" unigram.tsv || exit 1
+elif [ -e "$dir/unigram.tsv" ]; then
+	echo "check-results.sh: $dir/unigram.tsv taken as kept (no corpus here to compute it: build data/brown/out)"
+fi
+if grep -q '\*\*not comparable\*\*' "$md"; then
+	echo "the unigram baseline's targets are not the runs' test tokens"
+	exit 1
+fi
 # the tables results.sh writes from the runs (none where there is no run:
 # there they are what results.md is made from)
 runs=''
@@ -67,6 +85,18 @@ function num(s,   x) {
 }
 /^## / { section = substr($0, 4); hdr = 0; next }
 /^\|---/ { hdr = 1; next }
+# the unigram baseline: a row of each perplexity table, its cells numbers,
+# "-" (no such figure) or "not kept"
+/^\| unigram baseline \|/ && hdr {
+	n = split($0, c, "|")
+	ug[section]++
+	for (i = 3; i < n; i++)
+		if (!num(c[i]) && c[i] != " - ") {
+			printf "%s: row \"unigram baseline\": cell %d is \"%s\", not a number\n", section, i - 1, c[i]
+			bad = 1
+		}
+	next
+}
 /^\| / && hdr {
 	n = split($0, c, "|")
 	rows[section]++
@@ -104,11 +134,16 @@ END {
 	# small is a row of Table II
 	if ("Model size (Table IV)" in rows) expect("Model size (Table IV)", 2 + t2)
 	if (nw == 0) { print "no table of any stage"; bad = 1 }
-	for (k = 1; k <= nw; k++)
+	for (k = 1; k <= nw; k++) {
 		if (rows[want[k]] != nrows[k]) {
 			printf "%s: %d rows, expected %d\n", want[k], rows[want[k]], nrows[k]
 			bad = 1
 		}
+		if (want[k] !~ /^Attention/ && ug[want[k]] != 1) {
+			printf "%s: %d unigram baseline rows, expected 1\n", want[k], ug[want[k]]
+			bad = 1
+		}
+	}
 	exit bad
 }' "$1"
 if [ $part = 0 ] && grep -q '\*\*not measured\*\*' "$1"; then
@@ -127,7 +162,10 @@ elif [ "$skip" != "  " ] && has sizes; then
 	echo "Model size (Table IV): no section, and sizes is not named as not run"
 	exit 1
 fi
-n=$(grep -oE '\*\*(lower|not lower|mixed)\*\* \(test perplexity difference [+-][0-9]|\*\*not (judged|kept)\*\* \(|\*\*not measured\*\*' "$1" | wc -l)
+# (reproduced, contradicted and inconclusive with the interval they rest
+# on, inconclusive (one seed) with its difference)
+iv='95% t interval over [0-9]+ seeds \[[+-][0-9.]+, [+-][0-9.]+\]'
+n=$(grep -oE "\\*\\*(reproduced|contradicted|inconclusive)\\*\\* \\(test perplexity difference [+-][0-9.]+, $iv|\\*\\*inconclusive \\(one seed\\)\\*\\* \\(test perplexity difference [+-][0-9]|\\*\\*not (judged|kept)\\*\\* \\(|\\*\\*not measured\\*\\*" "$1" | wc -l)
 [ "$n" -eq "$want" ] || { echo "Goals: $n comparisons with a verdict, expected $want"; exit 1; }
 grep -q '^with backend \*\*[A-Za-z0-9_-]*\*\* on ' "$1" || { echo "no backend line"; exit 1; }
 echo "check-results.sh: $1 recomputes from $dir, and every table has its rows, with numbers"

@@ -183,6 +183,39 @@ label_of() {
 	esac
 }
 
+# ---- the unigram baseline ----------------------------------------------------
+# unigram.tsv: repro/unigram.sh's maximum-likelihood unigram of the pooled
+# training text over the runs' vocabulary, on the test and validation
+# targets gru-lm scores (split, perplexity, targets, <unk> targets,
+# vocabulary, training tokens). Computed from OUT/data (run.sh's copy of
+# the splits) or, where OUT has none, from JI2019_CORPUS (a
+# data/brown/build.sh directory: check-results.sh gives the corpus of the
+# committed full-size results when it is built), into DEST; else read
+# from OUT/unigram.tsv where it is kept (ug_file: the file, or empty).
+ug_src=''
+if [ -e "$out/data/train.txt" ] && [ -e "$out/data/test.txt" ] && [ -e "$out/data/valid.txt" ]; then
+	ug_src=$out/data
+elif [ -n "${JI2019_CORPUS:-}" ]; then
+	ug_src=$JI2019_CORPUS
+fi
+ug_file=''
+if [ -n "$ug_src" ]; then
+	{
+		printf 'split\tppl\ttargets\tunk\tvocab\ttrain_tokens\n'
+		for sp in test valid; do
+			printf '%s\t%s\n' $sp "$("$top/repro/unigram.sh" --size "$vocab" "$ug_src/$sp.txt" "$ug_src/train.txt")"
+		done
+	} >"$dest/unigram.tsv.new"
+	mv "$dest/unigram.tsv.new" "$dest/unigram.tsv"
+	ug_file=$dest/unigram.tsv
+elif [ -e "$out/unigram.tsv" ]; then
+	ug_file=$out/unigram.tsv
+fi
+# ug SPLIT COLUMN: a column of unigram.tsv ("" where there is none)
+ug() { [ -z "$ug_file" ] || awk -F'\t' -v s="$1" -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next } $1 == s { print $(h[c]) }' "$ug_file"; }
+# ug_cell SPLIT: the unigram's perplexity on SPLIT, or "not kept"
+ug_cell() { _u=$(ug "$1" ppl); case $_u in '') echo "not kept" ;; inf) echo inf ;; *) printf '%.1f\n' "$_u" ;; esac; }
+
 # ---- tables as TSV (for the figures and for reading) ------------------------
 # keep FILE COND: FILE (written just before) stays only when COND is
 # non-empty: a stage that did not run leaves no table
@@ -616,8 +649,8 @@ cell_gain() {
 }
 
 # ---- goals, from the numbers ------------------------------------------------------
-# lower A_PREFIX B_PREFIX: "mean<TAB>k/n", the mean difference (A − B) over
-# the seeds with both runs and the seeds where A is lower; "not measured"
+# lower A_PREFIX B_PREFIX: "diffs<TAB>D...", the differences A − B of the
+# test perplexities, one a seed with both runs (space-separated); "not measured"
 # (no seed has both); "not judged<TAB>WHY" when a run did not learn (its
 # test perplexity not a finite number below the vocabulary size: the
 # difference means nothing); "not kept<TAB>WHY" where OUT keeps neither the
@@ -644,8 +677,8 @@ lower() {
 	_g=$(gain_col "$2" "$1")
 	if [ -n "$_g" ] && [ -e "$tab/gain.tsv" ]; then
 		# gain.tsv: B minus A
-		gains "$_g" | awk '{ d = -$1; s += d; n++; if (d < 0) k++ }
-		END { if (!n) print "not measured"; else printf "%+.1f\t%d/%d\n", s / n, k, n }'
+		gains "$_g" | awk '{ l = l sprintf("%s%.17g", n++ ? " " : "", -$1) }
+		END { if (!n) print "not measured"; else printf "diffs\t%s\n", l }'
 	elif [ "$(seeds_of "$1")" = "$(seeds_of "$2")" ] && [ "$_c" -eq 1 ]; then
 		echo "$_j"
 	else
@@ -667,29 +700,31 @@ judge() {
 		why = bad($1, $2)
 		if (why == "") why = bad($3, $4)
 		if (why != "") next
-		d = sprintf("%.6g", $2 - $4) + 0; s += d; n++; if (d < 0) k++
+		l = l sprintf("%s%.6g", n++ ? " " : "", $2 - $4)
 	}
 	END {
 		if (why != "") printf "not judged\t%s\n", why
 		else if (!n) print "not measured"
-		else printf "%+.1f\t%d/%d\n", s / n, k, n
+		else printf "diffs\t%s\n", l
 	}'
 }
-verdict() { # what lower says -> a phrase
+# verdict: what lower says -> a phrase. The paper's claim, FedAtt's test
+# perplexity lower than the baseline's, judged on the 95% t interval of the
+# paired differences over seeds (repro/common.sh t_interval): reproduced
+# when it lies below 0, contradicted when above, inconclusive when it holds
+# 0; with one seed there is no interval ("inconclusive (one seed)").
+verdict() {
 	case $1 in
 	"not measured") echo "**not measured**" ;;
 	"not judged	"* | "not kept	"*) echo "**${1%%	*}** (${1#*	})" ;;
-	*)
-		d=${1%%	*} kn=${1#*	}
-		k=${kn%/*} n=${kn#*/}
-		if [ "$k" -eq "$n" ] && awk -v d="$d" 'BEGIN { exit !(d < 0) }'; then
-			w=lower
-		elif [ "$k" -eq 0 ]; then
-			w="not lower"
-		else
-			w=mixed
-		fi
-		echo "**$w** (test perplexity difference $d; lower in $kn seeds)"
+	diffs"	"*)
+		# shellcheck disable=SC2086 # one difference a word
+		printf '%s\n' ${1#diffs	} | t_interval | awk -v l="${1#diffs	}" '{
+			k = 0; n = split(l, d, " "); for (i = 1; i <= n; i++) if (d[i] + 0 < 0) k++
+			if ($2 == "-") { printf "**inconclusive (one seed)** (test perplexity difference %+.1f)\n", $1; exit }
+			w = ($3 < 0) ? "reproduced" : ($2 > 0) ? "contradicted" : "inconclusive"
+			printf "**%s** (test perplexity difference %+.1f, 95%% t interval over %d seeds [%+.1f, %+.1f]; lower in %d/%d seeds)\n", w, $1, $4, $2, $3, k, n
+		}'
 		;;
 	esac
 }
@@ -729,13 +764,41 @@ verdict() { # what lower says -> a phrase
 	if [ -n "$derived" ]; then
 		echo "This directory keeps no run directory: the tables are recomputed from the TSV tables"
 		echo "it keeps ($(for f in table2.tsv noniid.tsv gain.tsv table3-beta.tsv table4.tsv \
-			alpha.tsv alpha-steps.tsv dp-calibration.tsv; do [ ! -e "$out/$f" ] || printf "\`%s\` " "$f"; done |
+			alpha.tsv alpha-steps.tsv dp-calibration.tsv unigram.tsv; do [ ! -e "$out/$f" ] || printf "\`%s\` " "$f"; done |
 			sed 's/ $//; s/ /, /g')),"
 		echo "\`times.tsv\` (the runs that completed) and the figures' \`.dat\` files (seed $first_seed's"
 		echo "curves). A cell or goal that needs the runs' metrics.csv reads \"not kept\", and"
 		echo "\"m (mean of n)\" is a mean over n seeds whose spread is not kept."
 	fi
 } >"$dest/.results.md.head"
+{
+	# the unigram baseline, and whether its targets are the runs' (every
+	# complete run's test tokens, where the runs are here)
+	if [ -n "$ug_file" ]; then
+		_t=$(ug test targets)
+		if [ -n "$derived" ]; then
+			_same="(the runs' test tokens are not kept to compare)"
+		else
+			_tok=$(for r in $runs_list; do value "$r" tokens test; done | sort -u | tr '\n' ' ' | sed 's/ $//')
+			if [ "$_tok" = "$_t" ]; then
+				_same="(every run's test tokens)"
+			else
+				_same="(**not comparable**: the runs' test tokens are ${_tok:-none})"
+			fi
+		fi
+		echo "The row **unigram baseline** of each perplexity table is no federated model: the"
+		echo "maximum-likelihood unigram of the pooled training text ($(ug test train_tokens) tokens, a sentence's"
+		echo "\`<eos>\` included) over the runs' vocabulary of $(ug test vocab) words, the training tokens"
+		echo "outside it counting for \`<unk>\`, scored on the targets gru-lm scores"
+		echo "(\`repro/unigram.sh\`, \`unigram.tsv\`): test perplexity $(ug_cell test) on $_t targets"
+		echo "$_same, $(ug test unk) of them \`<unk>\`; validation perplexity $(ug_cell valid)."
+		echo "A model above it has learnt less than the words' frequencies."
+	else
+		echo "The row **unigram baseline** of each perplexity table (the maximum-likelihood unigram"
+		echo "of the training text, \`repro/unigram.sh\`) reads \"not kept\": this directory keeps no"
+		echo "\`unigram.tsv\` and no copy of the corpus was given (JI2019_CORPUS)."
+	fi
+} >"$dest/.results.md.ug"
 {
 	if [ -n "$has_t2" ]; then
 	echo "## Table II: iid"
@@ -751,6 +814,7 @@ verdict() { # what lower says -> a phrase
 	for sp in $t2_specs; do
 		printf '| %s | %s | %s |\n' "$(label_of "${sp#*:}")" "$(cell_ppl "${sp%%:*}")" "$(cell_best "${sp%%:*}")"
 	done
+	printf '| unigram baseline | %s | %s |\n' "$(ug_cell test)" "$(ug_cell valid)"
 	echo
 	fi
 	if [ -n "$has_ni" ]; then
@@ -781,6 +845,7 @@ verdict() { # what lower says -> a phrase
 			"$(cell_ppl ni-$p-fedatt)" "$(cell_gain ni-$p-fedavg ni-$p-fedatt)" \
 			"$(cell_steps ni-$p-fedavg)" "$(cell_depth ni-$p-fedavg)"
 	done
+	printf '| unigram baseline | %s | %s | - | - | - |\n' "$(ug_cell test)" "$(ug_cell test)"
 	echo
 	fi
 	if [ -n "$sizes" ]; then
@@ -799,6 +864,7 @@ verdict() { # what lower says -> a phrase
 			printf '| %s | %s | %s | %s | %s |\n' "$p" "$(cell_rounds $p)" "$(cell_ppl $a)" \
 				"$(cell_ppl $b)" "$(cell_gain $a $b)"
 		done
+		printf '| unigram baseline | - | %s | %s | - |\n' "$(ug_cell test)" "$(ug_cell test)"
 		echo
 	fi
 	if [ -n "$has_t3" ]; then
@@ -817,6 +883,7 @@ verdict() { # what lower says -> a phrase
 	for b in $betas; do
 		printf '| %s | %s | %s |\n' "$b" "$(cell_ppl t3-fedavg-b$b)" "$(cell_ppl t3-fedatt-b$b)"
 	done
+	printf '| unigram baseline | %s | %s |\n' "$(ug_cell test)" "$(ug_cell test)"
 	echo
 	echo "## Table III: DP-FedAvg"
 	echo
@@ -836,6 +903,7 @@ verdict() { # what lower says -> a phrase
 		z=$(awk -F'\t' -v e="$e" -v r="$rounds" '$1 == e && $2 == r { z = $5 } END { print z }' "$out/dp-calibration.tsv" 2>/dev/null || true)
 		printf '| %s | %s | %s | %s |\n' "$e" "${z:-not run}" "$(cell_final_eps $e)" "$(cell_ppl t3-dp-eps$e)"
 	done
+	printf '| unigram baseline | - | - | %s |\n' "$(ug_cell test)"
 	echo
 	fi
 	if [ -n "$has_alpha" ]; then
@@ -883,9 +951,14 @@ verdict() { # what lower says -> a phrase
 	fi
 	echo "## Goals"
 	echo
-	echo "Does FedAtt lower the test perplexity? Measured differences (FedAtt − baseline;"
-	echo "negative is lower), the mean over seeds; **lower** when FedAtt is lower in every"
-	echo "seed, **not lower** when in none, **mixed** otherwise."
+	echo "The paper's claim: FedAtt lowers the test perplexity. Measured differences (FedAtt −"
+	echo "baseline; negative is lower) of the runs of the same seed, their mean over the seeds,"
+	echo "and the 95% Student t interval of that mean (mean ± t(0.975, n − 1)·s/√n over the n"
+	echo "seeds' differences): **reproduced** when the interval lies below 0, **contradicted**"
+	echo "when above, **inconclusive** when it holds 0; one seed gives no interval"
+	echo "(**inconclusive (one seed)**, its difference shown). A goal whose run did not learn"
+	echo "(test perplexity not a number, or no better than a uniform guess over the vocabulary)"
+	echo "is **not judged**."
 	echo
 	# the settings where FedAtt (frobenius or spectral, ε = 1) is lower than
 	# FedAvg, of the stages that ran
@@ -908,8 +981,9 @@ verdict() { # what lower says -> a phrase
 			for ab in $pairs; do
 				verdict "$(lower ${ab%%:*} ${ab#*:})" | sed 's/^\*\*\([^*]*\)\*\*.*/\1/'
 			done | awk '{ c[$0]++ }
-			END { printf "**lower** in %d, **mixed** in %d, **not lower** in %d, not measured in %d",
-				c["lower"], c["mixed"], c["not lower"], c["not measured"]
+			END { printf "**reproduced** in %d, **contradicted** in %d, **inconclusive** in %d (one seed: %d), not measured in %d",
+				c["reproduced"], c["contradicted"], c["inconclusive"] + c["inconclusive (one seed)"],
+				c["inconclusive (one seed)"], c["not measured"]
 				if (c["not judged"]) printf ", not judged in %d", c["not judged"]
 				if (c["not kept"]) printf ", not kept in %d", c["not kept"] }'
 		)
@@ -962,7 +1036,9 @@ verdict() { # what lower says -> a phrase
 		echo "Runs missing from the stages that ran read \"not run\" (their goals \"not measured\")."
 	fi
 	echo
+	cat "$dest/.results.md.ug"
+	echo
 	cat "$dest/.results.md.body"
 } >"$dest/results.md"
-rm -f "$dest/.results.md.head" "$dest/.results.md.body"
+rm -f "$dest/.results.md.head" "$dest/.results.md.ug" "$dest/.results.md.body"
 echo "results.sh: wrote $dest/results.md"
