@@ -5,8 +5,11 @@
 # what results.sh makes of the lowres runs' metrics.csv and pipeline.json,
 # settings, times.tsv, and the mean-estimation stages' kept curves/ and
 # table-*.tsv; check-results.sh fails when one number changes, in
-# results.md or in a raw file; and results.sh does not judge a goal on
-# figures that mean nothing (every BLEU 0, a run that has not converged).
+# results.md or in a raw file (a verdict, the interval it rests on, the
+# copy-source row, a run's kept translations); and results.sh does not
+# judge a goal on figures that mean nothing (every BLEU 0, a run that has
+# not converged). Kept test texts (which the committed runs lack) give the
+# copy-source baseline and the paired bootstrap.
 . "${srcdir:-.}/tests/checks.sh"
 r=${srcdir:-.}/repro/tupitsa2024
 check=$r/check-results.sh
@@ -28,8 +31,23 @@ check "... fails check-results.sh" fails "$check" "$tmp/b/results.md"
 
 cp -R "$tmp/r" "$tmp/c"
 check "the verdict on the lowres goal changed" \
-	perturb "$tmp/c/results.md" "/^  and FedAvg on the target's test chrF: /s/\*\*missed\*\*/**met**/"
+	perturb "$tmp/c/results.md" "/^  on the target's test chrF: /s/^  on the target's test chrF: \*\*inconclusive\*\*/  on the target's test chrF: **reproduced**/"
 check "... fails check-results.sh" fails "$check" "$tmp/c/results.md"
+
+cp -R "$tmp/r" "$tmp/c2"
+check "a bound of the lowres goal's t interval changed" \
+	perturb "$tmp/c2/results.md" "/^  on the target's test chrF: /s/\[-2\.76, +1\.06\]/[-2.76, +1.07]/"
+check "... fails check-results.sh" fails "$check" "$tmp/c2/results.md"
+
+cp -R "$tmp/r" "$tmp/c3"
+check "the verdict on MeritFed's test-set bits against the target alone changed" \
+	perturb "$tmp/c3/results.md" 's/^  - Icelandic alone: \*\*inconclusive\*\* (difference +841, 95% t interval over 3 seeds \[-1830, +3513\])/  - Icelandic alone: **inconclusive** (difference +841, 95% t interval over 3 seeds [-1830, +3514])/'
+check "... fails check-results.sh" fails "$check" "$tmp/c3/results.md"
+
+cp -R "$tmp/r" "$tmp/c4"
+check "the copy-source row given a score" \
+	perturb "$tmp/c4/results.md" 's/^| copy the source (English) | - | not kept | not kept |$/| copy the source (English) | - | 3.20 | 14.10 |/'
+check "... fails check-results.sh" fails "$check" "$tmp/c4/results.md"
 
 cp -R "$tmp/r" "$tmp/d"
 check "a test chrF in a lowres run's metrics.csv changed" \
@@ -75,7 +93,7 @@ for f in "$tmp"/k/lowres/*/s*/metrics.csv; do
 done
 check "every BLEU 0: results.sh runs" env TUPITSA2024_FIGURES=0 "$r/results.sh" "$tmp/k" 2>/dev/null
 check "... and does not judge the lowres goal" \
-	grep -q "^  and FedAvg on the target's test chrF: \*\*not judged\*\*: the test BLEU of every run is 0" "$tmp/k/results.md"
+	grep -q "^  on the target's test chrF: \*\*not judged\*\*: the test BLEU of every run is 0" "$tmp/k/results.md"
 check "... which check-results.sh accepts" "$check" "$tmp/k/results.md"
 # MeritFed's error still falling after 10 rounds (as with --quick): the
 # 1.25x goal is not judged
@@ -86,4 +104,49 @@ check "10 rounds of MeritFed: results.sh runs" env TUPITSA2024_FIGURES=0 "$r/res
 check "... and does not judge the 1.25x goal" \
 	grep -q '^- MeritFed within 1.25x the ideal.s error on the 150-client problem: \*\*not judged\*\*:' "$tmp/l/results.md"
 check "... which check-results.sh accepts" "$check" "$tmp/l/results.md"
+
+# Kept test texts (run.sh keeps them since the committed runs): the H100
+# run given test sources, references and translations, each run's test
+# BLEU and chrF in its metrics.csv set to what its translations score, so
+# that results.md gains the copy-source baseline's scores and the paired
+# bootstrap of MeritFed against each method
+FEDRUN=${FEDRUN:-${srcdir:-.}/fedrun}
+cp -R "$tmp/h" "$tmp/t"
+i=0
+: >"$tmp/ref" && : >"$tmp/src" && : >"$tmp/hm" && : >"$tmp/ha" && : >"$tmp/hf"
+while [ $i -lt 40 ]; do
+	echo "Opna gluggann númer $i og vista skrána $((i * 7))" >>"$tmp/ref"
+	echo "Open the window number $i and save the file $((i * 7))" >>"$tmp/src"
+	echo "Opna gluggann númer $i og vista skrána $((i * 7))" >>"$tmp/hm"
+	[ $((i % 3)) = 0 ] && echo "Opna númer $i" >>"$tmp/ha" || echo "Opna gluggann númer $i og skrána $((i * 7))" >>"$tmp/ha"
+	echo "the the $i" >>"$tmp/hf"
+	i=$((i + 1))
+done
+gzip -9nc "$tmp/ref" >"$tmp/t/lowres/test.tgt.gz"
+gzip -9nc "$tmp/src" >"$tmp/t/lowres/test.en.gz"
+for m in meritfed:hm alone:ha fedavg:hf; do
+	d=$tmp/t/lowres/${m%%:*}/s1
+	gzip -9nc "$tmp/${m#*:}" >"$d/hyp-test.txt.gz"
+	# shellcheck disable=SC2046 # BLEU and chrF, two words
+	set -- $("$FEDRUN" bleu -b -w 2 "$tmp/ref" "$tmp/${m#*:}")
+	sed "s/^\(30,,test,bleu,,\)[0-9.]*,/\1$1,/; s/^\(30,,test,chrf,,\)[0-9.]*,/\1$2,/" "$d/metrics.csv" >"$tmp/m" && cat "$tmp/m" >"$d/metrics.csv"
+done
+check "kept texts: results.sh runs" env TUPITSA2024_FIGURES=0 TUPITSA2024_CORPUS="3000 1045 1040 28048" "$r/results.sh" "$tmp/t" 2>/dev/null
+check "... results.md has the copy-source baseline's scores" \
+	grep -q "^| copy the source (English) | - | - | - | - | - | - | - | - | $("$FEDRUN" bleu -b -w 2 "$tmp/ref" "$tmp/src" | paste -s -d '|' - | sed 's/|/ | /') |$" "$tmp/t/results.md"
+check "... and the paired bootstrap of MeritFed against the target alone" \
+	grep -q '^| MeritFed − Icelandic alone | 1 | chrF | 100.00 | [0-9.]* | +[0-9.]* | \[+[0-9.]*, +[0-9.]*\] | MeritFed higher |$' "$tmp/t/results.md"
+check "... which check-results.sh accepts" "$check" "$tmp/t/results.md"
+cp -R "$tmp/t" "$tmp/t1"
+check "a bootstrap interval of results.md changed" \
+	perturb "$tmp/t1/results.md" '/^| MeritFed − FedAvg, all | 1 | chrF |/s/| \[+\([0-9]\)/| [+1\1/'
+check "... fails check-results.sh" fails "$check" "$tmp/t1/results.md"
+cp -R "$tmp/t" "$tmp/t2"
+gzip -dc "$tmp/t2/lowres/alone/s1/hyp-test.txt.gz" | sed '2s/Opna/Loka/' | gzip -9n >"$tmp/m" && cat "$tmp/m" >"$tmp/t2/lowres/alone/s1/hyp-test.txt.gz"
+check "a kept translation changed ..." test "$(gzip -dc "$tmp/t2/lowres/alone/s1/hyp-test.txt.gz" | sed -n 2p | cut -c 1-4)" = Loka
+check "... fails check-results.sh" fails "$check" "$tmp/t2/results.md"
+TUPITSA2024_FIGURES=0 TUPITSA2024_CORPUS="3000 1045 1040 28048" "$r/results.sh" "$tmp/t2" >/dev/null 2>&1
+check "... whose results.md says it does not match the run's metrics" \
+	grep -q '^- Icelandic alone, seed 1: the kept translations score [0-9.]* [0-9.]*, the run.s metrics [0-9.]* [0-9.]*: they \*\*do not match\*\*\.$' "$tmp/t2/results.md"
+check "... which check-results.sh refuses" fails "$check" "$tmp/t2/results.md"
 checks_done repro_tupitsa2024_results

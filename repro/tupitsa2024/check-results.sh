@@ -130,9 +130,26 @@ if grep -q '^## Low-resource translation with helper languages$' "$md"; then
 	/^\| round / { t = "w"; nw = split($0, h, "|") - 3; next }
 	/^\| bits per character / { t = "b"; next }
 	/^\| test set, bits / { t = "t"; next }
+	/^\| MeritFed − method / { t = "p"; next }
+	# the paired bootstrap: seed, metric, both scores, the difference, its
+	# interval and what it says
+	t == "p" {
+		if ($0 !~ /^\| MeritFed − [^|]* \| [0-9]+ \| (BLEU|chrF) \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \| \[[+-][0-9.]+, [+-][0-9.]+\] \| (MeritFed higher|MeritFed lower|no significant difference) \|$/) {
+			printf "Low-resource translation: a paired bootstrap row is not one: %s\n", $0; bad = 1
+		}
+		next
+	}
 	{
 		n = split($0, c, "|")
 		ctl = c[2] ~ /\(control\) $/
+		# the copy-source baseline: its scores, or "not kept", and "-"
+		if (c[2] == " copy the source (English) ") {
+			cp[t]++
+			for (i = 3; i < n; i++) if (!num(c[i]) && c[i] != " - " && c[i] != " not kept ") {
+				printf "Low-resource translation: row \"%s\": cell %d is \"%s\"\n", c[2], i - 2, c[i]; bad = 1
+			}
+			next
+		}
 		if (t == "m") { if (!ctl) rows++; seeds[c[3]] = 1 } else if (t == "s") srows += !ctl
 		else if (t == "w") { wrows++; if (n - 3 != nw) bad = 1 }
 		else if (t == "b") { brows += !ctl; nb = 0 }
@@ -149,13 +166,24 @@ if grep -q '^## Low-resource translation with helper languages$' "$md"; then
 		for (s in seeds) ns++
 		if (rows != 3 * ns) { printf "Low-resource translation: %d method rows, expected 3 for each of %d seed(s)\n", rows, ns; bad = 1 }
 		if (ns > 1 && srows != 3) { printf "Low-resource translation: %d rows of means over seeds, expected 3\n", srows; bad = 1 }
+		if (cp["m"] != 1 || (ns > 1 && cp["s"] != 1)) { print "Low-resource translation: no copy-source row"; bad = 1 }
 		if (wrows < 1 || nw < 2) { print "Low-resource translation: no weights per language"; bad = 1 }
 		if (trows != 3) { printf "Low-resource translation: %d rows of test-set bits (the control aside), expected 3\n", trows; bad = 1 }
 		if (brows != 3 && !nobpc) { printf "Low-resource translation: %d rows of bits per character (the control aside), expected 3\n", brows; bad = 1 }
 		exit bad
 	}' "$md"
-	grep -Eq "^  and FedAvg on the target's test chrF: \*\*(met|missed|not judged)\*\*" "$md" ||
+	# the verdicts with the intervals they rest on
+	iv='(difference [+-][0-9.]+, 95% t interval over [0-9]+ seeds \[[+-][0-9.]+, [+-][0-9.]+\]|difference [+-][0-9.]+)'
+	grep -Eq "^  on the target's test chrF: (\*\*(reproduced|contradicted|inconclusive|inconclusive \(one seed\))\*\*: against the target alone \($iv\), against FedAvg \($iv\)|\*\*not (judged|measured)\*\*)" "$md" ||
 		{ echo "$md: no verdict on the low-resource goal"; exit 1; }
+	nb=$(grep -Ec "^  - [^:]*: \*\*(reproduced|contradicted|inconclusive|inconclusive \(one seed\))\*\* \($iv\)\.$" "$md")
+	want_b=2
+	grep -q '^| Icelandic alone, shared vocabulary (control) | [0-9]' "$md" && want_b=3
+	[ "$nb" -eq "$want_b" ] || { echo "$md: $nb verdicts on the test-set bits, expected $want_b"; exit 1; }
+	if grep -q '\*\*do not match\*\*' "$md"; then
+		echo "$md: kept translations do not score the runs' metrics"
+		exit 1
+	fi
 fi
 if grep -q '^## The 150-client problem$' "$md"; then
 	grep -Eq '^- MeritFed within 1.25x the ideal.s error on the 150-client problem: \*\*(met|missed|not judged)\*\*' "$md" ||

@@ -16,6 +16,12 @@
 # the runs' pipelines), or where it is not there from TUPITSA2024_CORPUS,
 # "TRAIN DEV TEST DEV_CHARACTERS" (check-results.sh takes them from the
 # results.md it checks), or are "?".
+# The lowres stage's copy-source baseline and the paired bootstrap of its
+# methods' test BLEU and chrF need the target's test sources and
+# references (lowres/test.en.gz, lowres/test.tgt.gz) and each run's test
+# translations (lowres/METHOD/sSEED/hyp-test.txt.gz), which run.sh keeps
+# since they were introduced; without them results.md says "not kept".
+# fedrun bleu scores them: $FEDRUN, else the build tree's, else fedrun.
 set -eu
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +47,12 @@ version=$(sed -n 's/^fedrun=//p' "$out/settings")
 plot=$top/tools/fedrun-plot
 [ -x "$plot" ] || plot="fedrun-plot"
 nseeds=$(echo $seeds | wc -w)
+# shellcheck disable=SC2034 # used by common.sh
+prog=results.sh
+# shellcheck source=../common.sh
+. "$top/repro/common.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 cd "$out"
 
 # groups DIR: the cumulative client counts of DIR/s*/pipeline.json's
@@ -270,6 +282,100 @@ meansd() {
 		}'
 }
 
+# The kept texts of the lowres stage (see the opening comment): lr_text
+# is 1 when the test sources and references are there.
+lr_text=''
+[ ! -e lowres/test.en.gz ] || [ ! -e lowres/test.tgt.gz ] || lr_text=1
+bleu_cmd() { # fedrun bleu ARGS...
+	if [ -n "${FEDRUN:-}" ]; then "$FEDRUN" bleu "$@"
+	elif [ -x "$top/fedrun" ]; then "$top/fedrun" bleu "$@"
+	else fedrun bleu "$@"; fi
+}
+if [ -n "$lr_text" ]; then
+	gzip -dc lowres/test.en.gz >"$work/test.en"
+	gzip -dc lowres/test.tgt.gz >"$work/test.tgt"
+fi
+# hyp METHOD SEED: the path of the run's test translations, unpacked, or
+# nothing where they are not kept
+hyp() {
+	{ [ -n "$lr_text" ] && [ -e "lowres/$1/s$2/hyp-test.txt.gz" ]; } || return 0
+	[ -e "$work/hyp-$1-$2" ] || gzip -dc "lowres/$1/s$2/hyp-test.txt.gz" >"$work/hyp-$1-$2"
+	echo "$work/hyp-$1-$2"
+}
+# copy_scores: "BLEU CHRF" of the English test sources as the translation
+# (the copy-source baseline), or nothing
+copy_scores() {
+	[ -n "$lr_text" ] || return 0
+	bleu_cmd -b -w 2 "$work/test.tgt" "$work/test.en" | paste -s -d ' ' -
+}
+# copy_cells: the baseline's test BLEU and chrF cells, "| B | C |"
+copy_cells() {
+	_c=$(copy_scores)
+	if [ -n "$_c" ]; then echo "$_c" | awk '{ printf "| %s | %s |\n", $1, $2 }'; else echo "| not kept | not kept |"; fi
+}
+# hyp_check: a line for every run whose kept translations do not score
+# the BLEU and chrF of its metrics.csv (to two decimals)
+hyp_check() {
+	for m in $lr_methods; do
+		for s in $lr_seeds; do
+			h=$(hyp "$m" "$s")
+			[ -n "$h" ] || continue
+			got=$(bleu_cmd -b -w 2 "$work/test.tgt" "$h" | paste -s -d ' ' -)
+			want=$(awk -F, '$2 == "" && $3 == "test" && $4 == "bleu" { b = $6 } $2 == "" && $3 == "test" && $4 == "chrf" { c = $6 }
+				END { if (b != "") printf "%.2f %.2f\n", b, c }' "lowres/$m/s$s/metrics.csv")
+			[ "$got" = "$want" ] || echo "- $(lowres_label "$m"), seed $s: the kept translations score $got, the run's metrics $want: they **do not match**."
+		done
+	done
+}
+# lowres_pairs: the comparisons of the lowres verdicts, "A:B" (MeritFed
+# against each other method)
+lowres_pairs() {
+	for m in $lr_methods; do [ "$m" = meritfed ] || printf 'meritfed:%s ' "$m"; done
+}
+# lowres_bs: the paired bootstrap table of MeritFed against each method, a
+# row a seed and metric (where both runs' translations are kept)
+lowres_bs() {
+	for ab in $(lowres_pairs); do
+		a=${ab%%:*} b=${ab#*:}
+		for s in $lr_seeds; do
+			ha=$(hyp "$a" "$s") hb=$(hyp "$b" "$s")
+			{ [ -n "$ha" ] && [ -n "$hb" ]; } || continue
+			bleu_cmd --paired-bs -b -w 2 "$work/test.tgt" "$ha" "$hb" |
+				awk -F'\t' -v l="MeritFed − $(lowres_label "$b")" -v s="$s" '{
+					printf "| %s | %s | %s | %s | %s | %+.2f | [%+.2f, %+.2f] | %s |\n", l, s, ($1 == "bleu" ? "BLEU" : "chrF"), $2, $3, $4, $5, $6,
+						($6 < 0 ? "MeritFed lower" : $5 > 0 ? "MeritFed higher" : "no significant difference")
+				}'
+		done
+	done
+}
+# lowres_diffs A B WHAT: per seed with both runs ended, A − B of WHAT
+# (chrf: the test chrF; bits: the test nll x tokens / ln 2), a line each
+lowres_diffs() {
+	for s in $lr_seeds; do
+		fa=lowres/$1/s$s/metrics.csv fb=lowres/$2/s$s/metrics.csv
+		{ [ -e "$fa" ] && [ -e "$fb" ]; } || continue
+		awk -F, -v w="$3" 'FNR == 1 { f++ } $2 != "" || $3 != "test" { next }
+			$4 == "chrf" { c[f] = $6 } $4 == "nll" { n[f] = $6 } $4 == "tokens" { t[f] = $6 }
+			END {
+				if (w == "chrf" && (1 in c) && (2 in c)) printf "%.17g\n", c[1] - c[2]
+				if (w == "bits" && (1 in n) && (2 in n) && (1 in t) && (2 in t)) printf "%.17g\n", (n[1] * t[1] - n[2] * t[2]) / log(2)
+			}' "$fa" "$fb"
+	done
+}
+# iv_verdict CLAIM FMT "mean lo hi n": the verdict on "A − B is CLAIM"
+# (above or below 0) and the interval it rests on
+iv_verdict() {
+	# shellcheck disable=SC2086 # the words of the interval
+	set -- "$1" "$2" $3
+	[ $# -eq 6 ] || { echo "**not measured**"; return 0; }
+	awk -v claim="$1" -v f="$2" -v m="$3" -v lo="$4" -v hi="$5" -v n="$6" 'BEGIN {
+		if (lo == "-") { printf "**inconclusive (one seed)** (difference " f ")\n", m; exit }
+		if (claim == "above") w = (lo > 0) ? "reproduced" : (hi < 0) ? "contradicted" : "inconclusive"
+		else w = (hi < 0) ? "reproduced" : (lo > 0) ? "contradicted" : "inconclusive"
+		printf "**%s** (difference " f ", 95%% t interval over %d seeds [" f ", " f "])\n", w, m, n, lo, hi
+	}'
+}
+
 # lowres_md: the low-resource translation section, from lowres/<method>/s<seed>
 # (complete runs, and runs cut short, without a final test: their last
 # evaluated round).
@@ -325,6 +431,9 @@ lowres_md() {
 				}' "$c"
 		done
 	done
+	printf '| copy the source (English) | - | - |'
+	for r in $rs; do printf ' - |'; done
+	printf ' %s\n' "$(copy_cells | sed 's/^| //')"
 	if [ "$lr_n" -gt 1 ]; then
 		echo
 		echo "Test BLEU and chrF, mean (sample standard deviation) over the runs that ended:"
@@ -339,6 +448,35 @@ lowres_md() {
 				"$(printf '%s\n' "$t" | awk 'NF { print $2 }' | meansd %.2f)" \
 				"$(printf '%s\n' "$t" | awk 'NF { print $3 }' | meansd %.2f)"
 		done
+		printf '| copy the source (English) | - %s\n' "$(copy_cells)"
+	fi
+	echo
+	if [ -n "$lr_text" ]; then
+		echo "The row \"copy the source\" is no model: the English test sources themselves scored"
+		echo "as the Icelandic translation (kept in \`lowres/test.en.gz\` and \`lowres/test.tgt.gz\`);"
+		echo "names, numbers and untranslated strings score, and a method below it has not learnt"
+		echo "to translate."
+	else
+		echo "The row \"copy the source\" (the English test sources scored as the translation, the"
+		echo "baseline a method must beat) reads \"not kept\": these runs kept neither the test"
+		echo "sources nor the references (run.sh keeps them in \`lowres/\` since)."
+	fi
+	hc=$(hyp_check)
+	[ -z "$hc" ] || { echo; echo "$hc"; }
+	bs=$(lowres_bs)
+	echo
+	if [ -n "$bs" ]; then
+		echo "Paired bootstrap of the test BLEU and chrF (sacreBLEU's method, \`fedrun bleu --paired-bs\`:"
+		echo "1000 resamples of the test sentences, seed 12345), MeritFed against each method, per seed:"
+		echo "the difference and its 95% interval over the resamples of the test set:"
+		echo
+		echo "| MeritFed − method | seed | metric | MeritFed | method | difference | 95% interval | |"
+		echo "|---|---:|---|---:|---:|---:|---|---|"
+		echo "$bs"
+	else
+		echo "No paired bootstrap of BLEU and chrF: these runs kept no test translations (run.sh keeps"
+		echo "them, \`lowres/METHOD/sSEED/hyp-test.txt.gz\`, since); the verdicts below rest on the"
+		echo "spread over seeds."
 	fi
 	# (the target's dev set: the only client with a valid split)
 	lowres_bpc "$dd/$(lowres_clients "$q" valid | head -n 1).$(pget "$q" data.tgt)" "$rs"
@@ -631,38 +769,38 @@ row_me() { # METHOD-DIR KEY
 		echo "- MeritFed within 1.25x the ideal's error: not measured (no complete MeritFed and ideal runs)."
 	fi
 	if ran lowres; then
-		# the goal on the means over seeds (the seeds with all three runs
-		# ended), and each seed's numbers
-		{
-			for m in alone fedavg meritfed; do lowres_test $m | sed "s/^/$m /"; done
-		} | awk '{ c[$1, $2] = $4; b[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; order[++ns] = $2 } }
-			function runs(s) {
-				for (j = 1; j <= 3; j++) {
-					x = c[mm[j], s]; if (x > cmax) cmax = x; if (cmin == "" || x < cmin) cmin = x
-					if (b[mm[j], s] > bmax) bmax = b[mm[j], s]
-				}
-			}
-			END {
-				split("alone fedavg meritfed", mm, " ")
-				printf "- Low-resource translation, MeritFed at least as good as the best of the target alone\n"
-				printf "  and FedAvg on the target'"'"'s test chrF: "
-				for (i = 1; i <= ns; i++) if (((s = order[i]) != "") && (("alone", s) in c) && (("fedavg", s) in c) && (("meritfed", s) in c)) {
-					n++; a += c["alone", s]; f += c["fedavg", s]; m += c["meritfed", s]; runs(s)
-					if (c["meritfed", s] >= c["alone", s] && c["meritfed", s] >= c["fedavg", s]) k++
-					list = list sprintf("%s seed %s: MeritFed %.2f, alone %.2f, FedAvg %.2f", list == "" ? "" : ";", s, c["meritfed", s], c["alone", s], c["fedavg", s])
-				}
-				if (!n) { print "**not measured** (no seed has all three runs ended)."; exit }
-				# figures that mean nothing are not judged: no run with a
-				# BLEU above 0 (no 4-gram of any reference; --quick), or none
-				# with a chrF above 0
-				if (bmax == 0 || cmax == 0) {
-					printf "**not judged**: the test %s of every run is 0, so no run translates (chrF %.2f to %.2f over the %d runs).\n", bmax == 0 ? "BLEU" : "chrF", cmin, cmax, 3 * n
-					exit
-				}
-				a /= n; f /= n; m /= n
-				if (n == 1) printf "%s (MeritFed %.2f, alone %.2f, FedAvg %.2f).\n", (m >= a && m >= f) ? "**met**" : "**missed**", m, a, f
-				else printf "%s on the mean over %d seeds (MeritFed %.2f, alone %.2f, FedAvg %.2f; met in %d of %d seeds:%s).\n", (m >= a && m >= f) ? "**met**" : "**missed**", n, m, a, f, k, n, list
-			}'
+		# The goal, judged per seed pair: MeritFed − alone and MeritFed −
+		# FedAvg of the test chrF over the seeds with both runs ended, each
+		# with its 95% t interval; reproduced when both lie above 0,
+		# contradicted when one lies below, inconclusive otherwise. Not
+		# judged on figures that mean nothing: no run with a BLEU above 0
+		# (no 4-gram of any reference; --quick), or none with a chrF above 0.
+		z=$(for m in alone fedavg meritfed; do lowres_test $m; done |
+			awk '{ n++; if ($2 > b) b = $2; if ($3 > c) c = $3; if (cmin == "" || $3 < cmin) cmin = $3 }
+			END { if (n && (b == 0 || c == 0)) printf "**not judged**: the test %s of every run is 0, so no run translates (chrF %.2f to %.2f over the %d runs).\n", b == 0 ? "BLEU" : "chrF", cmin, c, n }')
+		ia=$(lowres_diffs meritfed alone chrf | t_interval) if_=$(lowres_diffs meritfed fedavg chrf | t_interval)
+		printf "%s\n" "- Low-resource translation, MeritFed above the best of the target alone and FedAvg"
+		printf "  on the target's test chrF: "
+		if [ -n "$z" ]; then
+			echo "$z"
+		elif [ -z "$ia" ] || [ -z "$if_" ]; then
+			echo "**not measured** (no seed has the three runs ended)."
+		else
+			va=$(iv_verdict above %+.2f "$ia") vf=$(iv_verdict above %+.2f "$if_")
+			w=$(printf '%s\n%s\n' "$va" "$vf" | sed 's/^\*\*\([^*]*\)\*\*.*/\1/' | awk '
+				{ v[NR] = $0 } END {
+					if (v[1] == "contradicted" || v[2] == "contradicted") print "contradicted"
+					else if (v[1] == "reproduced" && v[2] == "reproduced") print "reproduced"
+					else if (v[1] ~ /one seed/) print "inconclusive (one seed)"
+					else print "inconclusive" }')
+			echo "**$w**: against the target alone $(echo "$va" | sed 's/^\*\*\([^*]*\)\*\* //'), against FedAvg $(echo "$vf" | sed 's/^\*\*\([^*]*\)\*\* //') (MeritFed − method, chrF points, the runs of the same seed)."
+		fi
+		# the test set's bits (the nll table above): lower is better
+		echo "- Low-resource translation, MeritFed's test-set bits (nll x tokens / ln 2) lower than"
+		echo "  each method's, the same seed's runs:"
+		for ab in $(lowres_pairs); do
+			echo "  - $(lowres_label "${ab#*:}"): $(iv_verdict below %+.0f "$(lowres_diffs meritfed "${ab#*:}" bits | t_interval)")."
+		done
 	fi
 	if ran byzantine; then
 		echo "- Byzantine clients: MeritFed's error against the ideal's, per attack (ratio row"

@@ -78,6 +78,7 @@ check_only "meanest valid byzantine lowres"
 : "${lr_data:=$top/data/gettext/out-multi-is}"
 
 find_fedrun
+export FEDRUN
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -245,6 +246,24 @@ if want lowres; then
 				die "lowres $m, seed $s failed: see $out/lowres/$m/s$s.log"
 			fi
 			printf '%s\n' "$args" >"$d/.complete"
+		done
+	done
+	# What results.sh's copy-source baseline and paired bootstrap need: the
+	# target's test sources (English, without the tag) and references, and
+	# every run's test translations (decoded as the run's final test was:
+	# the pipeline's model.decode), gzipped; a run whose translations are
+	# already there is not decoded again (a run made again starts from an
+	# empty directory).
+	gzip -9nc "$lr_dir/is/test.en" >"$out/lowres/test.en.gz"
+	gzip -9nc "$lr_dir/is/test.tgt" >"$out/lowres/test.tgt.gz"
+	for s in $lr_seeds; do
+		for m in alone fedavg meritfed alone-shared; do
+			d=$out/lowres/$m/s$s
+			[ ! -e "$d/hyp-test.txt.gz" ] || continue
+			"$FEDRUN" translate -t "$threads" --backend "$backend" "$d" <"$lr_dir/is/test.src" >"$d/hyp-test.tmp" ||
+				die "lowres $m, seed $s: fedrun translate failed"
+			gzip -9nc "$d/hyp-test.tmp" >"$d/hyp-test.txt.gz"
+			rm -f "$d/hyp-test.tmp"
 		done
 	done
 fi
