@@ -111,6 +111,7 @@ check "... which check-results.sh accepts" "$check" "$tmp/l/results.md"
 # that results.md gains the copy-source baseline's scores and the paired
 # bootstrap of MeritFed against each method
 FEDRUN=${FEDRUN:-${srcdir:-.}/fedrun}
+export FEDRUN
 cp -R "$tmp/h" "$tmp/t"
 i=0
 : >"$tmp/ref" && : >"$tmp/src" && : >"$tmp/hm" && : >"$tmp/ha" && : >"$tmp/hf"
