@@ -203,6 +203,8 @@ static void check_dp(const char *name, bool greater)
 	/* The resolved pipeline shows the defaults. */
 	ck_assert_double_eq(json_number_value(json_object_get(c, "quantile")), 0.5);
 	ck_assert_str_eq(json_string_value(json_object_get(c, "reference")), "previous");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "measure")), "norm");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "fraction_by")), "tensors");
 	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(c, "groups"), 1)),
 			 "decoder.");
 	struct sim s;
@@ -375,6 +377,232 @@ START_TEST(test_dp_norm_l1)
 	fedrun_arena_free(before);
 	fedrun_arena_free(after);
 	fedrun_layout_fini(&l);
+}
+END_TEST
+
+/* ---- measure "mean" and fraction_by "parameters" ----------------------
+ * Random layouts of three groups whose tensors differ in size; each tensor
+ * changes in its first element only, by a whole number d, so its change
+ * norm is |d| exactly (ties included: d is drawn from a few values). The
+ * expected mask is computed here directly: with "tensors" the q-quantile of
+ * the group's measures as the manual defines it, with "parameters" the
+ * threshold, among the group's measures, whose tensors below it hold the
+ * share of the group's parameters nearest to q (the lower one on ties). */
+#define WT 24
+
+/* One select of client 0 in round 1 through a new `name` selector. */
+static void select_once(struct fakehost *fh, const char *name, const char *config,
+			const struct fedrun_layout *l, const float *before, const float *after,
+			uint8_t *mask)
+{
+	json_t *c = cfg(config);
+	void *st;
+	const struct fedrun_selector_ops *ops = selector(name);
+	ck_assert_int_eq(ops->create(&fh->host, c, l, &st), 0);
+	struct fedrun_round_info ri = {
+	    .size = sizeof ri, .round = 1, .rounds = 1, .num_clients = 1, .layout = l};
+	ck_assert_int_eq(ops->select(st, &ri, 0, before, after, mask), 0);
+	ops->destroy(st);
+	json_decref(c);
+}
+static double direct_quantile(const double *v, uint32_t m, double q)
+{
+	double s[WT];
+	memcpy(s, v, m * sizeof *s);
+	for (uint32_t i = 1; i < m; i++) /* insertion sort */
+		for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+			double x = s[j];
+			s[j] = s[j - 1];
+			s[j - 1] = x;
+		}
+	double h = q * (double)(m - 1);
+	uint32_t lo = (uint32_t)floor(h);
+	return lo >= m - 1 ? s[m - 1] : s[lo] + (h - lo) * (s[lo + 1] - s[lo]);
+}
+
+static double direct_by_parameters(const double *v, const uint64_t *w, uint32_t m, double q)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < m; i++)
+		total += w[i];
+	double best = INFINITY, theta = 0, best_below = 0;
+	for (uint32_t t = 0; t < m; t++) {
+		uint64_t below = 0;
+		for (uint32_t i = 0; i < m; i++)
+			below += v[i] < v[t] ? w[i] : 0;
+		double d = fabs((double)below - q * (double)total);
+		if (d < best || (d == best && (double)below < best_below)) {
+			best = d;
+			best_below = (double)below;
+			theta = v[t];
+		}
+	}
+	return theta;
+}
+
+/* The expected mask of dp_greater for one group g of a random layout (see
+ * above), and, with "parameters" and distinct measures, the check that the
+ * share below θ (dp_less's) is within half a tensor of q, or that the
+ * tensor of the largest measure is what is left above it (θ is at most the
+ * largest measure, even where q W is nearer to all of the group). */
+static void want_group(uint32_t g, uint32_t n, const uint32_t *group, const uint64_t *size,
+		       const double *delta, bool mean, bool by_params, double q, uint8_t *want)
+{
+	double v[WT];
+	uint64_t w[WT], total = 0, below = 0, largest = 0;
+	uint32_t m = 0, idx[WT];
+	for (uint32_t i = 0; i < n; i++)
+		if (group[i] == g) {
+			v[m] = mean ? delta[i] / sqrt((double)size[i]) : delta[i];
+			w[m] = size[i];
+			idx[m++] = i;
+		}
+	double theta = by_params ? direct_by_parameters(v, w, m, q) : direct_quantile(v, m, q);
+	bool distinct = true;
+	uint32_t top = 0;
+	for (uint32_t j = 0; j < m; j++) {
+		want[idx[j]] = v[j] >= theta;
+		total += w[j];
+		below += v[j] < theta ? w[j] : 0;
+		largest = w[j] > largest ? w[j] : largest;
+		top = v[j] > v[top] ? j : top;
+		for (uint32_t k = j + 1; k < m; k++)
+			distinct = distinct && v[j] != v[k];
+	}
+	if (!by_params || !distinct)
+		return;
+	double off = fabs((double)below - q * (double)total);
+	ck_assert_msg(2 * off <= (double)largest ||
+			  (below + w[top] == total && off <= (double)w[top]),
+		      "group %u: %llu of %llu parameters below θ, q %g", g,
+		      (unsigned long long)below, (unsigned long long)total, q);
+	ck_assert(off <= (double)largest);
+}
+
+START_TEST(test_dp_fraction_by_parameters)
+{
+	static const char *const prefix[3] = {"encoder.", "decoder.", "head."};
+	static const char *const measures[2] = {"norm", "mean"};
+	static const char *const by[2] = {"tensors", "parameters"};
+	static const double qs[3] = {0.5, 0.3, 0.8};
+	struct fedrun_rng rng;
+	fedrun_rng_init(&rng, 11, FEDRUN_RNG_PLUGIN, 0, 0);
+	for (int trial = 0; trial < 40; trial++) {
+		uint32_t n = 3 + fedrun_rng_u32(&rng) % (WT - 3), group[WT];
+		uint64_t size[WT];
+		double delta[WT];
+		struct fedrun_layout l;
+		fedrun_layout_init(&l);
+		for (uint32_t i = 0; i < n; i++) {
+			char name[32];
+			group[i] = i < 3 ? i : fedrun_rng_u32(&rng) % 3;
+			snprintf(name, sizeof name, "%st%u", prefix[group[i]], i);
+			/* sizes from 1 to 40, and 1 to 400 for a quarter of them */
+			uint32_t big = fedrun_rng_u32(&rng) % 4 == 0;
+			size[i] = 1 + fedrun_rng_u32(&rng) % (big ? 400 : 40);
+			ck_assert_int_eq(fedrun_layout_add(&l, name, 1, &size[i]), 0);
+			/* every other trial from 5 values: ties */
+			delta[i] = (double)(1 + fedrun_rng_u32(&rng) % (trial % 2 ? 5 : 1000));
+		}
+		float *before = fedrun_arena_alloc(l.total), *after = fedrun_arena_alloc(l.total);
+		for (uint64_t i = 0; i < l.total; i++)
+			before[i] = after[i] = (float)(i % 7);
+		for (uint32_t i = 0; i < n; i++)
+			after[l.t[i].offset] -= (float)delta[i];
+		for (int k = 0; k < 2 * 2 * 3 * 2; k++) {
+			int mi = k / 12, bi = k / 6 % 2, qi = k / 2 % 3, greater = k % 2;
+			const char *name = greater ? "dp_greater" : "dp_less";
+			char text[160];
+			snprintf(
+			    text, sizeof text,
+			    RECV
+			    ", \"measure\": \"%s\", \"fraction_by\": \"%s\", \"quantile\": %g}",
+			    measures[mi], by[bi], qs[qi]);
+			uint8_t want[WT], mask[WT];
+			for (uint32_t g = 0; g < 3; g++)
+				want_group(g, n, group, size, delta, mi, bi, qs[qi], want);
+			struct fakehost fh;
+			fakehost_init(&fh, 1);
+			select_once(&fh, name, text, &l, before, after, mask);
+			for (uint32_t i = 0; i < n; i++)
+				ck_assert_msg(
+				    mask[i] == (greater ? want[i] : !want[i]),
+				    "trial %d, %s %s: tensor %u (size %llu, change %g): sent %u",
+				    trial, name, text, i, (unsigned long long)size[i], delta[i],
+				    mask[i]);
+			check_metrics(&fh, &l, 0, mask);
+		}
+		fedrun_arena_free(before);
+		fedrun_arena_free(after);
+		fedrun_layout_fini(&l);
+	}
+}
+END_TEST
+
+/* By hand: sizes 10, 20, 30, 40 with change norms 4, 3, 2, 1. Half the
+ * tensors (median 2.5) is the two of norms 3 and 4, 30 of 100 parameters;
+ * half the parameters (50) is nearest to the 40 below θ = 2 (the cuts are
+ * at 0, 40, 70 and 90), so dp_less sends the tensor of norm 1 alone and
+ * dp_greater the other 60 parameters. With norms 3, 4, 5, 5 measure "mean"
+ * gives 3/√10 = 0.95, 4/√20 = 0.89, 5/√30 = 0.91, 5/√40 = 0.79: the largest
+ * tensor lowest, so the median sends the first and third where the norm's
+ * sends the last two. */
+START_TEST(test_dp_fraction_examples)
+{
+	const uint64_t size[4] = {10, 20, 30, 40};
+	const double a[4] = {4, 3, 2, 1}, b[4] = {3, 4, 5, 5};
+	const struct {
+		const char *name, *config;
+		const double *norm;
+		const char *want;
+	} cases[] = {
+	    {"dp_greater", RECV "}", a, "1100"},
+	    {"dp_less", RECV "}", a, "0011"},
+	    {"dp_greater", RECV ", \"fraction_by\": \"parameters\"}", a, "1110"},
+	    {"dp_less", RECV ", \"fraction_by\": \"parameters\"}", a, "0001"},
+	    {"dp_greater", RECV ", \"fraction_by\": \"tensors\", \"measure\": \"norm\"}", a,
+	     "1100"},
+	    {"dp_greater", RECV "}", b, "0011"},
+	    {"dp_greater", RECV ", \"measure\": \"mean\"}", b, "1010"},
+	    {"dp_less", RECV ", \"measure\": \"mean\"}", b, "0101"},
+	    /* mean measures 0.95, 0.89, 0.91, 0.79: cuts at 0, 40 (below
+	     * 0.89), 60 (below 0.91), 90; 50 is as near to 40 as to 60, and
+	     * the lower cut wins the tie */
+	    {"dp_less", RECV ", \"measure\": \"mean\", \"fraction_by\": \"parameters\"}", b,
+	     "0001"},
+	    /* q 0.55: 55 is nearer to 60 */
+	    {"dp_less",
+	     RECV ", \"measure\": \"mean\", \"fraction_by\": \"parameters\", \"quantile\": 0.55}",
+	     b, "0101"},
+	    /* q 1: all but the tensor of the largest measure (the cut at 100
+	     * is not one a threshold among the measures gives) */
+	    {"dp_less", RECV ", \"fraction_by\": \"parameters\", \"quantile\": 1}", a, "0111"},
+	    {"dp_greater", RECV ", \"fraction_by\": \"parameters\", \"quantile\": 0}", a, "1111"},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct fakehost fh;
+		fakehost_init(&fh, 1);
+		struct fedrun_layout l;
+		fedrun_layout_init(&l);
+		for (int i = 0; i < 4; i++) {
+			char tn[8];
+			snprintf(tn, sizeof tn, "t%d", i);
+			ck_assert_int_eq(fedrun_layout_add(&l, tn, 1, &size[i]), 0);
+		}
+		float *before = fedrun_arena_alloc(l.total), *after = fedrun_arena_alloc(l.total);
+		for (int i = 0; i < 4; i++)
+			after[l.t[i].offset] = (float)cases[k].norm[i];
+		uint8_t mask[4];
+		select_once(&fh, cases[k].name, cases[k].config, &l, before, after, mask);
+		char got[5] = {0};
+		for (int i = 0; i < 4; i++)
+			got[i] = mask[i] ? '1' : '0';
+		ck_assert_msg(strcmp(got, cases[k].want) == 0, "%s %s: sent %s, expected %s",
+			      cases[k].name, cases[k].config, got, cases[k].want);
+		fedrun_arena_free(before);
+		fedrun_arena_free(after);
+		fedrun_layout_fini(&l);
+	}
 }
 END_TEST
 
@@ -903,6 +1131,8 @@ static Suite *selectors_suite(void)
 	tcase_add_test(tc, test_dp_complementary);
 	tcase_add_test(tc, test_dp_quantile_masks);
 	tcase_add_test(tc, test_dp_norm_l1);
+	tcase_add_test(tc, test_dp_fraction_by_parameters);
+	tcase_add_test(tc, test_dp_fraction_examples);
 	tcase_add_test(tc, test_quantile_function);
 	tcase_add_test(tc, test_groups);
 	tcase_add_test(tc, test_dp_reference_received);

@@ -138,6 +138,37 @@ double selgroups_quantile(double *v, uint32_t m, double q)
 	return theta < v[lo] ? v[lo] : theta > v[lo + 1] ? v[lo + 1] : theta;
 }
 
+static int cmp_weighted(const void *a, const void *b)
+{
+	double x = ((const struct selgroups_weighted *)a)->value;
+	double y = ((const struct selgroups_weighted *)b)->value;
+	return (x > y) - (x < y);
+}
+
+double selgroups_weighted_threshold(struct selgroups_weighted *v, uint32_t m, double q)
+{
+	qsort(v, m, sizeof *v, cmp_weighted);
+	uint64_t total = 0;
+	for (uint32_t j = 0; j < m; j++)
+		total += v[j].weight;
+	double target = q * (double)total, best = INFINITY;
+	uint64_t below = 0; /* C_j */
+	uint32_t k = 0;
+	for (uint32_t j = 0; j < m; j++) {
+		/* Within a run of equal values the weight below a threshold is
+		 * the same whatever the order qsort left them in. */
+		if (j == 0 || v[j - 1].value < v[j].value) {
+			double d = fabs((double)below - target);
+			if (d < best) {
+				best = d;
+				k = j;
+			}
+		}
+		below += v[j].weight;
+	}
+	return v[k].value;
+}
+
 int selgroups_report(const struct fedrun_host *host, const struct fedrun_layout *layout,
 		     uint32_t client, const uint8_t *mask)
 {

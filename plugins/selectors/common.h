@@ -34,6 +34,22 @@ void selgroups_fini(struct selgroups *g);
  * the two middle values for even m. */
 double selgroups_quantile(double *v, uint32_t m, double q);
 
+/* A tensor's change measure and its number of parameters. */
+struct selgroups_weighted {
+	double value;
+	uint64_t weight;
+};
+
+/* The threshold that puts the share of the parameters nearest to q below
+ * it: with v[0..m-1] (m >= 1) sorted ascending by value in place, W the
+ * total weight and C_j the weight of v[0..j-1], θ = v[k].value for the k in
+ * [0, m − 1] that minimises |C_k − q W| among the k where a threshold can
+ * fall (k = 0, or v[k−1].value < v[k].value), the smallest such k on ties.
+ * So the tensors below θ hold C_k parameters, within half a tensor of
+ * q W where no two values tie, and the tensor of the largest value is never
+ * below θ (as with selgroups_quantile's θ, at most the largest value). */
+double selgroups_weighted_threshold(struct selgroups_weighted *v, uint32_t m, double q);
+
 /* Records selector.sent, selector.params_sent and selector.saving for
  * `client` from `mask` through host->metric. */
 int selgroups_report(const struct fedrun_host *host, const struct fedrun_layout *layout,

@@ -3,7 +3,12 @@
  * A client sends the tensors whose change since its previous round,
  * ||w_r − w_{r−1}||, is at least (dp_greater) or below (dp_less) a threshold
  * θ set per group of tensors (encoder., decoder., the rest) at a quantile of
- * the group's norms: the median by default, so about half the tensors go. */
+ * the group's norms: the median by default, so about half the tensors go.
+ * Options beyond the paper's text: the measure may be the norm divided by
+ * the tensor's size (measure "mean"), and θ may be the quantile of the
+ * parameters rather than of the tensors (fraction_by "parameters"), so that
+ * about half the parameters go, the share the paper reports (sec. 5.4:
+ * 22,863,104 of 45,724,160 parameters pulled by DP_l). */
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -16,6 +21,8 @@
 enum { DP_REF_PREVIOUS, DP_REF_RECEIVED };
 enum { DP_NORM_L2, DP_NORM_L1 };
 enum { DP_FIRST_ALL, DP_FIRST_RECEIVED };
+enum { DP_MEASURE_NORM, DP_MEASURE_MEAN };
+enum { DP_BY_TENSORS, DP_BY_PARAMETERS };
 
 /* Checkpoints hold one model copy per client slot, so the table is bounded
  * well below what would make sense to checkpoint. */
@@ -24,7 +31,7 @@ enum { DP_FIRST_ALL, DP_FIRST_RECEIVED };
 
 struct dp_cfg {
 	double quantile;
-	int reference, norm, first;
+	int reference, norm, first, measure, fraction_by;
 	int64_t max_clients;
 	json_t *groups; /* read again by selgroups_init */
 };
@@ -35,6 +42,10 @@ static const struct fedrun_opt dp_spec[] = {
      "previous|received"},
     {"norm", FEDRUN_OPT_CHOICE, offsetof(struct dp_cfg, norm), 0, 0, 0, 0, "l2", "l2|l1"},
     {"first", FEDRUN_OPT_CHOICE, offsetof(struct dp_cfg, first), 0, 0, 0, 0, "all", "all|received"},
+    {"measure", FEDRUN_OPT_CHOICE, offsetof(struct dp_cfg, measure), 0, 0, 0, 0, "norm",
+     "norm|mean"},
+    {"fraction_by", FEDRUN_OPT_CHOICE, offsetof(struct dp_cfg, fraction_by), 0, 0, 0, 0, "tensors",
+     "tensors|parameters"},
     {"max_clients", FEDRUN_OPT_INT, offsetof(struct dp_cfg, max_clients), FEDRUN_OPT_OPTIONAL, 1,
      DP_MAX_CLIENTS, 0, NULL, NULL},
     {"groups", FEDRUN_OPT_ARRAY, offsetof(struct dp_cfg, groups), FEDRUN_OPT_OPTIONAL, 0, 0, 0,
@@ -47,7 +58,7 @@ struct dp {
 	const char *name; /* "dp_greater" or "dp_less" */
 	bool greater;	  /* eq. 2 (norm >= θ) rather than eq. 3 (norm < θ) */
 	double quantile;
-	int reference, norm, first;
+	int reference, norm, first, measure, fraction_by;
 	struct selgroups groups;
 	uint32_t n;	/* tensors */
 	uint64_t total; /* arena floats */
@@ -121,6 +132,8 @@ static int dp_create(const struct fedrun_host *host, json_t *config,
 	st->reference = cfg.reference;
 	st->norm = cfg.norm;
 	st->first = cfg.first;
+	st->measure = cfg.measure;
+	st->fraction_by = cfg.fraction_by;
 	st->n = layout->n;
 	st->total = layout->total;
 	if ((rc = selgroups_init(&st->groups, config, "selector", "groups", true, layout)) < 0)
@@ -175,31 +188,54 @@ static double dp_norm(int norm, uint64_t n, const float *a, const float *b)
 }
 
 /* The mask of eq. 2 (dp_greater) or eq. 3 (dp_less) with a threshold per
- * group at the configured quantile of the group's norms. */
+ * group: the configured quantile of the group's measures (fraction_by
+ * "tensors"), or the measure below which that share of the group's
+ * parameters lies (fraction_by "parameters"). The measure is the norm of
+ * the change, ||w_r − w_{r−1}||, or (measure "mean") that norm over
+ * numel^(1/p) for the p-norm: the root mean square of the change's entries
+ * for l2, their mean absolute value for l1. */
 static int dp_mask(const struct dp *st, const struct fedrun_layout *l, const float *ref,
 		   const float *after, uint8_t *mask)
 {
-	double *norm = malloc(2 * (size_t)(l->n ? l->n : 1) * sizeof *norm);
-	if (!norm)
+	size_t n = l->n ? l->n : 1;
+	double *norm = malloc(2 * n * sizeof *norm);
+	struct selgroups_weighted *wv = NULL;
+	if (norm && st->fraction_by == DP_BY_PARAMETERS)
+		wv = malloc(n * sizeof *wv);
+	if (!norm || (st->fraction_by == DP_BY_PARAMETERS && !wv)) {
+		free(norm);
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+	}
 	double *sorted = norm + l->n;
-	for (uint32_t i = 0; i < l->n; i++)
-		norm[i] =
-		    dp_norm(st->norm, l->t[i].numel, after + l->t[i].offset, ref + l->t[i].offset);
+	for (uint32_t i = 0; i < l->n; i++) {
+		uint64_t numel = l->t[i].numel;
+		norm[i] = dp_norm(st->norm, numel, after + l->t[i].offset, ref + l->t[i].offset);
+		if (st->measure == DP_MEASURE_MEAN && numel > 0)
+			norm[i] /= st->norm == DP_NORM_L2 ? sqrt((double)numel) : (double)numel;
+	}
 	const struct selgroups *g = &st->groups;
 	for (uint32_t k = 0; k < g->n; k++) {
 		const uint32_t *member = g->member + g->start[k];
 		uint32_t m = g->start[k + 1] - g->start[k];
 		if (m == 0)
 			continue;
-		for (uint32_t j = 0; j < m; j++)
-			sorted[j] = norm[member[j]];
-		double theta = selgroups_quantile(sorted, m, st->quantile);
+		double theta;
+		if (wv) {
+			for (uint32_t j = 0; j < m; j++)
+				wv[j] = (struct selgroups_weighted){norm[member[j]],
+								    l->t[member[j]].numel};
+			theta = selgroups_weighted_threshold(wv, m, st->quantile);
+		} else {
+			for (uint32_t j = 0; j < m; j++)
+				sorted[j] = norm[member[j]];
+			theta = selgroups_quantile(sorted, m, st->quantile);
+		}
 		for (uint32_t j = 0; j < m; j++) {
 			double v = norm[member[j]];
 			mask[member[j]] = st->greater ? v >= theta : v < theta;
 		}
 	}
+	free(wv);
 	free(norm);
 	return 0;
 }
