@@ -92,6 +92,14 @@ if "$FEDRUN" --help 2>&1 | grep -q "translate"; then
 	[ "$st" -eq 2 ] || { cat tr.err; die "--long refuse: exit $st, expected 2"; }
 	grep -q "line 1: transformer: a source of 300 tokens, more than the model's max_len (256)" tr.err ||
 		{ cat tr.err; die "--long refuse: no message naming the line"; }
+	# --long keep translates it whole, as evaluation does: no warning (a
+	# model that cut it would report its limit, and translate would warn).
+	# (That the translations are the evaluation's, to the bit, is checked
+	# by repro/passban2022's results.sh on every --quick run.)
+	"$FEDRUN" translate --long keep copy <long.txt >long.out 2>tr.err || { cat tr.err; die "--long keep failed"; }
+	[ ! -s tr.err ] || { cat tr.err; die "--long keep: a message"; }
+	[ "$(wc -l <long.out)" -eq 2 ] && [ "$(sed -n 2p long.out)" = "w1 w2" ] ||
+		die "--long keep: $(wc -l <long.out) lines, the second '$(sed -n 2p long.out)'"
 	translated=", fedrun translate copies"
 fi
 echo "transformer: copy task test BLEU $bleu chrF $chrf in $((t1 - t0)) s (wall, --threads 2);" \

@@ -83,7 +83,7 @@ printf 'a b c\r\nabcdefghij\n' >ok.txt
 expect_in 0 "" --max-line-bytes 10 run <ok.txt
 [ "$(cat out)" = "$(printf 'c b a\nabcdefghij')" ] || die "CRLF or a line of exactly --max-line-bytes: '$(cat out)'"
 expect 2 "--max-line-bytes: expected" --max-line-bytes 0 run
-expect 2 "--long: expected cut or refuse" --long maybe run
+expect 2 "--long: expected cut, refuse or keep" --long maybe run
 # An ABI 1.0 plugin (shorter ops table, garbage after it) runs, but cannot translate.
 sed "s#wordrev.so#wordrev10.so#; s#\"wordrev\"#\"wordrev10\"#" p.json >p10.json
 run_ok --allow-plugin-paths p10.json --set output.dir=r10

@@ -32,10 +32,11 @@ static void usage(FILE *fp)
 	      "      --max-len-a A       maximum length = A * source length + B\n"
 	      "      --max-len-b B\n"
 	      "      --batch N           sentences decoded at once\n"
-	      "      --long cut|refuse   a line of more source tokens than the model\n"
-	      "                          decodes (the transformer's max_len): translate\n"
-	      "                          its first tokens with a warning (cut, default)\n"
-	      "                          or stop with an error (refuse)\n"
+	      "      --long cut|refuse|keep  a line of more source tokens than the\n"
+	      "                          model decodes (the transformer's max_len):\n"
+	      "                          translate its first tokens with a warning (cut,\n"
+	      "                          default), stop with an error (refuse), or\n"
+	      "                          translate it whole, as evaluation does (keep)\n"
 	      "      --max-line-bytes N  refuse a line longer than N bytes (default\n"
 	      "                          1048576); memory stays bounded on any input\n"
 	      "  -t, --threads N         threads the model may use (default 1)\n"
@@ -113,11 +114,15 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'E': c->backend = optarg; break;
 		case 'M': bad = parse_num("--max-line-bytes", optarg, 1, 1 << 30, &c->max_line_bytes); break;
 		case 'G':
-			if (!strcmp(optarg, "cut") || !strcmp(optarg, "refuse")) {
-				c->long_src = optarg[0] == 'c' ? FEDRUN_LONG_CUT : FEDRUN_LONG_REFUSE;
+			if (!strcmp(optarg, "cut") || !strcmp(optarg, "refuse") ||
+			    !strcmp(optarg, "keep")) {
+				c->long_src = optarg[0] == 'c'	 ? FEDRUN_LONG_CUT
+					      : optarg[0] == 'r' ? FEDRUN_LONG_REFUSE
+								 : FEDRUN_LONG_KEEP;
 				break;
 			}
-			fprintf(stderr, "fedrun translate: --long: expected cut or refuse, got '%s'\n",
+			fprintf(stderr,
+				"fedrun translate: --long: expected cut, refuse or keep, got '%s'\n",
 				optarg);
 			return -1;
 		case 'h': usage(stdout); return 1;

@@ -298,7 +298,10 @@ struct fedrun_decode_opts {
 	/* ---- ABI 1.7: the op reads these only when `size` covers them. */
 	/* What to do with a source longer than the model decodes (the
 	 * transformer's max_len tokens): FEDRUN_LONG_CUT keeps its first
-	 * tokens, FEDRUN_LONG_REFUSE fails the call with FEDRUN_EINVAL. */
+	 * tokens, FEDRUN_LONG_REFUSE fails the call with FEDRUN_EINVAL,
+	 * FEDRUN_LONG_KEEP decodes it whole, as the model's evaluation does
+	 * (a model that does so sets *max_src to 0; one that does not know
+	 * the value cuts, and says so through *max_src). */
 	uint32_t long_src;
 	/* Outputs, each NULL or set by the op: src_tokens[i] the tokens of
 	 * source i as the model reads it (before any cut; n entries, set for
@@ -308,7 +311,7 @@ struct fedrun_decode_opts {
 	uint32_t *src_tokens;
 	uint32_t *max_src;
 };
-enum fedrun_long_src { FEDRUN_LONG_CUT = 0, FEDRUN_LONG_REFUSE = 1 };
+enum fedrun_long_src { FEDRUN_LONG_CUT = 0, FEDRUN_LONG_REFUSE = 1, FEDRUN_LONG_KEEP = 2 };
 
 /* ABI 1.9: what a language model's score op measures on new text. */
 struct fedrun_lm_score {

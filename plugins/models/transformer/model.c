@@ -307,15 +307,18 @@ static int translate(struct tfm_model *m, void *worker, const float *params, con
 		rc = tfm_tok_encode(m->tok, src[i], strlen(src[i]), &ids[i], &len[i]);
 	/* Sources past max_len (the longest the model was trained on) are cut
 	 * or refused: attention's cost grows with the square of the length,
-	 * and the model has never seen such positions. */
+	 * and the model has never seen such positions. FEDRUN_LONG_KEEP
+	 * decodes them whole, as evaluation does (tfm_split_bleu), so that a
+	 * test set's translations are those its BLEU was computed on. */
 	const bool v17 = opts && opts->size >= offsetof(struct fedrun_decode_opts, max_src) +
 						   sizeof opts->max_src;
+	const bool keep = v17 && opts->long_src == FEDRUN_LONG_KEEP;
 	if (rc == 0 && v17 && opts->max_src)
-		*opts->max_src = m->max_len;
+		*opts->max_src = keep ? 0 : m->max_len;
 	for (uint32_t i = 0; i < n && rc == 0; i++) {
 		if (v17 && opts->src_tokens)
 			opts->src_tokens[i] = len[i];
-		if (len[i] <= m->max_len)
+		if (len[i] <= m->max_len || keep)
 			continue;
 		if (v17 && opts->long_src == FEDRUN_LONG_REFUSE) {
 			for (uint32_t j = i + 1; opts->src_tokens && j < n; j++)
