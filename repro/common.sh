@@ -210,3 +210,65 @@ t_interval() {
 		printf "%.6f %.6f %.6f %d\n", m, m - h, m + h, n
 	}'
 }
+
+# Paired bootstrap resampling of a test set (sacreBLEU's --paired-bs, as
+# fedrun bleu computes it): bs_n resamples from seed bs_seed (sacreBLEU's
+# defaults); the 95% interval of the difference A - B decides a goal.
+bs_n=1000 bs_seed=12345
+
+# paired_bs OUT REF HYP_A HYP_B [fedrun bleu options]: fedrun bleu
+# --paired-bs of system A against B into OUT, its -b lines ("bleu|chrf A B
+# DIFF LO HI MEAN A_LO A_HI B_LO B_HI BETTER", two decimals); dies when
+# fedrun bleu fails.
+paired_bs() {
+	_o=$1 _r=$2 _a=$3 _b=$4
+	shift 4
+	find_fedrun
+	"$FEDRUN" bleu --paired-bs --paired-bs-n "$bs_n" --bs-seed "$bs_seed" "$@" -b -w 2 \
+		"$_r" "$_a" "$_b" >"$_o" || die "fedrun bleu --paired-bs $_r $_a $_b failed"
+}
+
+# judge TEXT KIND MARGIN A B WHY COPY BS NOBS: a goal's line, "TEXT:
+# **VERDICT** (the numbers)", for the claim that system A (test BLEU A)
+# is above system B (BLEU B): KIND higher (reproduced when the 95%
+# interval of A - B in BS, paired_bs's output, is above 0, contradicted
+# when below, inconclusive when it holds 0) or close (A competitive with
+# B: reproduced when the interval's lower end is above -MARGIN,
+# contradicted when its upper end is below -MARGIN, inconclusive
+# otherwise). chrF's interval is given beside; BLEU decides. BS empty
+# (/dev/null): inconclusive, "NOBS: no interval". WHY ("" or reasons, each
+# after "; "): **not judged** for those reasons, the numbers still given;
+# COPY, copying the source's BLEU on the same test set (or ""), adds one:
+# both systems below it did not learn to translate.
+judge() {
+	_why=$6
+	if [ -n "$7" ] && awk -v a="$4" -v b="$5" -v c="$7" 'BEGIN { exit !(a + 0 < c + 0 && b + 0 < c + 0) }'; then
+		_why="$_why; below copying the source: the systems did not learn to translate; copying the source scores test BLEU $7"
+	fi
+	awk -F'\t' -v t="$1" -v k="$2" -v mg="$3" -v a="$4" -v b="$5" -v why="${_why#; }" \
+		-v nobs="$9" -v n="$bs_n" '
+	function signed(x) { return (x ~ /^-/) ? x : "+" x }
+	$1 == "bleu" { bl = $5; bh = $6; bd = $4; better = $12; got = 1 }
+	$1 == "chrf" { cf = sprintf("; chrF %s against %s, difference %s, 95%% interval [%s, %s]", $2, $3, signed($4), $5, $6) }
+	END {
+		if (!got) {
+			# (no interval: the difference of the two scores, which have two decimals)
+			d = sprintf("test BLEU %s against %s, difference %+.2f", a, b, sprintf("%.2f", a - b) + 0)
+			if (why != "")
+				printf "%s: **not judged** (%s; %s)\n", t, why, d
+			else
+				printf "%s: **inconclusive** (%s: no interval; %s)\n", t, nobs, d
+			exit 0
+		}
+		m = sprintf("test BLEU %s against %s, difference %s, 95%% interval [%s, %s]%s; paired bootstrap, %d resamples", a, b, signed(bd), bl, bh, cf, n)
+		if (why != "") {
+			printf "%s: **not judged** (%s; %s)\n", t, why, m
+			exit 0
+		}
+		if (k == "close")
+			w = (bl + 0 > -mg) ? "reproduced" : (bh + 0 < -mg) ? "contradicted" : "inconclusive"
+		else
+			w = (better == "A") ? "reproduced" : (better == "B") ? "contradicted" : "inconclusive"
+		printf "%s: **%s** (%s)\n", t, w, m
+	}' "$8"
+}

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # repro/common.sh's command line of every repro/*/run.sh: parse_args (values,
 # flags, the script's extra_arg, a missing value, an unknown argument, the
-# --help text), want and check_only.
+# --help text), want and check_only; judge's verdicts.
 set -eu
 top=$(cd "${top_srcdir:-.}" && pwd)
 tmp=$(mktemp -d)
@@ -80,4 +80,30 @@ grep -q -- "--only: unknown stage q9 (stages: q1 q2 q3)" err || fail "check_only
 	fail "t_interval 0 2: $(printf '0\n2\n' | t_interval)"
 [ "$(echo -2.5 | t_interval)" = "-2.500000 - - 1" ] || fail "t_interval -2.5: $(echo -2.5 | t_interval)"
 [ -z "$(t_interval </dev/null)" ] || fail "t_interval of nothing: $(t_interval </dev/null)"
-echo "repro/common.sh: parse_args, want, check_only and t_interval behave"
+
+# judge: the verdict from paired_bs's -b lines (written here: fields METRIC
+# A B DIFF LO HI MEAN A_LO A_HI B_LO B_HI BETTER), at each side of its bounds.
+bs() { # LO HI BETTER
+	printf 'bleu\t30.00\t29.00\t1.00\t%s\t%s\t1.00\t0\t0\t0\t0\t%s\n' "$1" "$2" "$3" >bs.tsv
+	printf 'chrf\t50.00\t49.00\t1.00\t0.10\t1.90\t1.00\t0\t0\t0\t0\tA\n' >>bs.tsv
+}
+verdict() { # KIND MARGIN WHY COPY [BS]
+	judge "- t" "$1" "$2" 30.00 29.00 "$3" "$4" "${5:-bs.tsv}" "not kept" | sed 's/^- t: \*\*\([a-z ]*\)\*\*.*/\1/'
+}
+bs 0.20 1.80 A
+[ "$(verdict higher 0 "" "")" = reproduced ] || fail "judge: A above B with [0.20, 1.80]: $(verdict higher 0 "" "")"
+bs -2.50 -0.20 B
+[ "$(verdict higher 0 "" "")" = contradicted ] || fail "judge: [-2.50, -0.20] is not contradicted"
+[ "$(verdict close 1.5 "" "")" = inconclusive ] || fail "judge: within 1.5 with [-2.50, -0.20] is not inconclusive"
+bs -1.40 0.30 neither
+[ "$(verdict higher 0 "" "")" = inconclusive ] || fail "judge: [-1.40, 0.30] is not inconclusive"
+[ "$(verdict close 1.5 "" "")" = reproduced ] || fail "judge: within 1.5 with [-1.40, 0.30] is not reproduced"
+bs -3.00 -1.60 B
+[ "$(verdict close 1.5 "" "")" = contradicted ] || fail "judge: within 1.5 with [-3.00, -1.60] is not contradicted"
+[ "$(verdict higher 0 "BLEU 0" "")" = "not judged" ] || fail "judge: a reason not to judge is ignored"
+[ "$(verdict higher 0 "" 31)" = "not judged" ] || fail "judge: both below copying the source (31) is judged"
+[ "$(verdict higher 0 "" 29.5)" = contradicted ] || fail "judge: one above copying the source (29.5) is not judged"
+[ "$(verdict higher 0 "" "" /dev/null)" = inconclusive ] || fail "judge: no interval is not inconclusive"
+judge "- t" higher 0 30.00 29.00 "" "" /dev/null "not kept" | grep -q '^- t: \*\*inconclusive\*\* (not kept: no interval; test BLEU 30.00 against 29.00, difference +1.00)$' ||
+	fail "judge without an interval: $(judge "- t" higher 0 30.00 29.00 "" "" /dev/null "not kept")"
+echo "repro/common.sh: parse_args, want, check_only, t_interval and judge behave"

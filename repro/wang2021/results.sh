@@ -45,11 +45,9 @@ quick=0 rounds=4 pairs="de zh_CN" splits="dev test" vocabmode=federated run_date
 . "$out/settings"
 work=$(mktemp -d "${TMPDIR:-/tmp}/wang2021-results.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# The goals: paired bootstrap resampling of the test set (sacreBLEU's
-# --paired-bs, fedrun bleu's), bs_n resamples from seed bs_seed (sacreBLEU's
-# defaults); the 95% interval of the difference decides. margin: the
-# equivalence margin of a "competitive with" claim, in BLEU points.
-bs_n=1000 bs_seed=12345
+# The goals: paired bootstrap resampling of the test set (common.sh's
+# paired_bs and judge); margin: the equivalence margin of a "competitive
+# with" claim, in BLEU points.
 margin=1.0
 
 # raw PATH: OUT/PATH, or collect.sh's OUT/PATH.gz unpacked into $work;
@@ -144,9 +142,7 @@ copy_cell() {
 paired() {
 	_ref=$(raw "data-$1/joint/test.$1") _ha=$(hyp_of "$1-$2" test) _hb=$(hyp_of "$1-$3" test)
 	[ -n "$_ref" ] && [ -n "$_ha" ] && [ -n "$_hb" ] || return 1
-	find_fedrun
-	"$FEDRUN" bleu --paired-bs --paired-bs-n "$bs_n" --bs-seed "$bs_seed" -l -b -w 2 \
-		"$_ref" "$_ha" "$_hb" >"$work/bs" || die "fedrun bleu --paired-bs $_ref $_ha $_hb failed"
+	paired_bs "$work/bs" "$_ref" "$_ha" "$_hb" -l
 }
 
 # row LABEL STAGE: "| LABEL | [dev BLEU (chrF) |] test BLEU (chrF) |" for
@@ -366,43 +362,15 @@ goal() {
 		_why="$_why; BLEU 0.00 for both"
 	fi
 	[ "$quick" = 0 ] || _why="$_why; a --quick run, whose numbers mean nothing"
-	if [ -e "$work/copy-$_p-test" ]; then
-		_cb=$(awk '{ print $1 }' "$work/copy-$_p-test")
-		if awk -v a="$_ba" -v b="$_bb" -v c="$_cb" 'BEGIN { exit !(a + 0 < c + 0 && b + 0 < c + 0) }'; then
-			_why="$_why; below copying the source: the systems did not learn to translate; copying the source scores test BLEU $_cb"
-		fi
-	fi
+	_cb=
+	[ ! -e "$work/copy-$_p-test" ] || _cb=$(awk '{ print $1 }' "$work/copy-$_p-test")
 	if paired "$_p" "$4" "$5"; then
 		_bs=$work/bs
 	else
 		_bs=/dev/null
 	fi
-	awk -F'\t' -v a="$_ba" -v b="$_bb" -v k="$_kind" -v mg="$margin" -v why="${_why#; }" -v n="$bs_n" \
-		-v t="- en-$_p: $_text" '
-	function signed(x) { return (x ~ /^-/) ? x : "+" x }
-	$1 == "bleu" { bl = $5; bh = $6; bd = $4; better = $12; got = 1 }
-	$1 == "chrf" { cf = sprintf("; chrF %s against %s, difference %s, 95%% interval [%s, %s]", $2, $3, signed($4), $5, $6) }
-	END {
-		if (!got) {
-			# (no interval: the difference of the two scores, which have two decimals)
-			d = sprintf("test BLEU %s against %s, difference %+.2f", a, b, sprintf("%.2f", a - b) + 0)
-			if (why != "")
-				printf "%s: **not judged** (%s; %s)\n", t, why, d
-			else
-				printf "%s: **inconclusive** (no references committed: no interval; %s)\n", t, d
-			exit 0
-		}
-		m = sprintf("test BLEU %s against %s, difference %s, 95%% interval [%s, %s]%s; paired bootstrap, %d resamples", a, b, signed(bd), bl, bh, cf, n)
-		if (why != "") {
-			printf "%s: **not judged** (%s; %s)\n", t, why, m
-			exit 0
-		}
-		if (k == "close")
-			w = (bl + 0 > -mg) ? "reproduced" : (bh + 0 < -mg) ? "contradicted" : "inconclusive"
-		else
-			w = (better == "A") ? "reproduced" : (better == "B") ? "contradicted" : "inconclusive"
-		printf "%s: **%s** (%s)\n", t, w, m
-	}' "$_bs"
+	judge "- en-$_p: $_text" "$_kind" "$margin" "$_ba" "$_bb" "$_why" "$_cb" "$_bs" \
+		"no references committed"
 }
 
 {
