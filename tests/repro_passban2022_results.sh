@@ -4,9 +4,12 @@
 # recomputes: results.md and table*.tsv are what results.sh makes of the
 # runs' metrics/*.csv.gz and matrices/*.tsv, settings, times.tsv and
 # overlap.tsv there; check-results.sh fails when one number changes, in
-# results.md or in a raw file; and the goal code says "not judged" on
-# figures that mean nothing (every BLEU 0, as in a --quick run, or a run
-# whose validation loss did not fall).
+# results.md or in a raw file; the goal code says "not judged" on figures
+# that mean nothing (every BLEU 0, as in a --quick run, or a run whose
+# validation loss did not fall); and, on translations and test sets added
+# to a copy of the committed results (which kept none), results.sh gives
+# the copy baseline and the paired bootstrap intervals, and check-results.sh
+# fails when a kept translation or an interval changes.
 # shellcheck source=tests/checks.sh
 . "${srcdir:-.}/tests/checks.sh"
 check=${srcdir:-.}/repro/passban2022/check-results.sh
@@ -22,7 +25,7 @@ check "... fails check-results.sh" fails "$check" "$tmp/a/results.md"
 
 cp -R "$tmp/r" "$tmp/b"
 check "a goal's verdict in results.md changed" \
-	perturb "$tmp/b/results.md" 's/^  \*\*missed\*\* (server 23\.44,/  **met** (server 23.44,/'
+	perturb "$tmp/b/results.md" 's/pooled: \*\*inconclusive\*\* (translations not kept: no interval; test BLEU 23\.44 /pooled: **reproduced** (translations not kept: no interval; test BLEU 23.44 /'
 check "... fails check-results.sh" fails "$check" "$tmp/b/results.md"
 
 cp -R "$tmp/r" "$tmp/c"
@@ -58,8 +61,11 @@ zero_bleu() {
 check "every BLEU of the matrices set to 0" zero_bleu
 check "results.sh on all-zero BLEU" env PASSBAN2022_FIGURES=0 "$results" "$tmp/z" "$tmp/z" >/dev/null
 check "... judges no goal: four \"not judged\", for BLEU 0" \
-	test "$(grep -c '\*\*not judged\*\* (BLEU 0\.00 on every domain for ' "$tmp/z/results.md")" -eq 4
-check "... and no \"met (gap 0.00)\"" fails grep -q 'gap 0\.00' "$tmp/z/results.md"
+	test "$(grep -c '^- .*\*\*not judged\*\* (BLEU 0\.00 on every domain for ' "$tmp/z/results.md")" -eq 4
+check "... nor any domain" \
+	test "$(grep -c '^  - .*\*\*not judged\*\* (BLEU 0\.00 on every domain for ' "$tmp/z/results.md")" -eq 10
+check "... and no \"reproduced\" or \"contradicted\"" \
+	fails grep -q '^ *- .*\*\*\(reproduced\|contradicted\)\*\*' "$tmp/z/results.md"
 check "... and check-results.sh takes it" "$check" "$tmp/z/results.md"
 
 cp -R "$tmp/r" "$tmp/y"
@@ -67,6 +73,54 @@ check "the federated server's last validation loss raised above round 0's" \
 	perturb "$tmp/y/metrics/federated.csv.gz" 's/^5,,valid,loss,,3\.6763789219830141,/5,,valid,loss,,4.5,/'
 check "results.sh on a run that did not learn" env PASSBAN2022_FIGURES=0 "$results" "$tmp/y" "$tmp/y2" >/dev/null
 check "... judges no goal: four \"not judged\", did not learn" \
-	test "$(grep -c '\*\*not judged\*\* (did not learn: federated \[' "$tmp/y2/results.md")" -eq 4
+	test "$(grep -c '^- .*\*\*not judged\*\* (did not learn: federated \[' "$tmp/y2/results.md")" -eq 4
 check "... fails check-results.sh on the committed results.md" fails "$check" "$tmp/y/results.md"
+
+# Kept translations, made up: each domain's test set of 60 sentences (the
+# sources are the references' words in reverse order, so copying scores
+# little), and the translations of the models the goals compare, each the
+# references with some words replaced, more for a worse model (a share
+# per model, the words chosen by position). The matrices' BLEU are not
+# those of these translations: results.md says so.
+cp -R "$tmp/r" "$tmp/k"
+fixture() {
+	mkdir -p "$tmp/k/test" || return 1
+	n=0
+	for d in cli git packaging gnome office; do
+		n=$((n + 1))
+		awk -v d=$n 'BEGIN { for (i = 1; i <= 60; i++) { l = ""
+			for (k = 1; k <= 6 + i % 5; k++) l = l (k > 1 ? " " : "") "w" (i * 7 + k * d) % 53
+			print l } }' >"$tmp/k/ref" || return 1
+		gzip -nc "$tmp/k/ref" >"$tmp/k/test/$d.de.gz"
+		awk '{ l = $NF; for (k = NF - 1; k >= 1; k--) l = l " " $k; print l }' "$tmp/k/ref" |
+			gzip -n >"$tmp/k/test/$d.en.gz"
+		for m in federated/server:30 combined/server:20 alone/server:60 federated/$d:10 \
+			dp-less/server:50 dp-greater/server:40; do
+			mkdir -p "$tmp/k/hyps/${m%:*}"
+			awk -v q=${m#*:} '{ for (k = 1; k <= NF; k++) if ((NR * 31 + k * 17) % 100 < q) $k = "x"; print }' \
+				"$tmp/k/ref" | gzip -n >"$tmp/k/hyps/${m%:*}/$d.txt.gz"
+		done
+	done
+	rm "$tmp/k/ref"
+}
+check "test sets and translations added to the results" fixture
+check "results.sh on kept translations" env PASSBAN2022_FIGURES=0 "$results" "$tmp/k" >/dev/null
+check "... gives the copy baseline in every table" \
+	test "$(grep -Ec '^\| copy the source( \| [0-9]+\.[0-9] \([0-9]+\.[0-9]\)){6} \|$' "$tmp/k/results.md")" -eq 5
+check "... and 12 intervals, 1000 resamples each" \
+	test "$(grep -c '95% interval \[.*; paired bootstrap, 1000 resamples' "$tmp/k/results.md")" -eq 12
+check "... says the translations do not give the matrices' BLEU" \
+	grep -q '^`fedrun bleu`, these do not give the BLEU of their eval matrix: alone/server on cli (' "$tmp/k/results.md"
+check "... and check-results.sh takes it" "$check" "$tmp/k/results.md"
+cp -R "$tmp/k" "$tmp/k1"
+check "a word added to a kept translation" \
+	perturb "$tmp/k1/hyps/federated/server/git.txt.gz" '3s/$/ w1/'
+check "... fails check-results.sh" fails "$check" "$tmp/k1/results.md"
+cp -R "$tmp/k" "$tmp/k2"
+check "an interval in results.md changed" \
+	perturb "$tmp/k2/results.md" '/^  - gnome: /s/95% interval \[\([-0-9.]*\), /95% interval [\1 0, /'
+check "... fails check-results.sh" fails "$check" "$tmp/k2/results.md"
+cp -R "$tmp/k" "$tmp/k3"
+check "a reference of the test set changed" perturb "$tmp/k3/test/office.de.gz" '5s/^w[0-9]* /y /'
+check "... fails check-results.sh" fails "$check" "$tmp/k3/results.md"
 checks_done repro_passban2022_results

@@ -7,7 +7,13 @@
 # repro/passban2022/results: its metrics/RUN.csv.gz (a run's metrics.csv)
 # and matrices/RUN.tsv (its eval_matrix.tsv). Either way it reads only the
 # runs' metrics and eval matrices (and .complete, and log.txt where there
-# is one), OUT/settings, OUT/times.tsv and OUT/overlap.tsv.
+# is one), OUT/settings, OUT/times.tsv and OUT/overlap.tsv, and, for the
+# row "copy the source" and the goals' paired bootstrap, the test sets
+# (OUT/data/DOMAIN/test.{en,de}; collected: test/DOMAIN.{en,de}.gz) and
+# the translations run.sh kept (RUN/hyps/MODEL/DOMAIN.txt.gz; collected:
+# hyps/RUN/MODEL/DOMAIN.txt.gz), scored with fedrun bleu. Where those were
+# not kept (runs made before run.sh kept them) the row and the intervals
+# say "not kept".
 #
 # Usage: repro/passban2022/results.sh OUT [DEST]
 #   DEST: where to write (default OUT); check-results.sh writes into a
@@ -30,7 +36,7 @@ out=$(cd "$1" && pwd)
 dest=${2:-$out}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
-quick=0 steps=200 optim=1 date='' fedrun_version='' cores=''
+quick=0 steps=200 optim=1 matched=0 seeds=1 date='' fedrun_version='' cores=''
 # shellcheck disable=SC1091
 [ -e "$out/settings" ] && . "$out/settings"
 # A collected results directory: no run directories, the runs' files
@@ -53,11 +59,88 @@ matrix_of() {
 	if [ $collected = 1 ]; then echo "$out/matrices/$1.tsv"; else echo "$out/$1/eval_matrix.tsv"; fi
 }
 done_ generic || die "$out/generic: not complete (run run.sh)"
+work=$(mktemp -d "${TMPDIR:-/tmp}/passban2022-results.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# The test sets and the kept translations. DOMAIN may be "pooled": the five
+# domains' files concatenated in the order of $domains (nothing unless all
+# five are there).
+# unpack FILE.gz: FILE.gz unpacked into $work (once), its path
+unpack() {
+	local w
+	w=$work/$(echo "${1#"$out"/}" | tr / _)
+	w=${w%.gz}
+	[ -e "$w" ] || gzip -dc "$1" >"$w" || die "$1: cannot unpack"
+	echo "$w"
+}
+# pooled NAME FILE-COMMAND ARGS...: $work/NAME, the five domains' files
+# (FILE-COMMAND ARGS... DOMAIN gives each) concatenated; nothing when one
+# is missing
+pooled() {
+	local name=$1 d f
+	shift
+	if [ ! -e "$work/$name" ]; then
+		: >"$work/$name.tmp"
+		for d in $domains; do
+			f=$("$@" "$d")
+			[ -n "$f" ] || { rm -f "$work/$name.tmp"; return 0; }
+			cat "$f" >>"$work/$name.tmp"
+		done
+		mv "$work/$name.tmp" "$work/$name"
+	fi
+	echo "$work/$name"
+}
+# test_of LANG DOMAIN: the domain's test sources (en) or references (de)
+test_of() {
+	if [ "$2" = pooled ]; then
+		pooled "test-pooled.$1" test_of "$1"
+	elif [ $collected = 1 ]; then
+		[ ! -e "$out/test/$2.$1.gz" ] || unpack "$out/test/$2.$1.gz"
+	else
+		[ ! -e "$out/data/$2/test.$1" ] || echo "$out/data/$2/test.$1"
+	fi
+	return 0
+}
+# hyp_of RUN MODEL DOMAIN: the translations of the domain's test set by
+# MODEL (a row of RUN's eval matrix: server or a client's name)
+hyp_of() {
+	local h
+	if [ "$3" = pooled ]; then
+		pooled "hyp-$1-$2-pooled" hyp_of "$1" "$2"
+		return 0
+	fi
+	if [ $collected = 1 ]; then
+		h=$out/hyps/$1/$2/$3.txt.gz
+	else
+		[ -e "$out/$1/hyps/.complete" ] || return 0
+		h=$out/$1/hyps/$2/$3.txt.gz
+	fi
+	[ ! -e "$h" ] || unpack "$h"
+	return 0
+}
+# copy_of DOMAIN: "BLEU CHRF" of the English sources scored as their own
+# translations, as the eval matrix scores (cased): what a model that
+# copies its input gets (gettext strings keep names, options and
+# placeholders); nothing when the test set is not at hand.
+copy_of() {
+	local src ref
+	if [ ! -e "$work/copy-$1" ]; then
+		src=$(test_of en "$1") ref=$(test_of de "$1")
+		[ -n "$src" ] && [ -n "$ref" ] || return 0
+		find_fedrun
+		"$FEDRUN" bleu -b -w 2 "$ref" "$src" | paste -s -d ' ' >"$work/copy-$1" ||
+			die "fedrun bleu $ref $src failed"
+	fi
+	cat "$work/copy-$1"
+}
 # The optimizer table's stages run only with run.sh --optim (settings
 # optim=1; runs made before the option had them in the default).
 missing="" optim_skipped=""
+# run.sh --matched's stages (settings matched=1) are rows of Table 6.
+matched_stages=""
+[ "$matched" = 0 ] || matched_stages="dp-greater-matched dp-less-matched"
 for r in alone combined chained-5 federated rounds10 rounds50 dp-greater dp-less random \
-	reset continue client-clock; do
+	$matched_stages reset continue client-clock; do
 	done_ $r && continue
 	case $optim:$r in
 	0:reset | 0:continue | 0:client-clock) optim_skipped="$optim_skipped $r" ;;
@@ -93,7 +176,7 @@ md_rows() {
 	{
 		line = "| " b[1]
 		for (i = 2; i <= n; i++)
-			line = line (b[i] == "-" ? " | not run" : sprintf(" | %.1f (%.1f)", b[i], $i))
+			line = line (b[i] == "-" ? " | not run" : b[i] == "x" ? " | not kept" : sprintf(" | %.1f (%.1f)", b[i], $i))
 		print line " |"
 	}'
 }
@@ -103,6 +186,20 @@ header() {
 	printf ' mean |\n|---|'
 	for d in $domains; do printf -- '---:|'; done
 	printf -- '---:|\n'
+}
+# copy_rows: the bleu and chrf lines of the row "copy the source" ("x",
+# not kept, where the test set is not at hand)
+copy_rows() {
+	local k d c
+	for k in 1 2; do
+		printf 'copy the source'
+		for d in $domains; do
+			c=$(copy_of "$d")
+			if [ -z "$c" ]; then printf '\tx'; else echo "$c" | awk -v k=$k '{ printf "\t%s", $k }'; fi
+		done
+		printf '\n'
+	done | awk -F'\t' -v OFS='\t' '{ s = 0; for (i = 2; i <= NF; i++) { if ($i == "x") s = "x"; else if (s != "x") s += $i }
+		print $0, (s == "x") ? "x" : sprintf("%.2f", s / (NF - 1)) }'
 }
 # rows SPEC...: SPEC is RUN:MODEL:LABEL; prints bleu and chrf lines
 rows() {
@@ -120,17 +217,23 @@ t4_specs="federated:server:server (= each client after the last push)"
 for d in $domains; do t4_specs="$t4_specs federated:$d:client $d fine-tuned after the last round"; done
 t5_specs="federated:server:5 rounds rounds10:server:10 rounds rounds50:server:50 rounds"
 t6_specs="federated:server:all dp-greater:server:dp_greater dp-less:server:dp_less random:server:random"
+[ "$matched" = 0 ] || t6_specs="$t6_specs dp-greater-matched:server:dp_greater, half the parameters dp-less-matched:server:dp_less, half the parameters"
 ta_specs="federated:server:keep, global clock (Table 4) reset:server:reset, global clock continue:server:continue, global clock client-clock:server:reset, each client's own clock (the old defaults)"
 
 # The specs hold spaces in labels: split on the RUN:MODEL: prefixes.
 specs() { echo "$1" | sed 's/ \([a-z0-9-]*:[a-z]*:\)/\n\1/g'; }
-rows_of() { specs "$1" | while IFS= read -r s; do rows "$s"; done; }
+rows_of() {
+	copy_rows
+	specs "$1" | while IFS= read -r s; do rows "$s"; done
+}
 tsv_of() {
 	f=$1
 	{
 		printf 'model'
 		for d in $domains; do printf '\t%s' "$d"; done
 		printf '\tmean\n'
+		# the copy baseline first, where the test sets are at hand
+		copy_rows | sed -n 1p | grep -v '	x' || :
 		specs "$2" | while IFS= read -r s; do
 			run=${s%%:*} rest=${s#*:}
 			matrix bleu "$run" "${rest%%:*}" "${rest#*:}"
@@ -192,9 +295,10 @@ traffic() { # RUN -> "tensors<TAB>params<TAB>bytes"
 traffic_rows=""
 if done_ federated; then
 	ta=$(traffic federated)
-	for s in federated:all dp-greater:dp_greater dp-less:dp_less random:random; do
-		done_ ${s%%:*} || continue
-		tr=$(traffic ${s%%:*})
+	for s in federated:all dp-greater:dp_greater dp-less:dp_less random:random \
+		"dp-greater-matched:dp_greater, half the parameters" "dp-less-matched:dp_less, half the parameters"; do
+		done_ "${s%%:*}" || continue
+		tr=$(traffic "${s%%:*}")
 		traffic_rows=$traffic_rows$(printf '%s\t%s\t%s' "${s#*:}" "$tr" "$ta")$'\n'
 	done
 fi
@@ -204,37 +308,12 @@ mean_of() { awk -F'\t' -v l="$2" '$1 == l { print $NF }' "$1"; }
 cell_of() { # FILE LABEL DOMAIN
 	awk -F'\t' -v l="$2" -v d="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } $1 == l { print $(c[d]) }' "$1"
 }
-fed_mean=$(mean_of "$dest/table4.tsv" "server (= each client after the last push)")
-comb_mean=$(mean_of "$dest/table2.tsv" "data combination")
-gap=$(awk -v a="$fed_mean" -v b="$comb_mean" 'BEGIN { printf "%.2f", b - a }')
-goal1=$(awk -v g="$gap" 'BEGIN { print (g <= 1.5) ? "met" : "missed" }')
-# beats FILE_A LABEL_A FILE_B LABEL_B: "COUNT<TAB>DOMAINS WHERE NOT" over the
-# five domains, where row A's BLEU is above row B's; LABEL_A may hold @ for
-# the domain.
-beats() {
-	n=0 not=""
-	for d in $domains; do
-		a=$(cell_of "$1" "$(echo "$2" | sed "s/@/$d/")" $d)
-		b=$(cell_of "$3" "$4" $d)
-		if awk -v a="$a" -v b="$b" 'BEGIN { exit !(a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a + 0 > b + 0) }'; then n=$((n + 1)); else not="$not $d ($a vs $b)"; fi
-	done
-	printf '%s\t%s\n' $n "$not"
-}
 server="server (= each client after the last push)"
-r=$(beats "$dest/table4.tsv" "$server" "$dest/table2.tsv" generic)
-above=${r%%	*} below=${r#*	}
-r=$(beats "$dest/table4.tsv" "client @ fine-tuned after the last round" "$dest/table4.tsv" "$server")
-ftwins=${r%%	*} ftloses=${r#*	}
-all_m=$(mean_of "$dest/table6.tsv" all)
-dpg_m=$(mean_of "$dest/table6.tsv" dp_greater)
-dpl_m=$(mean_of "$dest/table6.tsv" dp_less)
-dp_goal=$(awk -v a="$all_m" -v g="$dpg_m" -v l="$dpl_m" 'BEGIN { print (a - l < a - g) ? "met" : "missed" }')
-# The goals as lines of results.md; "not measured" where a stage is missing.
-nm() { # STAGE...: the ones not complete, or nothing
-	local m="" x
-	for x in "$@"; do done_ "$x" || m="$m $x"; done
-	[ -z "$m" ] || echo "**not measured** (not run:$m)"
-}
+# The goals: the issue's claims, each judged by paired bootstrap resampling
+# of the test translations (common.sh's paired_bs and judge), cased BLEU
+# as the tables. A claim on the mean over the domains is judged on the
+# five test sets pooled (corpus BLEU of their union); a claim on every
+# domain on each domain's test set.
 # A goal is judged only on figures that mean something.
 # zero_of NAME FILE LABEL: ", NAME" when row LABEL of table FILE has BLEU 0
 # on every domain (a model that translates nothing, such as --quick's tiny
@@ -242,8 +321,8 @@ nm() { # STAGE...: the ones not complete, or nothing
 # unlearned RUN: ", RUN [...]" when the server's validation loss after the
 # run's last round is not below the one at round 0, or not a number (a
 # run that did not learn).
-# judged ZEROS UNLEARNED: "**not judged** (why)" when either list has a
-# name, else nothing (and the goal is judged on its numbers).
+# why_not ZEROS UNLEARNED: the reasons not to judge, "" when both lists
+# are empty.
 zero_of() {
 	awk -F'\t' -v l="$3" 'NR > 1 && $1 == l { z = 1; for (i = 2; i <= NF; i++) if ($i + 0 != 0) z = 0; found = 1 }
 	END { exit !(found && z) }' "$2" && printf ', %s' "$1"
@@ -262,29 +341,169 @@ unlearned() {
 			printf ", %s [server validation loss %s at round 0, %s after round %d]", run, f(v[0]), f(v[last]), last
 	}'
 }
-judged() {
+why_not() {
 	local why=""
 	[ -z "$1" ] || why="BLEU 0.00 on every domain for ${1#, }: the figures mean nothing"
 	[ -z "$2" ] || why="${why:+$why; }did not learn: ${2#, }"
-	[ -z "$why" ] || echo "**not judged** ($why)"
+	echo "$why"
 }
-g1=$(nm federated combined)
-[ -n "$g1" ] || g1=$(judged "$(zero_of server "$dest/table4.tsv" "$server"
-	zero_of "data combination" "$dest/table2.tsv" "data combination")" "$(unlearned federated; unlearned combined)")
-: "${g1:=**$goal1** (server $fed_mean, data combination $comb_mean, gap $gap)}"
-g2=$(nm federated alone)
-[ -n "$g2" ] || g2=$(judged "$(zero_of server "$dest/table4.tsv" "$server"
-	zero_of generic "$dest/table2.tsv" generic)" "$(unlearned federated; unlearned generic)")
-: "${g2:=**$([ "$above" -eq 5 ] && echo met || echo missed)** ($above of 5$([ -n "$below" ] && echo "; not on:$below"))}"
-g3=$(nm federated)
-[ -n "$g3" ] || g3=$(judged "$(zero_of server "$dest/table4.tsv" "$server"
-	for d in $domains; do zero_of "client $d fine-tuned" "$dest/table4.tsv" "client $d fine-tuned after the last round"; done)" \
-	"$(unlearned federated)")
-: "${g3:=**$([ "$ftwins" -eq 5 ] && echo met || echo missed)** ($ftwins of 5$([ -n "$ftloses" ] && echo "; not:$ftloses"))}"
-g4=$(nm federated dp-greater dp-less)
-[ -n "$g4" ] || g4=$(judged "$(for l in all dp_greater dp_less; do zero_of $l "$dest/table6.tsv" $l; done)" \
-	"$(unlearned federated; unlearned dp-greater; unlearned dp-less)")
-: "${g4:=**$dp_goal** (mean BLEU: all $all_m, dp_greater $dpg_m, dp_less $dpl_m)}"
+# nm STAGE...: "**not measured** (not run: ...)" for the stages not complete
+nm() {
+	local m="" x
+	for x in "$@"; do done_ "$x" || m="$m $x"; done
+	[ -z "$m" ] || echo "**not measured** (not run:$m)"
+}
+# bs_of RUN_A MODEL_A RUN_B MODEL_B DOMAIN: paired_bs of the two models'
+# kept translations of DOMAIN (or pooled) into $work; its file, or
+# /dev/null when the translations or the references were not kept
+bs_of() {
+	local f=$work/bs-$1-$2-$3-$4-$5 ref ha hb
+	if [ ! -e "$f" ]; then
+		ref=$(test_of de "$5") ha=$(hyp_of "$1" "$2" "$5") hb=$(hyp_of "$3" "$4" "$5")
+		if [ -z "$ref" ] || [ -z "$ha" ] || [ -z "$hb" ]; then
+			echo /dev/null
+			return 0
+		fi
+		paired_bs "$f" "$ref" "$ha" "$hb"
+	fi
+	echo "$f"
+}
+# compare TEXT KIND MARGIN WHY RUN_A MODEL_A RUN_B MODEL_B DOMAIN A B: the
+# judge line of A against B on DOMAIN's test set (or pooled); A and B, the
+# tables' BLEU, are shown where there is no interval (the bootstrap's
+# corpus scores otherwise)
+compare() {
+	local bs a=${10} b=${11} c
+	bs=$(bs_of "$5" "$6" "$7" "$8" "$9")
+	if [ "$bs" != /dev/null ]; then
+		a=$(awk -F'\t' '$1 == "bleu" { print $2 }' "$bs")
+		b=$(awk -F'\t' '$1 == "bleu" { print $3 }' "$bs")
+	fi
+	c=$(copy_of "$9" | awk '{ print $1 }')
+	judge "$1" "$2" "$3" "$a" "$b" "$4" "$c" "$bs" "translations not kept"
+}
+f2() { awk -v x="$1" 'BEGIN { printf "%.2f", x }'; }
+# pooled_goal TEXT KIND MARGIN WHY RUN_A MODEL_A LABEL_A FILE_A RUN_B MODEL_B LABEL_B FILE_B
+pooled_goal() {
+	compare "- $1" "$2" "$3" "$4" "$5" "$6" "$9" "${10}" pooled \
+		"$(f2 "$(mean_of "$8" "$7")")" "$(f2 "$(mean_of "${12}" "${11}")")"
+}
+# domain_goal TEXT WHY RUN_A MODEL_A LABEL_A FILE_A RUN_B MODEL_B LABEL_B
+# FILE_B: A above B on every domain, a line per domain under the goal's;
+# @ in MODEL_A and LABEL_A stands for the domain. The goal is reproduced
+# when every domain's is, contradicted when one is, else inconclusive
+# (not judged for WHY).
+domain_goal() {
+	local d ma la lines="" v n=0 con="" inc=""
+	for d in $domains; do
+		ma=$(echo "$4" | sed "s/@/$d/g") la=$(echo "$5" | sed "s/@/$d/g")
+		lines="$lines$(compare "  - $d" higher 0 "$2" "$3" "$ma" "$7" "$8" "$d" \
+			"$(f2 "$(cell_of "$6" "$la" "$d")")" "$(f2 "$(cell_of "${10}" "$9" "$d")")")
+"
+	done
+	for d in $domains; do
+		v=$(printf '%s' "$lines" | grep "^  - $d: " | sed 's/^[^*]*\*\*\([a-z ]*\)\*\*.*/\1/')
+		case $v in
+		reproduced) n=$((n + 1)) ;;
+		contradicted) con="$con $d" ;;
+		*) inc="$inc $d" ;;
+		esac
+	done
+	if [ -n "$2" ]; then
+		v="**not judged** ($2)"
+	elif [ -n "$con" ]; then
+		v="**contradicted** (reproduced on $n of 5; contradicted on:$con${inc:+; inconclusive on:$inc})"
+	elif [ $n -eq 5 ]; then
+		v="**reproduced** (on 5 of 5)"
+	else
+		v="**inconclusive** (reproduced on $n of 5; inconclusive on:$inc)"
+	fi
+	echo "- $1: $v"
+	printf '%s' "$lines"
+}
+t2=$dest/table2.tsv t4=$dest/table4.tsv t6=$dest/table6.tsv
+goal1=$(nm federated combined)
+if [ -z "$goal1" ]; then
+	goal1=$(pooled_goal "Federated server within 1.5 BLEU of data combination (the issue's margin; the paper's server was 1.83 above it), pooled" \
+		close 1.5 "$(why_not "$(zero_of server "$t4" "$server"
+			zero_of "data combination" "$t2" "data combination")" "$(unlearned federated; unlearned combined)")" \
+		federated server "$server" "$t4" combined server "data combination" "$t2")
+else
+	goal1="- Federated server within 1.5 BLEU of data combination: $goal1"
+fi
+goal2=$(nm federated alone)
+if [ -z "$goal2" ]; then
+	goal2=$(domain_goal "Federated server above the generic model on every domain" \
+		"$(why_not "$(zero_of server "$t4" "$server"; zero_of generic "$t2" generic)" \
+			"$(unlearned federated; unlearned generic)")" \
+		federated server "$server" "$t4" alone server generic "$t2")
+else
+	goal2="- Federated server above the generic model on every domain: $goal2"
+fi
+goal3=$(nm federated)
+if [ -z "$goal3" ]; then
+	goal3=$(domain_goal "Each client fine-tuned after the last round above the server on its own domain" \
+		"$(why_not "$(zero_of server "$t4" "$server"
+			for d in $domains; do zero_of "client $d fine-tuned" "$t4" "client $d fine-tuned after the last round"; done)" \
+			"$(unlearned federated)")" \
+		federated @ "client @ fine-tuned after the last round" "$t4" federated server "$server" "$t4")
+else
+	goal3="- Each client fine-tuned after the last round above the server on its own domain: $goal3"
+fi
+goal4=$(nm federated dp-greater dp-less)
+if [ -z "$goal4" ]; then
+	goal4=$(pooled_goal "dp_less above dp_greater (it loses less BLEU against all, the paper's Table 6), pooled" \
+		higher 0 "$(why_not "$(for l in all dp_greater dp_less; do zero_of $l "$t6" $l; done)" \
+			"$(unlearned federated; unlearned dp-greater; unlearned dp-less)")" \
+		dp-less server dp_less "$t6" dp-greater server dp_greater "$t6")
+else
+	goal4="- dp_less above dp_greater: $goal4"
+fi
+# --matched: the same claim at matched parameter fractions
+goal5=""
+if [ "$matched" != 0 ]; then
+	goal5=$(nm federated dp-greater-matched dp-less-matched)
+	if [ -z "$goal5" ]; then
+		goal5=$(pooled_goal "dp_less above dp_greater at matched parameter fractions (half the parameters each), pooled" \
+			higher 0 "$(why_not "$(for l in all "dp_greater, half the parameters" "dp_less, half the parameters"; do
+				zero_of "$l" "$t6" "$l"; done)" \
+				"$(unlearned federated; unlearned dp-greater-matched; unlearned dp-less-matched)")" \
+			dp-less-matched server "dp_less, half the parameters" "$t6" \
+			dp-greater-matched server "dp_greater, half the parameters" "$t6")
+	else
+		goal5="- dp_less above dp_greater at matched parameter fractions: $goal5"
+	fi
+fi
+
+# The kept translations scored again: each model's BLEU on each domain
+# against its eval matrix's, which they should give (fedrun translate
+# --long keep decodes as the evaluation does). "N<TAB>DIFFERENT..."
+kept_check() {
+	local spec run model d h ref got want n=0 bad=""
+	for spec in $(specs "$t2_specs
+$t4_specs
+$t5_specs
+$t6_specs
+$ta_specs" | cut -d: -f1,2 | sort -u); do
+		run=${spec%%:*} model=${spec#*:}
+		done_ "$run" || continue
+		for d in $domains; do
+			h=$(hyp_of "$run" "$model" "$d") ref=$(test_of de "$d")
+			[ -n "$h" ] && [ -n "$ref" ] || continue
+			find_fedrun
+			got=$("$FEDRUN" bleu -m bleu -b -w 6 "$ref" "$h") || die "fedrun bleu $ref $h failed"
+			want=$(awk -F'\t' -v m="$model" -v d="$d" '/^# / { b = ($0 == "# bleu on test"); h = 0; next }
+				b && $1 == "model" { for (i = 2; i <= NF; i++) c[$i] = i; h = 1; next }
+				b && h && $1 == m { print $(c[d]) }' "$(matrix_of "$run")")
+			n=$((n + 1))
+			awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= 5e-6 * (w < 1 ? 1 : w)) }' ||
+				bad="$bad $run/$model on $d ($got, the matrix $want);"
+		done
+	done
+	printf '%s\t%s\n' "$n" "$bad"
+}
+kept=$(kept_check)
+kept_n=${kept%%	*} kept_bad=${kept#*	}
 
 # Figures (gnuplot through tools/fedrun-plot), from the run directories:
 # not with PASSBAN2022_FIGURES=0, nor from a collected directory. results.md
@@ -349,7 +568,10 @@ fi
 	echo "Every model on every domain's test set. *generic*: the pre-trained model; *D alone*:"
 	echo "the generic model fine-tuned on domain D for T steps; *data combination*: fine-tuned"
 	echo "T steps on the union of the five domains; *chained*: fine-tuned T/5 steps on each"
-	echo "domain in turn (cli, git, packaging, gnome, office)."
+	echo "domain in turn (cli, git, packaging, gnome, office). *copy the source*, in every table, is"
+	echo "no model: the English test sources scored as their own translations, what a model that"
+	echo "copies its input scores (gettext strings keep names, options and placeholders); \"not"
+	echo "kept\" where the test sets were not kept with the runs."
 	echo
 	header model
 	rows_of "$t2_specs" | md_rows
@@ -377,6 +599,12 @@ fi
 	echo "Five rounds as in Table 4, with the selectors of the paper's sec. 3.2 on the pull:"
 	echo "all tensors, dynamic pulling of the tensors that changed at least (dp_greater) or"
 	echo "less than (dp_less) the median of their group (encoder, decoder), and a random half."
+	if [ "$matched" != 0 ]; then
+		echo "*half the parameters* (\`run.sh --matched\`): dp_greater and dp_less with θ at the median"
+		echo "of the group's parameters rather than of its tensors (\`fraction_by\` \"parameters\"), the"
+		echo "change measured per parameter (\`measure\` \"mean\": the norm over the square root of the"
+		echo "tensor's size), so that each pulls about half the parameters, the paper's operating point."
+	fi
 	echo
 	header selector
 	rows_of "$t6_specs" | md_rows
@@ -388,13 +616,32 @@ fi
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	printf '%s' "$traffic_rows" | awk -F'\t' '{
 		printf "| %s | %d | %.1f%% | %d | %.1f%% | %d | %.1f%% |\n", $1, $2, 100 * $2 / $5, $3, 100 * $3 / $6, $4, 100 * $4 / $7
-		# The paper counts tensors (dp_less pulls half of them): say what
-		# that is in bytes here, where the tensors differ in size.
+		# The median of the paper halves the tensors, and the parameters
+		# it reports pulled are half of them: say what the tensors are
+		# in bytes here, where they differ in size.
 		if ($1 ~ /^dp_/)
 			dp = dp sprintf("%s%s pulled %.1f%% of the tensors and %.1f%% of the bytes", dp == "" ? "" : "; ", $1, 100 * $2 / $5, 100 * $4 / $7)
 	}
-	END { if (dp != "") printf "\nTensors are not bytes: %s. The paper reports the share of tensors (50%% for dp_less); the tensors of a transformer differ in size, so the share of bytes can be far from it.\n", dp }'
+	END { if (dp != "") printf "\nTensors are not bytes: %s. The paper sets θ at the median, \"half (50%%) of the tensors\" (sec. 5.1), and reports half the parameters pulled by DP_l (22,863,104 of 45,724,160, sec. 5.4): its tensors are of similar sizes. Here they are not, so the median of the tensors is far from half the bytes; the rows *half the parameters* (run.sh --matched) are at the operating point of the paper.\n", dp }'
 	echo
+	# run.sh --seeds N: the other seeds' stages, as rows of their own
+	if [ "${seeds:-1}" -gt 1 ]; then
+		echo "## Seeds 2 to $seeds"
+		echo
+		echo "The stages run again with \`--set seed=K\` (\`run.sh --seeds $seeds\`), the server's test BLEU"
+		echo "(chrF), stages that ran only; the tables and goals above are seed 1's."
+		echo
+		header "stage, seed"
+		for r in alone combined federated rounds10 rounds50 dp-greater dp-less random \
+			dp-greater-matched dp-less-matched reset continue client-clock; do
+			k=2
+			while [ $k -le "$seeds" ]; do
+				! done_ "$r-s$k" || rows "$r-s$k:server:$r, seed $k"
+				k=$((k + 1))
+			done
+		done | md_rows
+		echo
+	fi
 	echo "## Optimizer state and schedule clock"
 	echo
 	echo "The federated setting of Table 4 (server after 5 rounds, no fine-tuning) with each"
@@ -413,11 +660,40 @@ fi
 	echo
 	echo "## Goals"
 	echo
-	echo "- Federated server within 1.5 BLEU of data combination (mean over the five domains):"
-	echo "  $g1."
-	echo "- Federated server above the generic model on every domain: $g2."
-	echo "- Clients fine-tuned after the last round beat the server on their own domain: $g3."
-	echo "- dp_less loses less BLEU against all than dp_greater: $g4."
+	echo "Each claim judged on the test translations by paired bootstrap resampling, sacreBLEU's"
+	echo "method (\`fedrun bleu --paired-bs\`: $bs_n resamples of the test sentences, seed $bs_seed,"
+	echo "the same resample for both systems), cased BLEU as in the tables: the 95% interval of"
+	echo "the difference A - B decides. \"A above B\": **reproduced** when the interval is entirely"
+	echo "above 0, **contradicted** when entirely below, **inconclusive** when it holds 0. \"A within"
+	echo "M of B\": **reproduced** when its lower end is above -M, **contradicted** when its upper"
+	echo "end is below -M, inconclusive otherwise. chrF's interval is given beside; BLEU decides."
+	echo "A claim on the mean over the domains is judged on the five test sets pooled (*pooled*:"
+	echo "the corpus BLEU of their union, which weighs the domains by their size, unlike the"
+	echo "tables' mean); a claim on every domain on each domain's test set. One run each (seed"
+	echo "1): the interval covers the sampling of the test sentences, not the variation between"
+	echo "training seeds. Where the translations were not kept (runs made before run.sh kept"
+	echo "them) there is no interval, and the goal is inconclusive, with the tables' BLEU (means"
+	echo "for a pooled claim). **Not judged** where the figures mean nothing: BLEU 0 on every"
+	echo "domain (as in every --quick run), a run that did not learn (the server's validation loss"
+	echo "after the last round not below round 0's), or both systems below the row \"copy the"
+	echo "source\"."
+	echo
+	echo "$goal1"
+	echo "$goal2"
+	echo "$goal3"
+	echo "$goal4"
+	[ -z "$goal5" ] || echo "$goal5"
+	echo
+	if [ "$kept_n" -eq 0 ]; then
+		echo "Translations: not kept (runs made before run.sh kept them): no copy baseline and no intervals."
+	elif [ -z "$kept_bad" ]; then
+		echo "Translations: the kept translations of $kept_n model-domain cells, scored again with \`fedrun bleu\`,"
+		echo "give the BLEU of the eval matrices on every one."
+	else
+		echo "Translations: of the kept translations of $kept_n model-domain cells, scored again with"
+		echo "\`fedrun bleu\`, these do not give the BLEU of their eval matrix:$kept_bad the intervals"
+		echo "are those of the kept translations."
+	fi
 	echo
 	if [ -n "$missing" ]; then
 		echo "Stages not run (their rows say so):$missing."

@@ -26,6 +26,26 @@
 #                    --quick): data combination trains T steps, every
 #                    federated client T steps in all (T/R a round), each
 #                    domain alone T steps, the chain T/5 a domain
+#   --matched        also Table 6's dp_greater and dp_less at matched
+#                    parameter fractions (stages dp-greater-matched and
+#                    dp-less-matched: selector.fraction_by "parameters", so
+#                    each pulls about half the parameters, as in the paper,
+#                    with selector.measure "mean", the change's norm over
+#                    the square root of the tensor's size); "federated" is
+#                    their "all"
+#   --seeds N        every stage after the generic model but the chain
+#                    also for seeds 2..N (default 1): stage NAME-sK runs
+#                    with --set seed=K (the clients' sampling, shuffling
+#                    and dropout; the generic model is seed 1's for all)
+#   --only LIST      only these stages after the generic model,
+#                    comma-separated: alone, combined, chained, federated,
+#                    rounds10, rounds50, dp-greater, dp-less, random,
+#                    dp-greater-matched, dp-less-matched, reset, continue,
+#                    client-clock. The issue's runs: the headline,
+#                    --steps 2000 --seeds 3 --only combined,federated
+#                    (with its own --out); the matched fractions,
+#                    --matched --seeds 3 --only
+#                    federated,dp-greater-matched,dp-less-matched
 #   --force          rerun stages that are already complete
 #   --set KEY=VALUE  a pipeline setting for every stage, as fedrun --set
 #                    (repeatable; VALUE without spaces), e.g. --set seed=2
@@ -43,7 +63,9 @@ prog=run.sh
 # shellcheck source=../common.sh
 . "$top/repro/common.sh"
 
-quick=0 out='' data='' threads=2 jobs=1 steps='' force=0 optim=0 sets=''
+quick=0 out='' data='' threads=2 jobs=1 steps='' force=0 optim=0 sets='' matched=0 seeds=1
+# shellcheck disable=SC2034 # only: read by common.sh's want
+only=''
 # --set KEY=VALUE (repeatable): fedrun --set options of every run
 extra_arg() {
 	[ "$1" = --set ] || return 1
@@ -53,13 +75,15 @@ extra_arg() {
 	return 2
 }
 parse_args "
-	--quick:quick --force:force --optim:optim --out=out
-	--data=data --threads=threads --jobs=jobs --steps=steps" "$@"
+	--quick:quick --force:force --optim:optim --out=out --matched:matched
+	--data=data --threads=threads --jobs=jobs --steps=steps --seeds=seeds --only=only" "$@"
 need_positive --threads "$threads"
 need_positive --jobs "$jobs"
+need_positive --seeds "$seeds"
+check_only "alone combined chained federated rounds10 rounds50 dp-greater dp-less random dp-greater-matched dp-less-matched reset continue client-clock"
 if [ $quick = 1 ]; then
 	: "${out:=runs/passban2022-quick}" "${steps:=50}"
-	optim=1
+	optim=1 matched=1
 else
 	: "${out:=runs/passban2022}" "${steps:=200}"
 fi
@@ -124,7 +148,7 @@ esac
 # results.md that would otherwise differ from call to call of results.sh:
 # the day of this run.sh call, the fedrun version and the cores.
 {
-	printf 'steps=%s\nquick=%s\noptim=%s\n' "$steps" "$quick" "$optim"
+	printf 'steps=%s\nquick=%s\noptim=%s\nmatched=%s\nseeds=%s\n' "$steps" "$quick" "$optim" "$matched" "$seeds"
 	printf 'date="%s"\n' "$(date -u +%Y-%m-%d)"
 	printf 'fedrun_version="%s"\n' "$("$FEDRUN" --version 2>/dev/null | head -n 1 | awk '{ print $2 }' | tr -d '"$`\\')"
 	printf 'cores=%s\n' "$(nproc)"
@@ -171,27 +195,105 @@ chain() {
 	done
 }
 
+# hyps NAME: the test translations of every model that NAME's
+# eval_matrix.tsv scores (the server's final.safetensors and each
+# fine-tuned client's finetuned/client-K.safetensors, K the client's place
+# in $client_domains) on each client domain, into
+# NAME/hyps/MODEL/DOMAIN.txt.gz, for results.sh's copy baseline check and
+# paired bootstrap. fedrun translate --long keep decodes with the run's
+# decode settings and, like the evaluation, every source whole, so the
+# translations are those the matrix's BLEU was computed on (results.sh
+# scores them again and says where they are not). One thread: the same
+# translations as on more (fedrun-translate(1)), and on the loaded 2-core
+# machine translate -t 2 took ten times as long as -t 1 (6.2 s against 0.7
+# for a --quick domain). Kept once made after the run completed; its
+# seconds go to times.tsv as "NAME hyps".
+hyps() {
+	r=$out/$1
+	[ -e "$r/.complete" ] || return 0
+	if [ $force = 0 ] && [ -e "$r/hyps/.complete" ] && cmp -s "$r/hyps/.complete" "$r/.complete"; then
+		return 0
+	fi
+	claim "hyps-$1" || return 0
+	rm -rf "$r/hyps"
+	t0=$(date +%s)
+	models=$(awk -F'\t' '/^# / { b = ($0 == "# bleu on test"); next } b && $1 != "model" && NF > 1 { print $1 }' \
+		"$r/eval_matrix.tsv")
+	[ -n "$models" ] || die "$r/eval_matrix.tsv: no BLEU rows"
+	for m in $models; do
+		if [ "$m" = server ]; then
+			ck=$r/final.safetensors
+		else
+			k=0 ck=
+			for d in $client_domains; do
+				[ "$d" != "$m" ] || ck=$r/finetuned/client-$k.safetensors
+				k=$((k + 1))
+			done
+		fi
+		[ -n "$ck" ] && [ -e "$ck" ] || die "$r: no parameters for model $m of eval_matrix.tsv"
+		mkdir -p "$r/hyps/$m"
+		for d in $client_domains; do
+			"$FEDRUN" translate -t 1 --long keep -c "$ck" "$r" <"$dd/$d/test.en" \
+				>"$r/hyps/$m/$d.txt" 2>"$r/hyps/translate.err" ||
+				die "$1: fedrun translate of $d with model $m failed: $(cat "$r/hyps/translate.err")"
+			[ ! -s "$r/hyps/translate.err" ] || die "$1: fedrun translate: $(cat "$r/hyps/translate.err")"
+			gzip -n "$r/hyps/$m/$d.txt"
+		done
+	done
+	rm -f "$r/hyps/translate.err"
+	cp "$r/.complete" "$r/hyps/.complete"
+	printf '%s hyps\t%s\n' "$1" $(($(date +%s) - t0)) >>"$times"
+}
+
+# run NAME PIPELINE [fedrun options]: stage NAME and its translations
+# (hyps), then for each seed K of 2..--seeds stage NAME-sK with --set
+# seed=K; nothing when --only does not name NAME.
+run() {
+	[ -z "$only" ] || want "$1" || return 0
+	_rn=$1
+	shift
+	stage "$_rn" "$@"
+	hyps "$_rn"
+	_sk=2
+	while [ $_sk -le "$seeds" ]; do
+		stage "$_rn-s$_sk" "$@" --set seed=$_sk
+		hyps "$_rn-s$_sk"
+		_sk=$((_sk + 1))
+	done
+}
+
 # The stages after the generic model, in the order of the tables; every
 # job (--jobs) walks this list and runs the stages it claims.
 stages() {
 	# Table 2: each domain fine-tuned alone (rounds 0: the generic model,
 	# fine-tuned on each client), data combination, chained fine-tuning.
-	stage alone "$ex/passban2022-alone.json" $init --set finetune.steps=$T
-	stage combined "$ex/passban2022-combined.json" $init --set clients.steps=$((T / 5))
-	chain
+	run alone "$ex/passban2022-alone.json" $init --set finetune.steps=$T
+	run combined "$ex/passban2022-combined.json" $init --set clients.steps=$((T / 5))
+	if [ -z "$only" ] || want chained; then
+		chain
+		hyps chained-5
+	fi
 
 	# Table 4 (and Table 5's 5 rounds, Table 6's "all"): the five clients from
 	# the generic model, T steps each in 5 rounds, then each fine-tuned.
 	r5=$((T / 5)) r10=$((T / 10)) r50=$((T / 50))
-	stage federated "$ex/passban2022-federated.json" $init --set clients.steps=$r5 \
+	run federated "$ex/passban2022-federated.json" $init --set clients.steps=$r5 \
 		--set finetune.steps=$r5
 	# Table 5: 10 and 50 rounds at the same steps.
-	stage rounds10 "$ex/passban2022-rounds10.json" $init --set clients.steps=$r10
-	stage rounds50 "$ex/passban2022-rounds50.json" $init --set clients.steps=$r50
+	run rounds10 "$ex/passban2022-rounds10.json" $init --set clients.steps=$r10
+	run rounds50 "$ex/passban2022-rounds50.json" $init --set clients.steps=$r50
 	# Table 6: what travels in the pull.
 	for s in dp-greater dp-less random; do
-		stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
+		run $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
 	done
+	# --matched: dp_greater and dp_less with θ at the median of each
+	# group's parameters, not of its tensors (fedrun-selectors(7)).
+	if [ $matched = 1 ]; then
+		for s in dp-greater dp-less; do
+			run $s-matched "$ex/passban2022-$s.json" $init --set clients.steps=$r5 \
+				--set selector.fraction_by=parameters --set selector.measure=mean
+		done
+	fi
 
 	# --optim: optimizer state and schedule clock (clients.optimizer_state,
 	# clients.lr_clock), the federated setting of Table 4 with Adam's state
@@ -202,9 +304,9 @@ stages() {
 	# in the 3 hours of the default run.
 	[ $optim = 1 ] || return 0
 	for s in reset continue; do
-		stage $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
+		run $s "$ex/passban2022-$s.json" $init --set clients.steps=$r5
 	done
-	stage client-clock "$ex/passban2022-client-clock.json" $init --set clients.steps=$r5
+	run client-clock "$ex/passban2022-client-clock.json" $init --set clients.steps=$r5
 }
 
 if [ "$jobs" -eq 1 ]; then
