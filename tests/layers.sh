@@ -38,7 +38,7 @@ if ! tsort "$work/edges" >/dev/null 2>"$work/loop"; then
 fi
 # Folders call only the folders before them in this order (README.md,
 # Layout).
-order="util io pipeline plugin nn score text privacy run engine"
+order="util io pipeline plugin nn score text privacy secagg run engine"
 rank() { i=0; for f in $order; do [ "$f" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done; echo 99; }
 while read -r user definer; do
 	u=$(echo "$user" | cut -d/ -f2) d=$(echo "$definer" | cut -d/ -f2)

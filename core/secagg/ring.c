@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The ring Z_{2^bits} of secure aggregation's inputs: fixed-point
+ * quantisation of float updates onto it (and back), and its elements'
+ * packing on the wire. */
+#include "config.h"
+#include <math.h>
+#include "fedrun/error.h"
+#include "internal.h"
+
+int secagg_quant_init(struct secagg_quant *q, uint32_t bits, double clip, uint64_t wmax)
+{
+	if (bits < SECAGG_MIN_BITS || bits > SECAGG_MAX_BITS)
+		return fedrun_error(FEDRUN_EINVAL, "secagg: bits must be in [%u, %u], got %u",
+				    SECAGG_MIN_BITS, SECAGG_MAX_BITS, bits);
+	if (!(clip > 0) || !isfinite(clip))
+		return fedrun_error(FEDRUN_EINVAL, "secagg: clip must be a positive number, got %g",
+				    clip);
+	const double half = ldexp(1.0, (int)bits - 1) - 1; /* 2^(bits-1) - 1 */
+	if (wmax == 0 || (double)wmax > half)
+		return fedrun_error(
+		    FEDRUN_EINVAL,
+		    "secagg: the round's total weight %llu does not fit a ring of %u bits "
+		    "(at most %.0f): raise bits",
+		    (unsigned long long)wmax, bits, half);
+	/* The largest power of two with clip · scale · wmax <= half. */
+	int e;
+	double m = frexp(half / (clip * (double)wmax), &e); /* = m 2^e, m in [0.5, 1) */
+	(void)m;
+	double scale = ldexp(1.0, e - 1);
+	if (clip * scale < 1)
+		return fedrun_error(
+		    FEDRUN_EINVAL,
+		    "secagg: %u bits leave no room for clip %g with a total weight of %llu "
+		    "(every value would round to 0): raise bits or lower clip",
+		    bits, clip, (unsigned long long)wmax);
+	*q = (struct secagg_quant){.bits = bits, .clip = clip, .wmax = wmax, .scale = scale};
+	return 0;
+}
+
+void secagg_quant_encode(const struct secagg_quant *q, uint64_t w, const float *x, uint64_t n,
+			 uint64_t *out)
+{
+	const uint64_t mask = secagg_ring_mask(q->bits);
+	for (uint64_t i = 0; i < n; i++) {
+		double v = x[i];
+		v = v > q->clip ? q->clip : v < -q->clip ? -q->clip : v;
+		/* |round(v scale)| w <= clip scale wmax < 2^63: no overflow. */
+		int64_t r = (int64_t)llround(v * q->scale);
+		out[i] = ((uint64_t)r * w) & mask; /* two's complement modulo 2^bits */
+	}
+}
+
+double secagg_quant_decode(const struct secagg_quant *q, uint64_t s)
+{
+	s &= secagg_ring_mask(q->bits);
+	int64_t v;
+	if (q->bits < 64 && s >= ((uint64_t)1 << (q->bits - 1)))
+		v = (int64_t)(s - ((uint64_t)1 << (q->bits - 1))) -
+		    (int64_t)((uint64_t)1 << (q->bits - 1));
+	else
+		v = (int64_t)s;
+	return (double)v / q->scale;
+}
+
+double secagg_quant_bound(const struct secagg_quant *q)
+{
+	return 0.5 / q->scale;
+}
+
+void secagg_ring_pack(uint32_t bits, const uint64_t *x, uint64_t n, uint8_t *out)
+{
+	const uint32_t nb = secagg_ring_bytes(bits);
+	const uint64_t mask = secagg_ring_mask(bits);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t v = x[i] & mask;
+		for (uint32_t b = 0; b < nb; b++)
+			out[i * nb + b] = (uint8_t)(v >> (8 * b));
+	}
+}
+
+void secagg_ring_unpack(uint32_t bits, const uint8_t *in, uint64_t n, uint64_t *x)
+{
+	const uint32_t nb = secagg_ring_bytes(bits);
+	const uint64_t mask = secagg_ring_mask(bits);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t v = 0;
+		for (uint32_t b = 0; b < nb; b++)
+			v |= (uint64_t)in[i * nb + b] << (8 * b);
+		x[i] = v & mask;
+	}
+}
