@@ -8,6 +8,7 @@
 #include "attack.h"
 #include "engine.h"
 #include "message.h"
+#include "secure.h"
 
 int engine_first_bad_tensor(const struct fedrun_layout *l, const float *arena, const char **name)
 {
@@ -117,8 +118,18 @@ static int train_client(struct run *r, struct worker *w, uint32_t i, struct roun
 	}
 	if (attack_by(r->attack, c))
 		attack_client(r->attack, rc_->info.seed, rc_->info.round, c, l, w->mask, w->params);
-	rc = msg_encode(MSG_PULL, rc_->info.round, c, r->model_ops->client_size(r->model.state, c),
-			stats.loss, l, w->params, w->mask, &rc_->pull[i], &rc_->pull_len[i]);
+	const uint64_t n_samples = r->model_ops->client_size(r->model.state, c);
+	if (r->secure) {
+		/* The selected tensors go masked; the pull message keeps the
+		 * rest (samples, loss) and no tensor. */
+		rc = secure_client_input(r->secure, rc_->base + i, w->mask, w->params, n_samples,
+					 &rc_->masked[i], &rc_->masked_len[i]);
+		if (rc < 0)
+			return fedrun_error_wrap(rc, "client %u: secure aggregation: ", c);
+		memset(w->mask, 0, l->n);
+	}
+	rc = msg_encode(MSG_PULL, rc_->info.round, c, n_samples, stats.loss, l, w->params, w->mask,
+			&rc_->pull[i], &rc_->pull_len[i]);
 	if (rc < 0)
 		return rc;
 	return 0;

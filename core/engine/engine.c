@@ -22,6 +22,7 @@
 #include "dist.h"
 #include "engine.h"
 #include "message.h"
+#include "secure.h"
 
 /* ---- one round -------------------------------------------------------- */
 
@@ -153,6 +154,10 @@ static void free_messages(struct round_ctx *ctx, uint32_t n)
 		ctx->pull[i] = NULL;
 		free(ctx->push_own[i]);
 		ctx->push_own[i] = NULL;
+		if (ctx->masked) {
+			free(ctx->masked[i]);
+			ctx->masked[i] = NULL;
+		}
 	}
 }
 
@@ -175,6 +180,8 @@ static int run_round(struct run *r, uint32_t round)
 	void *push = NULL;
 	struct fedrun_update *ups = NULL;
 	const float **views = NULL;
+	float *sa_mean = NULL; /* secure aggregation: the round's mean update */
+	const float **sa_tensor = NULL;
 	ctx.push_own = calloc(chunk, sizeof *ctx.push_own);
 	ctx.push_own_len = calloc(chunk, sizeof *ctx.push_own_len);
 	ctx.pull = calloc(chunk, sizeof *ctx.pull);
@@ -183,8 +190,15 @@ static int run_round(struct run *r, uint32_t round)
 	ctx.samples = calloc(chunk, sizeof *ctx.samples);
 	ups = calloc(chunk, sizeof *ups);
 	views = calloc((size_t)chunk * l->n, sizeof *views);
+	if (r->secure) {
+		ctx.masked = calloc(chunk, sizeof *ctx.masked);
+		ctx.masked_len = calloc(chunk, sizeof *ctx.masked_len);
+		sa_mean = fedrun_arena_alloc(l->total);
+		sa_tensor = calloc(l->n, sizeof *sa_tensor);
+	}
 	if (!ctx.pull || !ctx.pull_len || !ups || !views || !ctx.push_own ||
-	    !ctx.push_own_len || !ctx.updates || !ctx.samples) {
+	    !ctx.push_own_len || !ctx.updates || !ctx.samples ||
+	    (r->secure && (!ctx.masked || !ctx.masked_len || !sa_mean || !sa_tensor))) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -214,6 +228,9 @@ static int run_round(struct run *r, uint32_t round)
 	/* Other ranks: the round's clients and θ_t (dist.h). */
 	if ((rc = dist_round(r, &ctx, m, chunk)) < 0)
 		goto out;
+	/* Secure aggregation: keys and their shares before the clients train. */
+	if (r->secure && (rc = secure_round_begin(r->secure, r, round, clients, m)) < 0)
+		goto out;
 	uint64_t most = 0, samples = 0;
 	double loss_sum = 0, n_sum = 0;
 	r->bytes_push = 0;
@@ -221,6 +238,7 @@ static int run_round(struct run *r, uint32_t round)
 	for (uint32_t base = 0; base < m; base += chunk) {
 		const uint32_t n = m - base < chunk ? m - base : chunk;
 		ctx.clients = clients + base;
+		ctx.base = base;
 		/* The clients this process owns (all of them in one process);
 		 * the other ranks' messages come in. */
 		if ((rc = dist_train_chunk(r, &ctx, n, base + n < m)) < 0)
@@ -237,6 +255,13 @@ static int run_round(struct run *r, uint32_t round)
 			if (rc < 0)
 				goto out;
 			r->bytes_pull += ctx.pull_len[i];
+			if (r->secure) { /* its update, masked, into the server's sum */
+				rc = secure_server_add(r->secure, base + i, ctx.masked[i], ctx.masked_len[i]);
+				free(ctx.masked[i]);
+				ctx.masked[i] = NULL;
+				if (rc < 0)
+					goto out;
+			}
 			ups[i] = (struct fedrun_update){.client = v.client, .n_samples = v.n_samples,
 							.train_loss = v.train_loss, .tensor = v.tensor};
 			loss_sum += v.train_loss * (double)v.n_samples;
@@ -246,7 +271,7 @@ static int run_round(struct run *r, uint32_t round)
 					    (double)ctx.updates[i])) < 0)
 				goto out;
 		}
-		if (stream) {
+		if (stream && !r->secure) {
 #ifdef _OPENMP
 			/* One thread: an OpenMP team woken here would spin on the
 			 * cores the next chunk's workers train on (a quarter of
@@ -264,14 +289,15 @@ static int run_round(struct run *r, uint32_t round)
 						  r->aggregator.desc->name);
 				goto out;
 			}
-			free_messages(&ctx, n);
 		}
+		if (stream)
+			free_messages(&ctx, n);
 	}
 	r->global_step += most;
 	if (run_push(r))
 		memcpy(r->theta_last, r->theta, l->total * sizeof(float)); /* θ_t, for round t + 1 */
 
-	if (!stream && (rc = attack_server(r->attack, l, ups, m)) < 0)
+	if (!stream && !r->secure && (rc = attack_server(r->attack, l, ups, m)) < 0)
 		goto out;
 	if (r->attack->type != ATTACK_NONE) {
 		uint32_t bad = 0;
@@ -280,8 +306,22 @@ static int run_round(struct run *r, uint32_t round)
 		if ((rc = run_event(r, -1, -1, "attack.attackers", NULL, bad)) < 0)
 			goto out;
 	}
-	rc = stream ? r->agg_ops->finish(r->aggregator.state, &ctx.info, r->theta)
-		    : r->agg_ops->aggregate(r->aggregator.state, &ctx.info, ups, m, r->theta);
+	if (r->secure) {
+		/* The aggregator gets one update: the survivors' weighted mean,
+		 * the only thing secure aggregation reveals. */
+		struct fedrun_update sa;
+		if ((rc = secure_round_finish(r->secure, r, sa_mean, sa_tensor, &sa)) < 0)
+			goto out;
+		sa.train_loss = n_sum > 0 ? loss_sum / n_sum : 0;
+		ctx.info.client_steps = &most;
+		rc = stream ? r->agg_ops->accumulate(r->aggregator.state, &ctx.info, &sa, 1)
+			    : r->agg_ops->aggregate(r->aggregator.state, &ctx.info, &sa, 1, r->theta);
+		if (rc == 0 && stream)
+			rc = r->agg_ops->finish(r->aggregator.state, &ctx.info, r->theta);
+	} else {
+		rc = stream ? r->agg_ops->finish(r->aggregator.state, &ctx.info, r->theta)
+			    : r->agg_ops->aggregate(r->aggregator.state, &ctx.info, ups, m, r->theta);
+	}
 	if (rc < 0) {
 		fedrun_error_wrap(rc, "round %u: aggregator '%s': ", round, r->aggregator.desc->name);
 		goto out;
@@ -341,6 +381,11 @@ out:
 	free(ctx.pull_len);
 	free(ctx.updates);
 	free(ctx.samples);
+	free(ctx.masked);
+	free(ctx.masked_len);
+	fedrun_arena_free(sa_mean);
+	free(sa_tensor);
+	secure_round_end(r->secure);
 	free(push);
 	free(ups);
 	free(views);

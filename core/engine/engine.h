@@ -23,6 +23,12 @@ struct round_ctx {
 	size_t *pull_len;
 	uint64_t *updates; /* optimizer updates each client made */
 	uint64_t *samples; /* samples (or tokens) its training reported */
+	/* Secure aggregation (secure.h): the position of clients[0] in the
+	 * round, and each client's masked update (its pull message then
+	 * carries no tensor). */
+	uint32_t base;
+	void **masked;
+	size_t *masked_len;
 };
 
 /* The round's description the plugins get (info.direction: pull). */

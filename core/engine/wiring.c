@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "attack.h"
+#include "secure.h"
 #include "dist.h"
 #include "engine.h"
 #include "pipeline/internal.h"
@@ -61,6 +62,8 @@ static int host_metric(void *ctx, const char *name, int64_t client, const char *
 		snprintf(buf, sizeof buf, "%s%s", r->metric_prefix, name);
 		name = buf;
 	}
+	if (client == SECURE_CLIENT) /* the one update of a secure round: no client's */
+		return 0;
 	return run_event(ctx, client, -1, name, tensor, value);
 }
 
@@ -267,7 +270,7 @@ int run_plugins_create(struct run *r, struct fedrun_registry *reg)
 		if (rc < 0)
 			return fedrun_error_wrap(rc, "aggregator '%s': ", r->aggregator.desc->name);
 	}
-	return 0;
+	return secure_create(r, dist_nranks(r), &r->secure);
 }
 
 void run_plugins_destroy(struct run *r)
@@ -288,4 +291,6 @@ void run_plugins_destroy(struct run *r)
 		attack_fini(r->attack);
 	free(r->attack);
 	r->attack = NULL;
+	secure_destroy(r->secure);
+	r->secure = NULL;
 }

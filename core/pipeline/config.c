@@ -14,7 +14,7 @@ struct top {
 	int64_t seed, rounds;
 	const char *init;
 	json_t *model, *data, *clients, *selector, *privacy, *aggregator, *eval, *output, *attack, *finetune,
-	    *expert;
+	    *expert, *secagg;
 };
 
 #define O(key, type, st, field, flags, lo, hi, def, defs, choices) \
@@ -39,6 +39,8 @@ static const struct fedrun_opt top_spec[] = {
 	O("attack", FEDRUN_OPT_ANY, struct top, attack, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("finetune", FEDRUN_OPT_ANY, struct top, finetune, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	O("expert", FEDRUN_OPT_ANY, struct top, expert, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
+	/* checked by the engine (core/engine/secure.c) */
+	O("secagg", FEDRUN_OPT_ANY, struct top, secagg, FEDRUN_OPT_OPTIONAL, 0, 0, 0, NULL, NULL),
 	FEDRUN_OPT_END_,
 };
 
@@ -383,6 +385,14 @@ int run_config_parse(json_t *root, struct run_cfg *cfg)
 		char got[64];
 		return fedrun_error(FEDRUN_ECONFIG, "privacy: expected an object or null, got %s",
 				    fedrun_json_describe(priv, got, sizeof got));
+	}
+	/* No null default for secagg: the resolved pipeline of a run from
+	 * before the key existed stays the same for --resume. */
+	json_t *sa = json_object_get(root, "secagg");
+	if (sa && !json_is_null(sa) && !json_is_object(sa)) {
+		char got[64];
+		return fedrun_error(FEDRUN_ECONFIG, "secagg: expected an object or null, got %s",
+				    fedrun_json_describe(sa, got, sizeof got));
 	}
 	return 0;
 }

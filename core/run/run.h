@@ -14,6 +14,7 @@
 #include "pipeline/run_cfg.h"
 
 struct attack;
+struct secure;
 struct dist;
 
 struct plugin_slot {
@@ -81,6 +82,7 @@ struct run {
 	uint32_t nex;
 	const char **ex_private; /* per ex_list entry: its expert.private file, or NULL */
 	struct attack *attack; /* the attacking clients (engine/attack.h); owned */
+	struct secure *secure; /* secure aggregation (engine/secure.h); owned; NULL: off */
 	/* A run over several processes (engine/dist.h); NULL in one process. */
 	struct dist *dist;
 	/* Set by a distributed run on rank 0 while it writes a checkpoint:

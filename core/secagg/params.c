@@ -39,7 +39,8 @@ int secagg_params_check(const struct secagg_params *p)
 	}
 	/* t > num_shares / 2: two disjoint sets of t holders cannot both
 	 * exist, so no server can collect t b-shares and t s^SK-shares of one
-	 * client from honest ones (Bonawitz et al. 2017, sec. 4). */
+	 * client from honest ones, each of which answers one unmasking
+	 * request a round. */
 	if (p->threshold <= p->num_shares / 2 || p->threshold > p->num_shares)
 		return fedrun_error(
 		    FEDRUN_EINVAL,

@@ -63,10 +63,10 @@ struct secagg_params {
 
 /* Checks params: n >= 2, bits in [8, 64], dim >= 1, num_shares odd in
  * [3, n] for a sparse graph and n for the complete one, threshold in
- * (num_shares / 2, num_shares] (a threshold of half or less would let a
- * server that tells two halves of a neighbourhood different stories learn
- * both secrets of a client: Bonawitz et al. 2017, sec. 4, t > n/2 in the
- * honest-but-curious setting). Returns 0 or FEDRUN_EINVAL naming the
+ * (num_shares / 2, num_shares] (with half or less, a server that tells
+ * two halves of a neighbourhood different survivor sets would get t
+ * shares of both secrets of a client; Bonawitz et al. 2017 likewise
+ * require the threshold above n/2). Returns 0 or FEDRUN_EINVAL naming the
  * value. */
 int secagg_params_check(const struct secagg_params *p);
 
