@@ -80,9 +80,15 @@ static int h_stage(struct harness *h, uint32_t stage, uint64_t *const *x, const 
 		case SECAGG_SHARE:
 			rc = secagg_client_share(h->c[u], in, in_len, &out, &out_len);
 			break;
-		case SECAGG_MASKED:
-			rc = secagg_client_mask(h->c[u], in, in_len, x[u], &out, &out_len);
+		case SECAGG_MASKED: {
+			/* the client masks a copy in place: x stays the input */
+			uint64_t *y = malloc(h->p.dim * sizeof *y);
+			ck_assert_ptr_nonnull(y);
+			memcpy(y, x[u], h->p.dim * sizeof *y);
+			rc = secagg_client_mask(h->c[u], in, in_len, y, &out, &out_len);
+			free(y);
 			break;
+		}
 		default:
 			rc = secagg_client_unmask(h->c[u], in, in_len, &out, &out_len);
 			break;

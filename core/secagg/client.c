@@ -319,7 +319,7 @@ out:
  * PRG(s_{u,v}) − Σ_{v ∈ U2, u > v} PRG(s_{v,u}) (mod 2^k), over the
  * neighbours whose shares came (Bonawitz et al. 2017, sec. 3 and Fig. 4,
  * round 2; Bell et al. 2020, Alg. 2). */
-int secagg_client_mask(struct secagg_client *c, const void *cts, size_t cts_len, const uint64_t *x,
+int secagg_client_mask(struct secagg_client *c, const void *cts, size_t cts_len, uint64_t *x,
 		       void **msg, size_t *len)
 {
 	int rc = expect(c, SECAGG_MASKED, "masked input");
@@ -336,26 +336,25 @@ int secagg_client_mask(struct secagg_client *c, const void *cts, size_t cts_len,
 				"secagg: client %u: shares from only %u of its neighbours, too few "
 				"for the threshold %u",
 				c->id, count, c->p.threshold));
-	uint64_t *y = malloc(c->p.dim * sizeof *y);
-	if (!y)
-		return fail(c, fedrun_error(FEDRUN_ENOMEM, "out of memory for a masked input"));
-	memcpy(y, x, c->p.dim * sizeof *y);
-	secagg_self_mask(y, &c->p, c->b, 1);
+	struct secagg_masks masks = {0};
+	rc = secagg_masks_self(&masks, &c->p, c->b, 1);
 	for (uint32_t j = 0; j < c->nnb && rc == 0; j++) {
 		const struct nb *v = &c->nb[j];
 		if (v->state & NB_CT)
-			rc = secagg_pair_mask(y, &c->p, c->id, v->id, c->s_sk, v->spk, c->s_pk,
-					      v->spk, 1);
+			rc = secagg_masks_pair(&masks, &c->p, c->id, v->id, c->s_sk, v->spk,
+					       c->s_pk, v->spk, 1);
 	}
+	if (rc == 0) /* in place */
+		secagg_masks_apply(&masks, x, c->p.dim, c->p.bits);
+	secagg_masks_fini(&masks);
 	struct secagg_wbuf w = {0};
 	if (rc == 0) {
 		secagg_wb_header(&w, SECAGG_MASKED, c->p.round, c->id);
 		uint8_t *at = secagg_wb_reserve(&w, secagg_input_bytes(&c->p));
 		if (at)
-			secagg_ring_pack(c->p.bits, y, c->p.dim, at);
+			secagg_ring_pack(c->p.bits, x, c->p.dim, at);
 		rc = secagg_wb_finish(&w, msg, len);
 	}
-	free(y);
 	if (rc < 0)
 		return fail(c, rc);
 	c->stage = SECAGG_UNMASK;

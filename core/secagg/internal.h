@@ -109,10 +109,6 @@ void secagg_kdf(uint8_t out[32], const char *label, uint32_t round, const uint8_
 /* len bytes (a multiple of 64) of the ChaCha20 keystream (RFC 8439,
  * the IETF variant, nonce 0) under key from block `block` on. */
 void secagg_keystream(const uint8_t key[32], uint32_t block, uint8_t *out, size_t len);
-/* acc[i] += sign · PRG(key)[i] modulo 2^bits for i < n, the PRG being the
- * ChaCha20 keystream (RFC 8439) under the full 32-byte key, read as
- * ceil(bits/8)-byte little-endian elements. sign is +1 or -1. */
-void secagg_prg_add(uint64_t *acc, uint64_t n, uint32_t bits, const uint8_t key[32], int sign);
 
 /* ---- wire.c: messages --------------------------------------------------- */
 
@@ -167,14 +163,29 @@ static inline int secagg_pair_sign(uint32_t u, uint32_t v)
 {
 	return u < v ? 1 : -1;
 }
-/* Adds u's mask for the pair (u, v) to acc: sign(u, v) · PRG(s_{u,v}),
- * s_{u,v} from X25519 of `sk` (either end's s^SK) and the other end's
- * public key, derived with both public keys. `sign` multiplies it once
- * more (the server removes it with -1). */
-int secagg_pair_mask(uint64_t *acc, const struct secagg_params *p, uint32_t u, uint32_t v,
-		     const uint8_t sk[32], const uint8_t pk_other[32], const uint8_t pk_u[32],
-		     const uint8_t pk_v[32], int sign);
-/* Adds sign · PRG(b) to acc (the self-mask of Bonawitz et al. 2017, sec. 3). */
-void secagg_self_mask(uint64_t *acc, const struct secagg_params *p, const uint8_t b[32], int sign);
+/* The masks of an input, added in one pass over it: each the ChaCha20
+ * keystream (RFC 8439) under a 32-byte key, read as ceil(bits/8)-byte
+ * little-endian elements, with a sign (+1 or -1). */
+struct secagg_masks {
+	uint32_t n, cap;
+	uint8_t (*key)[32];
+	int8_t *sign;
+};
+
+/* u's mask for the pair (u, v): sign(u, v) · PRG(s_{u,v}), s_{u,v} from
+ * X25519 of `sk` (either end's s^SK) and the other end's public key,
+ * derived with both public keys; `sign` multiplies it once more (the
+ * server removes it with -1). */
+int secagg_masks_pair(struct secagg_masks *m, const struct secagg_params *p, uint32_t u, uint32_t v,
+		      const uint8_t sk[32], const uint8_t pk_other[32], const uint8_t pk_u[32],
+		      const uint8_t pk_v[32], int sign);
+/* sign · PRG(b): the self-mask of Bonawitz et al. 2017, sec. 3. */
+int secagg_masks_self(struct secagg_masks *m, const struct secagg_params *p, const uint8_t b[32],
+		      int sign);
+/* acc[i] += Σ_j sign_j PRG(key_j)[i] modulo 2^bits for i < n: chunk by
+ * chunk, every mask of a chunk while it is in cache. */
+void secagg_masks_apply(const struct secagg_masks *m, uint64_t *acc, uint64_t n, uint32_t bits);
+/* Wipes the keys and frees them. */
+void secagg_masks_fini(struct secagg_masks *m);
 
 #endif

@@ -5,6 +5,7 @@
  * the whole keystream space, unlike an expansion seeded with a 32-bit fold
  * of the secret, whose 2^32 possible masks a server could try one by one. */
 #include "config.h"
+#include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
 #include "fedrun/error.h"
@@ -37,36 +38,104 @@ void secagg_kdf(uint8_t out[32], const char *label, uint32_t round, const uint8_
 	sodium_memzero(&st, sizeof st);
 }
 
+/* The keystream is ChaCha20 over zeros: libsodium's only ChaCha20 call that
+ * takes an initial block counter encrypts a message. */
+enum { CHUNK = 1024 };		       /* elements a chunk */
+static const uint8_t zeros[CHUNK * 8]; /* the largest chunk: 8-byte elements */
+
 void secagg_keystream(const uint8_t key[32], uint32_t block, uint8_t *out, size_t len)
 {
 	static const uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES];
-	memset(out, 0, len);
-	crypto_stream_chacha20_ietf_xor_ic(out, out, len, nonce, block, key);
+	crypto_stream_chacha20_ietf_xor_ic(out, zeros, len, nonce, block, key);
 }
 
-void secagg_prg_add(uint64_t *acc, uint64_t n, uint32_t bits, const uint8_t key[32], int sign)
+/* acc[j] += or -= the m little-endian words of type T at ks. */
+#define PRG_WORDS(T)                                                                               \
+	static void add_##T(uint64_t *acc, const uint8_t *ks, uint64_t m, int sign)                \
+	{                                                                                          \
+		T v;                                                                               \
+		if (sign > 0)                                                                      \
+			for (uint64_t j = 0; j < m; j++) {                                         \
+				memcpy(&v, ks + j * sizeof v, sizeof v);                           \
+				acc[j] += v;                                                       \
+			}                                                                          \
+		else                                                                               \
+			for (uint64_t j = 0; j < m; j++) {                                         \
+				memcpy(&v, ks + j * sizeof v, sizeof v);                           \
+				acc[j] -= v;                                                       \
+			}                                                                          \
+	}
+PRG_WORDS(uint32_t)
+PRG_WORDS(uint64_t)
+
+void secagg_masks_apply(const struct secagg_masks *m, uint64_t *acc, uint64_t n, uint32_t bits)
 {
-	/* 1024 elements a chunk: 1024 ceil(bits/8) bytes, a whole number of
-	 * 64-byte blocks. */
-	enum { CHUNK = 1024 };
+	/* CHUNK elements a chunk: CHUNK ceil(bits/8) bytes, a whole number of
+	 * 64-byte blocks. Elements of 4 and 8 bytes (bits 25 to 32 and 57 to
+	 * 64) are added as native words on a little-endian host, the others
+	 * unpacked; bits above `bits` go when the sum is read (acc is summed
+	 * modulo 2^64, of which 2^bits is a divisor). */
 	const uint32_t nb = secagg_ring_bytes(bits);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const bool native = nb == 4 || nb == 8;
+#else
+	const bool native = false;
+#endif
+	const size_t bytes = (size_t)CHUNK * nb;
 	uint8_t ks[CHUNK * 8];
 	uint64_t e[CHUNK];
-	uint32_t block = 0;
 	for (uint64_t i = 0; i < n; i += CHUNK) {
-		const uint64_t m = n - i < CHUNK ? n - i : CHUNK;
-		const size_t bytes = (size_t)CHUNK * nb;
-		secagg_keystream(key, block, ks, bytes);
-		block += (uint32_t)(bytes / 64);
-		secagg_ring_unpack(bits, ks, m, e);
-		if (sign > 0)
-			for (uint64_t j = 0; j < m; j++)
-				acc[i + j] += e[j];
-		else
-			for (uint64_t j = 0; j < m; j++)
-				acc[i + j] -= e[j];
+		const uint64_t c = n - i < CHUNK ? n - i : CHUNK;
+		const uint32_t block = (uint32_t)(i / CHUNK * (bytes / 64));
+		for (uint32_t k = 0; k < m->n; k++) {
+			secagg_keystream(m->key[k], block, ks, bytes);
+			if (native && nb == 4) {
+				add_uint32_t(acc + i, ks, c, m->sign[k]);
+			} else if (native && nb == 8) {
+				add_uint64_t(acc + i, ks, c, m->sign[k]);
+			} else {
+				secagg_ring_unpack(bits, ks, c, e);
+				for (uint64_t j = 0; j < c; j++)
+					acc[i + j] += m->sign[k] > 0 ? e[j] : -e[j];
+			}
+		}
 	}
 	sodium_memzero(ks, sizeof ks);
+}
+
+static int masks_add(struct secagg_masks *m, const uint8_t key[32], int sign)
+{
+	if (m->n == m->cap) {
+		uint32_t cap = m->cap ? 2 * m->cap : 16;
+		uint8_t(*k)[32] = malloc((size_t)cap * 32);
+		int8_t *s = realloc(m->sign, cap);
+		if (!k || !s) {
+			free(k);
+			if (s)
+				m->sign = s;
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		}
+		if (m->n) { /* moved by hand, so that the old copy is wiped */
+			memcpy(k, m->key, (size_t)m->n * 32);
+			sodium_memzero(m->key, (size_t)m->n * 32);
+		}
+		free(m->key);
+		m->key = k;
+		m->sign = s;
+		m->cap = cap;
+	}
+	memcpy(m->key[m->n], key, 32);
+	m->sign[m->n++] = (int8_t)sign;
+	return 0;
+}
+
+void secagg_masks_fini(struct secagg_masks *m)
+{
+	if (m->key)
+		sodium_memzero(m->key, (size_t)m->n * 32);
+	free(m->key);
+	free(m->sign);
+	memset(m, 0, sizeof *m);
 }
 
 void secagg_commit(uint8_t out[32], uint32_t round, uint32_t id, const uint8_t b[32])
@@ -78,25 +147,27 @@ void secagg_commit(uint8_t out[32], uint32_t round, uint32_t id, const uint8_t b
 	secagg_kdf(out, "fedrun-secagg-commit", round, b, who, who);
 }
 
-int secagg_pair_mask(uint64_t *acc, const struct secagg_params *p, uint32_t u, uint32_t v,
-		     const uint8_t sk[32], const uint8_t pk_other[32], const uint8_t pk_u[32],
-		     const uint8_t pk_v[32], int sign)
+int secagg_masks_pair(struct secagg_masks *m, const struct secagg_params *p, uint32_t u, uint32_t v,
+		      const uint8_t sk[32], const uint8_t pk_other[32], const uint8_t pk_u[32],
+		      const uint8_t pk_v[32], int sign)
 {
 	uint8_t shared[32], key[32];
 	int rc = secagg_agree(shared, sk, pk_other);
 	if (rc < 0)
 		return rc;
 	secagg_kdf(key, "fedrun-secagg-pair-mask", p->round, shared, pk_u, pk_v);
-	secagg_prg_add(acc, p->dim, p->bits, key, sign * secagg_pair_sign(u, v));
+	rc = masks_add(m, key, sign * secagg_pair_sign(u, v));
 	sodium_memzero(shared, sizeof shared);
 	sodium_memzero(key, sizeof key);
-	return 0;
+	return rc;
 }
 
-void secagg_self_mask(uint64_t *acc, const struct secagg_params *p, const uint8_t b[32], int sign)
+int secagg_masks_self(struct secagg_masks *m, const struct secagg_params *p, const uint8_t b[32],
+		      int sign)
 {
 	uint8_t key[32];
 	secagg_kdf(key, "fedrun-secagg-self-mask", p->round, b, NULL, NULL);
-	secagg_prg_add(acc, p->dim, p->bits, key, sign);
+	int rc = masks_add(m, key, sign);
 	sodium_memzero(key, sizeof key);
+	return rc;
 }

@@ -4,6 +4,7 @@
  * packing on the wire. */
 #include "config.h"
 #include <math.h>
+#include <string.h>
 #include "fedrun/error.h"
 #include "internal.h"
 
@@ -67,10 +68,53 @@ double secagg_quant_bound(const struct secagg_quant *q)
 	return 0.5 / q->scale;
 }
 
+/* Elements of 1, 2, 4 or 8 bytes are native words on a little-endian host:
+ * copied whole (the masks' expansion reads gigabytes of them). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RING_NATIVE 1
+#else
+#define RING_NATIVE 0
+#endif
+
+#define RING_WORDS(T)                                                                              \
+	static void pack_##T(const uint64_t *x, uint64_t n, uint64_t mask, uint8_t *out)           \
+	{                                                                                          \
+		for (uint64_t i = 0; i < n; i++) {                                                 \
+			T v = (T)(x[i] & mask);                                                    \
+			memcpy(out + i * sizeof v, &v, sizeof v);                                  \
+		}                                                                                  \
+	}                                                                                          \
+	static void unpack_##T(const uint8_t *in, uint64_t n, uint64_t mask, uint64_t *x)          \
+	{                                                                                          \
+		for (uint64_t i = 0; i < n; i++) {                                                 \
+			T v;                                                                       \
+			memcpy(&v, in + i * sizeof v, sizeof v);                                   \
+			x[i] = (uint64_t)v & mask;                                                 \
+		}                                                                                  \
+	}
+RING_WORDS(uint8_t)
+RING_WORDS(uint16_t)
+RING_WORDS(uint32_t)
+RING_WORDS(uint64_t)
+
+/* The native packing of elements of nb bytes, or NULLs. */
+struct ring_words {
+	void (*pack)(const uint64_t *x, uint64_t n, uint64_t mask, uint8_t *out);
+	void (*unpack)(const uint8_t *in, uint64_t n, uint64_t mask, uint64_t *x);
+};
+static const struct ring_words ring_words[9] = {
+	[1] = {pack_uint8_t, unpack_uint8_t},
+	[2] = {pack_uint16_t, unpack_uint16_t},
+	[4] = {pack_uint32_t, unpack_uint32_t},
+	[8] = {pack_uint64_t, unpack_uint64_t},
+};
+
 void secagg_ring_pack(uint32_t bits, const uint64_t *x, uint64_t n, uint8_t *out)
 {
 	const uint32_t nb = secagg_ring_bytes(bits);
 	const uint64_t mask = secagg_ring_mask(bits);
+	if (RING_NATIVE && ring_words[nb].pack)
+		return ring_words[nb].pack(x, n, mask, out);
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t v = x[i] & mask;
 		for (uint32_t b = 0; b < nb; b++)
@@ -82,6 +126,8 @@ void secagg_ring_unpack(uint32_t bits, const uint8_t *in, uint64_t n, uint64_t *
 {
 	const uint32_t nb = secagg_ring_bytes(bits);
 	const uint64_t mask = secagg_ring_mask(bits);
+	if (RING_NATIVE && ring_words[nb].unpack)
+		return ring_words[nb].unpack(in, n, mask, x);
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t v = 0;
 		for (uint32_t b = 0; b < nb; b++)

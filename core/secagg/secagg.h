@@ -130,8 +130,9 @@ void secagg_client_destroy(struct secagg_client *c);
 int secagg_client_advertise(struct secagg_client *c, void **msg, size_t *len);
 int secagg_client_share(struct secagg_client *c, const void *keys, size_t keys_len, void **msg,
 			size_t *len);
-/* x: dim ring elements (already reduced modulo 2^bits). */
-int secagg_client_mask(struct secagg_client *c, const void *cts, size_t cts_len, const uint64_t *x,
+/* x: dim ring elements, the input; the masks are added to it in place
+ * (it holds the masked input on return, and is not to be reused). */
+int secagg_client_mask(struct secagg_client *c, const void *cts, size_t cts_len, uint64_t *x,
 		       void **msg, size_t *len);
 /* Answers one unmasking request, at most once a round: a request that
  * names a client as both survivor and dropped, names anyone outside the

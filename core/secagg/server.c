@@ -406,6 +406,7 @@ int secagg_server_sum(struct secagg_server *s, uint64_t *out)
 		return fedrun_error(FEDRUN_ESTATE,
 				    "secagg: the sum before the unmasking stage closed");
 	uint8_t secret[32], check[32];
+	struct secagg_masks masks = {0}; /* every mask to remove, then one pass */
 	int rc = 0;
 	for (uint32_t v = 0; v < s->p.n && rc == 0; v++) {
 		if (!(s->in[v] & IN_U3))
@@ -421,7 +422,7 @@ int secagg_server_sum(struct secagg_server *s, uint64_t *out)
 			    s->p.round, v);
 			break;
 		}
-		secagg_self_mask(s->acc, &s->p, secret, -1);
+		rc = secagg_masks_self(&masks, &s->p, secret, -1);
 	}
 	for (uint32_t v = 0; v < s->p.n && rc == 0; v++) {
 		if (!(s->in[v] & IN_U2) || (s->in[v] & IN_U3))
@@ -440,11 +441,14 @@ int secagg_server_sum(struct secagg_server *s, uint64_t *out)
 		uint32_t k = neighbours_in(s, v, IN_U3, 0);
 		for (uint32_t i = 0; i < k && rc == 0; i++) {
 			uint32_t u = s->nbuf[i];
-			rc = secagg_pair_mask(s->acc, &s->p, u, v, secret, s->spk[u], s->spk[u],
-					      s->spk[v], -1);
+			rc = secagg_masks_pair(&masks, &s->p, u, v, secret, s->spk[u], s->spk[u],
+					       s->spk[v], -1);
 		}
 	}
 	sodium_memzero(secret, sizeof secret);
+	if (rc == 0)
+		secagg_masks_apply(&masks, s->acc, s->p.dim, s->p.bits);
+	secagg_masks_fini(&masks);
 	if (rc < 0) {
 		s->stage = FAILED;
 		return rc;
