@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "attack.h"
 #include "secure.h"
 
@@ -92,6 +93,18 @@ static int read_cfg(struct run *r, uint32_t nranks, json_t *sec, struct secure_c
 #include "secagg/secagg.h"
 
 enum { STAGES = 4 };
+
+/* The protocol's seconds are the CPU seconds of the thread that computes a
+ * stage (a client's, or the server's): what each party spends on it,
+ * whatever else the machine runs (in one process the parties take turns
+ * on the same cores, so the wall clock would mix them). */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return run_now();
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 static const char *const stage_name[STAGES] = {"advertise", "share", "masked", "unmask"};
 
 struct secure {
@@ -205,30 +218,30 @@ static int run_stage(struct secure *s, uint32_t stage)
 	for (uint32_t i = 0; i < m && rc == 0; i++) {
 		void *in = NULL, *out = NULL;
 		size_t in_len = 0, out_len = 0;
-		double t = run_now();
+		double t = cpu_now();
 		if (stage > SECAGG_ADVERTISE)
 			rc = secagg_server_message(s->srv, i, &in, &in_len);
-		double t1 = run_now();
+		double t1 = cpu_now();
 		if (rc == 0)
 			rc = stage == SECAGG_ADVERTISE
 				 ? secagg_client_advertise(s->cl[i], &out, &out_len)
 			     : stage == SECAGG_SHARE
 				 ? secagg_client_share(s->cl[i], in, in_len, &out, &out_len)
 				 : secagg_client_unmask(s->cl[i], in, in_len, &out, &out_len);
-		double t2 = run_now();
+		double t2 = cpu_now();
 		if (rc == 0)
 			rc = secagg_server_receive(s->srv, out, out_len);
-		s->srv_secs[k] += (t1 - t) + (run_now() - t2);
+		s->srv_secs[k] += (t1 - t) + (cpu_now() - t2);
 		s->secs[k * m + i] += t2 - t1;
 		s->got[k * m + i] += (double)in_len;
 		s->sent[k * m + i] += (double)out_len;
 		free(in);
 		free(out);
 	}
-	double t = run_now();
+	double t = cpu_now();
 	if (rc == 0)
 		rc = secagg_server_close(s->srv);
-	s->srv_secs[k] += run_now() - t;
+	s->srv_secs[k] += cpu_now() - t;
 	return rc;
 }
 
@@ -260,9 +273,9 @@ int secure_round_begin(struct secure *s, struct run *r, uint32_t round, const ui
 	if ((rc = secagg_server_create(&s->p, &s->srv)) < 0)
 		return fedrun_error_wrap(rc, "round %u: ", round);
 	for (uint32_t i = 0; i < m && rc == 0; i++) {
-		double t = run_now();
+		double t = cpu_now();
 		rc = secagg_client_create(&s->p, i, &s->cl[i]);
-		s->secs[i] += run_now() - t;
+		s->secs[i] += cpu_now() - t;
 	}
 	if (rc == 0)
 		rc = run_stage(s, SECAGG_ADVERTISE);
@@ -271,9 +284,9 @@ int secure_round_begin(struct secure *s, struct run *r, uint32_t round, const ui
 	/* The server's messages of the masked stage (the shares addressed to
 	 * each client), for the clients to read when they have trained. */
 	for (uint32_t i = 0; i < m && rc == 0; i++) {
-		double t = run_now();
+		double t = cpu_now();
 		rc = secagg_server_message(s->srv, i, &s->masked_in[i], &s->masked_in_len[i]);
-		s->srv_secs[SECAGG_MASKED - 1] += run_now() - t;
+		s->srv_secs[SECAGG_MASKED - 1] += cpu_now() - t;
 	}
 	return rc < 0 ? fedrun_error_wrap(rc, "round %u: ", round) : 0;
 }
@@ -282,7 +295,7 @@ int secure_client_input(struct secure *s, uint32_t i, const uint8_t *mask, const
 			uint64_t n_samples, void **msg, size_t *len)
 {
 	const struct fedrun_layout *l = s->layout;
-	const double t = run_now();
+	const double t = cpu_now();
 	uint64_t *x = malloc(s->p.dim * sizeof *x);
 	if (!x)
 		return fedrun_error(FEDRUN_ENOMEM, "out of memory for a masked update");
@@ -309,15 +322,15 @@ int secure_client_input(struct secure *s, uint32_t i, const uint8_t *mask, const
 	s->clipped[i] = clipped;
 	s->got[k * s->m + i] += (double)in_len;
 	s->sent[k * s->m + i] += rc == 0 ? (double)*len : 0;
-	s->secs[k * s->m + i] += run_now() - t;
+	s->secs[k * s->m + i] += cpu_now() - t;
 	return rc;
 }
 
 int secure_server_add(struct secure *s, uint32_t i, const void *msg, size_t len)
 {
-	const double t = run_now();
+	const double t = cpu_now();
 	int rc = secagg_server_receive(s->srv, msg, len);
-	s->srv_secs[SECAGG_MASKED - 1] += run_now() - t;
+	s->srv_secs[SECAGG_MASKED - 1] += cpu_now() - t;
 	return rc < 0 ? fedrun_error_wrap(rc, "round %u, client %u: ", s->p.round, s->clients[i])
 		      : 0;
 }
@@ -368,15 +381,15 @@ int secure_round_finish(struct secure *s, struct run *r, float *mean, const floa
 			struct fedrun_update *update)
 {
 	const struct fedrun_layout *l = s->layout;
-	double t = run_now();
+	double t = cpu_now();
 	int rc = secagg_server_close(s->srv);
-	s->srv_secs[SECAGG_MASKED - 1] += run_now() - t;
+	s->srv_secs[SECAGG_MASKED - 1] += cpu_now() - t;
 	if (rc == 0)
 		rc = run_stage(s, SECAGG_UNMASK);
 	uint64_t *sum = rc == 0 ? malloc(s->p.dim * sizeof *sum) : NULL;
 	if (rc == 0 && !sum)
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory for the sum of a round");
-	t = run_now();
+	t = cpu_now();
 	if (rc == 0)
 		rc = secagg_server_sum(s->srv, sum);
 	/* Per tensor: Σ w_k q(Δ_k) / (scale Σ w_k) over the senders. */
@@ -389,7 +402,7 @@ int secure_round_finish(struct secure *s, struct run *r, float *mean, const floa
 			mean[off + j] =
 			    (float)(secagg_quant_decode(&s->q, sum[off + j]) / (double)wk);
 	}
-	s->srv_secs[SECAGG_UNMASK - 1] += run_now() - t;
+	s->srv_secs[SECAGG_UNMASK - 1] += cpu_now() - t;
 	free(sum);
 	if (rc < 0)
 		return fedrun_error_wrap(rc, "round %u: secure aggregation: ", s->p.round);
