@@ -340,6 +340,39 @@ START_TEST(test_quant)
 	float m1 = -1;
 	secagg_quant_encode(&q, 1, &m1, 1, ie);
 	ck_assert(secagg_quant_decode(&q, ie[0]) == -1.0);
+	/* a single +clip at 64 bits, weight 1: 2^63 · clip would not fit */
+	float p1 = 1;
+	secagg_quant_encode(&q, 1, &p1, 1, ie);
+	ck_assert_msg(fabs(secagg_quant_decode(&q, ie[0]) - 1.0) <= secagg_quant_bound(&q),
+		      "+1 decodes as %g", secagg_quant_decode(&q, ie[0]));
+	/* every sender at +clip (and at -clip) with a power-of-two total weight
+	 * decodes as ±clip: the sum stays below 2^(bits-1), where a scale of
+	 * (2^(bits-1) - 1) / (clip W) rounded in double would reach it */
+	const uint32_t wide[] = {55, 60, 64};
+	const uint64_t pw[] = {1, 2, 32, 1024};
+	for (size_t b = 0; b < sizeof wide / sizeof *wide; b++)
+		for (size_t j = 0; j < sizeof pw / sizeof *pw; j++)
+			for (int sign = -1; sign <= 1; sign += 2) {
+				ck_assert_int_eq(secagg_quant_init(&q, wide[b], 1, pw[j]), 0);
+				float c = (float)sign;
+				uint64_t one, tot = 0;
+				secagg_quant_encode(&q, 1, &c, 1, &one);
+				for (uint64_t k = 0; k < pw[j]; k++)
+					tot += one;
+				double mean = secagg_quant_decode(&q, tot) / (double)pw[j];
+				ck_assert_msg(fabs(mean - sign) <= secagg_quant_bound(&q),
+					      "bits %u, W %llu: all at %d decode as %g", wide[b],
+					      (unsigned long long)pw[j], sign, mean);
+			}
+	/* rounding carries past clip · scale: clip = 2 - 2^-14 at 16 bits, W 2
+	 * (clip · 2^13 = 16383.5 rounds to 16384, twice that is 2^15) */
+	const double cb = 2 - ldexp(1, -14);
+	ck_assert_int_eq(secagg_quant_init(&q, 16, cb, 2), 0);
+	float fc = (float)cb;
+	ck_assert(fc == cb);
+	secagg_quant_encode(&q, 1, &fc, 1, ie);
+	double mean = secagg_quant_decode(&q, 2 * ie[0]) / 2;
+	ck_assert_msg(fabs(mean - cb) <= secagg_quant_bound(&q), "+clip decodes as %g", mean);
 }
 END_TEST
 

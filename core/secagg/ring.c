@@ -16,25 +16,39 @@ int secagg_quant_init(struct secagg_quant *q, uint32_t bits, double clip, uint64
 	if (!(clip > 0) || !isfinite(clip))
 		return fedrun_error(FEDRUN_EINVAL, "secagg: clip must be a positive number, got %g",
 				    clip);
-	const double half = ldexp(1.0, (int)bits - 1) - 1; /* 2^(bits-1) - 1 */
-	if (wmax == 0 || (double)wmax > half)
+	/* 2^(bits-1) - 1, exact (in double it rounds to 2^(bits-1) from 55 bits) */
+	const uint64_t half = ((uint64_t)1 << (bits - 1)) - 1;
+	if (wmax == 0 || wmax > half)
 		return fedrun_error(
 		    FEDRUN_EINVAL,
 		    "secagg: the round's total weight %llu does not fit a ring of %u bits "
-		    "(at most %.0f): raise bits",
-		    (unsigned long long)wmax, bits, half);
-	/* The largest power of two with clip · scale · wmax <= half. */
+		    "(at most %llu): raise bits",
+		    (unsigned long long)wmax, bits, (unsigned long long)half);
+	/* The largest power of two scale with cap · wmax <= half, cap =
+	 * round(clip · scale) the largest |round(x · scale)| of an x in [-clip,
+	 * clip]: then no sum of inputs of total weight wmax wraps. The double
+	 * estimate may be a power off either way: start one above, halve until
+	 * the integer check holds. */
 	int e;
-	double m = frexp(half / (clip * (double)wmax), &e); /* = m 2^e, m in [0.5, 1) */
-	(void)m;
-	double scale = ldexp(1.0, e - 1);
-	if (clip * scale < 1)
+	(void)frexp((double)half / (clip * (double)wmax), &e); /* 2^(e-1) <= . < 2^e */
+	double scale = ldexp(1.0, e);
+	uint64_t cap = 0;
+	for (;; scale /= 2) {
+		const double c = round(clip * scale);
+		if (c >= ldexp(1.0, 63))
+			continue;
+		cap = (uint64_t)c;
+		if ((unsigned __int128)cap * wmax <= half)
+			break;
+	}
+	if (cap == 0 || clip * scale < 1)
 		return fedrun_error(
 		    FEDRUN_EINVAL,
 		    "secagg: %u bits leave no room for clip %g with a total weight of %llu "
 		    "(every value would round to 0): raise bits or lower clip",
 		    bits, clip, (unsigned long long)wmax);
-	*q = (struct secagg_quant){.bits = bits, .clip = clip, .wmax = wmax, .scale = scale};
+	*q = (struct secagg_quant){
+	    .bits = bits, .clip = clip, .wmax = wmax, .scale = scale, .cap = (int64_t)cap};
 	return 0;
 }
 
@@ -45,8 +59,11 @@ void secagg_quant_encode(const struct secagg_quant *q, uint64_t w, const float *
 	for (uint64_t i = 0; i < n; i++) {
 		double v = x[i];
 		v = v > q->clip ? q->clip : v < -q->clip ? -q->clip : v;
-		/* |round(v scale)| w <= clip scale wmax < 2^63: no overflow. */
+		/* |v| <= clip and rounding is monotone: |round(v scale)| <= cap =
+		 * round(clip scale) < 2^63 (no overflow in llround), and cap w <=
+		 * cap wmax <= 2^(bits-1) - 1. The clamp only guards that. */
 		int64_t r = (int64_t)llround(v * q->scale);
+		r = r > q->cap ? q->cap : r < -q->cap ? -q->cap : r;
 		out[i] = ((uint64_t)r * w) & mask; /* two's complement modulo 2^bits */
 	}
 }

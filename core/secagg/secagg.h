@@ -82,15 +82,18 @@ uint64_t secagg_input_bytes(const struct secagg_params *p);
 
 /* Fixed point on the ring: a float x becomes round(clamp(x, -clip, clip) ·
  * scale), times the client's integer weight w, modulo 2^bits. scale is the
- * largest power of two with clip · scale · wmax <= 2^(bits-1) - 1, wmax a
- * bound on the sum of the round's weights, so that the sum of the weighted
- * inputs never wraps, and a power of two so that integers (and any float
- * that is a multiple of 1/scale) quantise exactly. */
+ * largest power of two with cap · wmax <= 2^(bits-1) - 1, cap =
+ * round(clip · scale) the largest |round(x · scale)| of a clamped x and wmax
+ * a bound on the sum of the round's weights: a sum of weighted inputs of
+ * total weight at most wmax lies in [-cap · wmax, cap · wmax] and never
+ * wraps (checked in integers). A power of two so that integers (and any
+ * float that is a multiple of 1/scale) quantise exactly. */
 struct secagg_quant {
 	uint32_t bits;
 	double clip;
 	uint64_t wmax;
 	double scale;
+	int64_t cap; /* round(clip · scale): no |encoded value| / w exceeds it */
 };
 
 /* Sets up q; FEDRUN_EINVAL when bits is out of range, clip not positive
