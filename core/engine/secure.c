@@ -3,10 +3,11 @@
  * "secagg" section, and the protocol's four stages around a round's
  * training. The clients quantise their updates onto the ring Z_{2^bits}
  * (weighted by their samples, or by 1), with one more element per tensor
- * that carries the weight when the client sends the tensor (0 when its
- * selector left the tensor out), so that the server learns per tensor
- * only Σ w_k Δ_k and Σ w_k over the survivors: their weighted mean, which
- * the aggregator gets as the round's one update. */
+ * that carries the weight when the client sends the tensor (0 when it
+ * does not: a client uploads every tensor, as pull selection is refused),
+ * so that the server learns per tensor only Σ w_k Δ_k and Σ w_k over the
+ * survivors: their weighted mean, which the aggregator gets as the
+ * round's one update. */
 #include "config.h"
 #include <inttypes.h>
 #include <stdio.h>
@@ -76,6 +77,19 @@ static int read_cfg(struct run *r, uint32_t nranks, json_t *sec, struct secure_c
 		    FEDRUN_ECONFIG,
 		    "secagg: the attack needs every client's update on the server, which "
 		    "secure aggregation hides");
+	/* A tensor's sum is over the clients that sent it, with Σ w: one
+	 * sender's tensor is revealed exactly, and the counts say which
+	 * tensors how many chose. The counts are only known once the sum is
+	 * unmasked, so a check then would come too late for a curious server:
+	 * the upload must be every tensor of every client. */
+	if (r->cfg.direction != DIR_PUSH && strcmp(r->selector.desc->name, "all") != 0)
+		return fedrun_error(
+		    FEDRUN_ECONFIG,
+		    "secagg: selector '%s' picks per client the tensors it uploads, and a "
+		    "tensor that only one client sends would be revealed exactly by the sum; "
+		    "under secure aggregation the upload must be every tensor (selector "
+		    "\"all\", or selector.direction \"push\")",
+		    r->selector.desc->name);
 	if (nranks > 1)
 		return fedrun_error(
 		    FEDRUN_EUNSUPPORTED,
