@@ -197,12 +197,22 @@ static int recv_shares(struct secagg_server *s, struct secagg_rbuf *r, uint32_t 
 	if (rc < 0)
 		return rc;
 	r->pos = start;
-	for (uint32_t i = 0; i < count && rc == 0; i++) {
+	uint32_t added = 0;
+	for (; added < count && rc == 0; added++) {
 		uint32_t v = secagg_rb_u32(r);
 		rc = inbox_add(&s->inbox[v], u, secagg_rb_bytes(r, SECAGG_CT_BYTES));
 	}
-	if (rc < 0)
+	if (rc < 0) {
+		/* u is not in U2: take back the ciphertexts already routed
+		 * (each the last of its distinct neighbour's inbox), or those
+		 * neighbours would mask with u and the sum would be wrong. */
+		r->pos = start;
+		for (uint32_t i = 0; i + 1 < added; i++) {
+			s->inbox[secagg_rb_u32(r)].n--;
+			secagg_rb_bytes(r, SECAGG_CT_BYTES);
+		}
 		return rc;
+	}
 	memcpy(s->commit[u], commit, 32);
 	s->in[u] |= IN_U2;
 	return 0;
