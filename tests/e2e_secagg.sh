@@ -149,4 +149,13 @@ refused shares "leave num_shares out" --set 'secagg={"graph": "complete", "num_s
 refused even "odd" --set 'secagg={"num_shares": 4}'
 refused alie "hides" --set 'secagg={}' --set 'attack={"type": "alie", "fraction": 0.2}'
 refused one "at least 2 clients" --set 'secagg={}' --set clients.fraction=0.1
+# Two clients a round: the default graph is then the complete one (a
+# sparse graph needs 3); "sparse" given explicitly is refused.
+refused two "secagg.graph \"sparse\" needs at least 3 clients a round, and a round has 2" \
+	--set 'secagg={"graph": "sparse"}' --set clients.fraction=0.34
+pipeline p.json quadratic 2 2 '{"plugin": "fedavg"}'
+run_ok p.json --set output.dir=two.plain
+run_ok p.json --set output.dir=two.sa --set 'secagg={"clip": 4}'
+cmp two.plain/final.safetensors two.sa/final.safetensors ||
+	die "two clients: the secure run's model is not plain FedAvg's"
 echo "secagg: the same model as plain FedAvg (bit for bit with integer updates), its costs as metrics, its refusals"

@@ -463,8 +463,9 @@ END_TEST
 
 /* ---- dropouts ----------------------------------------------------------------- */
 
+/* why: what the failure must say (succeeds false) */
 static void check_dropout(const struct secagg_params *p, const uint32_t *victims, uint32_t nv,
-			  uint32_t stage, bool succeeds)
+			  uint32_t stage, bool succeeds, const char *why)
 {
 	uint64_t **x = random_inputs(p, stage * 10 + nv);
 	uint32_t *drop = calloc(p->n, sizeof *drop);
@@ -489,10 +490,7 @@ static void check_dropout(const struct secagg_params *p, const uint32_t *victims
 	} else {
 		ck_assert_msg(rc < 0, "%u dropped at stage %u, and the round succeeded", nv, stage);
 		const char *m = fedrun_error_message();
-		ck_assert_msg(strstr(m, "the round fails") ||
-				  strstr(m, "too few for the threshold") ||
-				  strstr(m, "fewer than the threshold"),
-			      "stage %u: %s", stage, m);
+		ck_assert_msg(strstr(m, why), "stage %u: %s (expected: %s)", stage, m, why);
 		/* nothing was written into the sum */
 		for (uint64_t i = 0; i < p->dim; i++)
 			ck_assert_uint_eq(got[i], 0xababababababababull);
@@ -508,10 +506,18 @@ START_TEST(test_dropout_complete)
 	/* n = 9, t = 6: up to 3 may vanish at any stage; a 4th fails the round */
 	struct secagg_params p = complete(9, 6, 32, 300);
 	const uint32_t victims[] = {8, 0, 4, 5};
+	static const char *const name[] = {"", "advertise keys", "share keys", "masked input",
+					   "unmasking"};
 	for (uint32_t stage = SECAGG_ADVERTISE; stage <= SECAGG_UNMASK; stage++) {
 		for (uint32_t nv = 0; nv <= 3; nv++)
-			check_dropout(&p, victims, nv, stage, true);
-		check_dropout(&p, victims, 4, stage, false);
+			check_dropout(&p, victims, nv, stage, true, NULL);
+		/* the server counts who took part and fails the round itself */
+		char why[160];
+		snprintf(why, sizeof why,
+			 "round 1: only 5 of 9 clients took part in the %s stage, fewer than the "
+			 "threshold 6 (at most 3 may drop out): the round fails",
+			 name[stage]);
+		check_dropout(&p, victims, 4, stage, false, why);
 	}
 }
 END_TEST
@@ -527,10 +533,18 @@ START_TEST(test_dropout_sparse)
 	uint32_t nb[6];
 	ck_assert_uint_eq(secagg_graph_neighbours(&g, 3, nb), 6);
 	secagg_graph_fini(&g);
+	/* 3 of client 3's neighbours dropped: 4 of its 7 left, below 5; the
+	 * round fails where client 3 (or the server, at unmasking) sees it */
+	static const char *const why[] = {
+	    "",
+	    "client 3: only 3 of its 6 neighbours advertised keys, too few for the threshold 5",
+	    "client 3: shares from only 3 of its neighbours, too few for the threshold 5",
+	    "client 3: only 4 of its neighbourhood survived, fewer than the threshold 5: refused",
+	    "round 1: client 3's self-mask seed has 4 of the 5 shares it needs (too many of its "
+	    "neighbours dropped out): the round fails"};
 	for (uint32_t stage = SECAGG_ADVERTISE; stage <= SECAGG_UNMASK; stage++) {
-		check_dropout(&p, nb, 2, stage, true);
-		/* 3 of client 3's neighbours dropped: 4 of its 7 left, below 5 */
-		check_dropout(&p, nb, 3, stage, false);
+		check_dropout(&p, nb, 2, stage, true, NULL);
+		check_dropout(&p, nb, 3, stage, false, why[stage]);
 	}
 }
 END_TEST
@@ -609,6 +623,97 @@ START_TEST(test_malicious_server)
 	ck_assert_ptr_nonnull(strstr(fedrun_error_message(), "fewer than the threshold"));
 	ck_assert_ptr_null(out);
 	free(req);
+	h_close(&h);
+	free_inputs(&p, x);
+}
+END_TEST
+
+/* ---- keys of small order, messages not from the server --------------------- */
+
+/* An X25519 point of order 8 (RFC 7748's curve; its agreement with any
+ * key is all zeros) written over client `victim`'s c key: in its own
+ * advertise message (to the server) or in the server's keys message to
+ * client 0 (where client `victim` is its first neighbour entry). */
+static const uint8_t order8[32] = {0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3,
+				   0xfa, 0xf1, 0x9f, 0xc4, 0x6a, 0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32,
+				   0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49, 0xb8, 0x00};
+
+struct badkey {
+	bool at_server; /* in the advertise message, else in the keys message */
+	bool done;
+};
+
+static void badkey_hook(void *ctx, uint32_t stage, uint32_t u, bool to_client, uint8_t *msg,
+			size_t len)
+{
+	struct badkey *b = ctx;
+	if (b->at_server && stage == SECAGG_ADVERTISE && u == 1 && !to_client) {
+		ck_assert_uint_ge(len, SECAGG_HEADER_BYTES + 64);
+		memcpy(msg + SECAGG_HEADER_BYTES, order8, 32);
+		b->done = true;
+	}
+	/* count, then (id, c key, s key) each: client 0's first neighbour is 1 */
+	if (!b->at_server && stage == SECAGG_SHARE && u == 0 && to_client) {
+		ck_assert_uint_ge(len, SECAGG_HEADER_BYTES + 8 + 64);
+		ck_assert_uint_eq(msg[SECAGG_HEADER_BYTES + 4], 1);
+		memcpy(msg + SECAGG_HEADER_BYTES + 8, order8, 32);
+		b->done = true;
+	}
+}
+
+START_TEST(test_small_order_keys)
+{
+	/* the point is of order 8: 8 P is the identity, P is not */
+	uint8_t out[32], eight[32] = {8};
+	ck_assert_int_ne(crypto_scalarmult(out, eight, order8), 0);
+	ck_assert(!secagg_key_ok(order8));
+	const uint8_t zero[32] = {0};
+	ck_assert(!secagg_key_ok(zero));
+	uint8_t sk[32] = {1, 2, 3}, pk[32];
+	crypto_scalarmult_base(pk, sk);
+	ck_assert(secagg_key_ok(pk));
+	for (int at_server = 1; at_server >= 0; at_server--) {
+		struct secagg_params p = complete(4, 3, 16, 8);
+		uint64_t **x = random_inputs(&p, 8);
+		struct harness h;
+		struct badkey b = {.at_server = at_server};
+		h_open(&h, &p, 12);
+		fedrun_error_clear();
+		ck_assert_int_eq(h_stages(&h, SECAGG_ADVERTISE, SECAGG_SHARE, x, NULL, badkey_hook, &b),
+				 FEDRUN_EINVAL);
+		ck_assert(b.done);
+		ck_assert_msg(strstr(fedrun_error_message(),
+				     at_server ? "client 1 advertised a public key of small order"
+					       : "client 0: client 1's keys: a public key of small "
+						 "order: refused"),
+			      "%s", fedrun_error_message());
+		h_close(&h);
+		free_inputs(&p, x);
+	}
+}
+END_TEST
+
+START_TEST(test_sender_not_server)
+{
+	/* the server's keys message to client 0, its sender changed to client
+	 * 2 (as if a client's message were relayed as the server's): refused */
+	struct secagg_params p = complete(3, 2, 16, 8);
+	uint64_t **x = random_inputs(&p, 9);
+	struct harness h;
+	h_open(&h, &p, 13);
+	ck_assert_int_eq(h_stages(&h, SECAGG_ADVERTISE, SECAGG_ADVERTISE, x, NULL, NULL, NULL), 0);
+	void *in = NULL, *out = NULL;
+	size_t il = 0, ol = 0;
+	ck_assert_int_eq(secagg_server_message(h.s, 0, &in, &il), 0);
+	ck_assert_uint_ge(il, SECAGG_HEADER_BYTES);
+	uint8_t *m = in;
+	m[SECAGG_HEADER_BYTES - 4] = 2; /* the sender, little-endian */
+	m[SECAGG_HEADER_BYTES - 3] = m[SECAGG_HEADER_BYTES - 2] = m[SECAGG_HEADER_BYTES - 1] = 0;
+	ck_assert_int_eq(secagg_client_share(h.c[0], in, il, &out, &ol), FEDRUN_EINVAL);
+	ck_assert_msg(strstr(fedrun_error_message(), "sent by client 2, not the server: refused"),
+		      "%s", fedrun_error_message());
+	ck_assert_ptr_null(out);
+	free(in);
 	h_close(&h);
 	free_inputs(&p, x);
 }
@@ -954,6 +1059,8 @@ static Suite *secagg_suite(void)
 	tcase_add_test(tc, test_dropout_complete);
 	tcase_add_test(tc, test_dropout_sparse);
 	tcase_add_test(tc, test_malicious_server);
+	tcase_add_test(tc, test_small_order_keys);
+	tcase_add_test(tc, test_sender_not_server);
 	tcase_add_test(tc, test_tampered_ciphertext);
 	tcase_add_test(tc, test_tampered_share);
 	tcase_add_test(tc, test_uniform);

@@ -23,6 +23,7 @@ struct secure_cfg {
 	double clip;
 	int graph;		       /* enum secagg_graph_kind: "complete" | "sparse" */
 	int64_t num_shares, threshold; /* 0: derived from the round's size */
+	bool graph_given;	       /* "graph" was in the section */
 };
 
 #define O(key, type, field, flags, lo, hi, def, defs, choices)                                     \
@@ -49,6 +50,8 @@ static int read_cfg(struct run *r, uint32_t nranks, json_t *sec, struct secure_c
 		    bool *uniform)
 {
 	*cfg = (struct secure_cfg){0};
+	/* before the parse, which writes the defaults into the section */
+	cfg->graph_given = json_object_get(sec, "graph") != NULL;
 	int rc = fedrun_opts_parse(secure_spec, sec, "secagg", cfg);
 	if (rc < 0)
 		return rc;
@@ -160,6 +163,22 @@ int secure_create(struct run *r, uint32_t nranks, struct secure **out)
 	    .round = 1,
 	    .seed = (uint64_t)r->cfg.seed,
 	};
+	/* A sparse graph needs 3 clients a round (num_shares is odd, at
+	 * least 3); with 2, each is the other's only neighbour anyway, so
+	 * the default is then the complete graph. */
+	if (rc == 0 && m < 3 && s->cfg.graph == SECAGG_SPARSE) {
+		if (s->cfg.graph_given) {
+			rc = fedrun_error(FEDRUN_ECONFIG,
+					  "secagg.graph \"sparse\" needs at least 3 clients a "
+					  "round, and a round has %u: use \"complete\"",
+					  m);
+		} else {
+			s->cfg.graph = SECAGG_COMPLETE;
+			/* the run's record says what ran */
+			json_object_set_new(sec, "graph", json_string("complete"));
+		}
+	}
+	p.graph = (uint32_t)s->cfg.graph;
 	p.num_shares = s->cfg.graph == SECAGG_COMPLETE ? m
 		       : s->cfg.num_shares	       ? (uint32_t)s->cfg.num_shares
 						       : secagg_default_shares(m);

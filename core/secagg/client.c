@@ -181,17 +181,44 @@ static int share_key(struct secagg_client *c, const struct nb *v, uint8_t key[32
 	return 0;
 }
 
-/* What a server message says of one neighbour: its keys, or its shares
- * for us. */
-static void take_keys(struct nb *v, const uint8_t *e)
+/* What a server message says of one neighbour: its keys (refused where
+ * one is of small order: the server should have, and may not be honest),
+ * or its shares for us. */
+static int take_keys(struct secagg_client *c, struct nb *v, const uint8_t *e)
 {
+	if (!secagg_key_ok(e) || !secagg_key_ok(e + 32))
+		return fedrun_error(FEDRUN_EINVAL,
+				    "secagg: client %u: client %u's keys: a public key of small "
+				    "order: refused",
+				    c->id, v->id);
 	memcpy(v->cpk, e, 32);
 	memcpy(v->spk, e + 32, 32);
+	return 0;
 }
 
-static void take_ct(struct nb *v, const uint8_t *e)
+static int take_ct(struct secagg_client *c, struct nb *v, const uint8_t *e)
 {
+	(void)c;
 	memcpy(v->ct, e, SECAGG_CT_BYTES);
+	return 0;
+}
+
+/* The header of a message from the server: stage, round and sender checked
+ * (a message that another client wrote, relayed as the server's, is
+ * refused). */
+static int server_header(struct secagg_client *c, struct secagg_rbuf *r, const void *msg,
+			 size_t len, uint32_t stage, const char *what)
+{
+	uint32_t sender;
+	int rc = secagg_rb_header(r, msg, len, stage, c->p.round, &sender, what);
+	if (rc < 0)
+		return rc;
+	if (sender != SECAGG_SERVER)
+		return fedrun_error(FEDRUN_EINVAL,
+				    "secagg: client %u: %s: sent by client %u, not the server: "
+				    "refused",
+				    c->id, what, sender);
+	return 0;
 }
 
 /* Reads a server message of `stage` that lists neighbours: a count, then
@@ -199,11 +226,10 @@ static void take_ct(struct nb *v, const uint8_t *e)
  * marks them `set` and hands each entry to take. */
 static int parse_list(struct secagg_client *c, const void *msg, size_t len, uint32_t stage,
 		      const char *what, size_t entry, uint8_t need, uint8_t set, uint32_t *count,
-		      void (*take)(struct nb *, const uint8_t *))
+		      int (*take)(struct secagg_client *, struct nb *, const uint8_t *))
 {
 	struct secagg_rbuf r;
-	uint32_t sender;
-	int rc = secagg_rb_header(&r, msg, len, stage, c->p.round, &sender, what);
+	int rc = server_header(c, &r, msg, len, stage, what);
 	if (rc < 0)
 		return rc;
 	*count = secagg_rb_u32(&r);
@@ -226,8 +252,9 @@ static int parse_list(struct secagg_client *c, const void *msg, size_t len, uint
 		if (v->state & set)
 			return fedrun_error(FEDRUN_EINVAL, "secagg: client %u: %s: client %u twice",
 					    c->id, what, id);
+		if ((rc = take(c, v, e)) < 0)
+			return rc;
 		v->state |= set;
-		take(v, e);
 	}
 	return secagg_rb_end(&r, what);
 }
@@ -436,10 +463,9 @@ int secagg_client_unmask(struct secagg_client *c, const void *req, size_t req_le
 		return rc;
 	c->stage = FAILED; /* one request a round, whatever comes of it */
 	struct secagg_rbuf r;
-	uint32_t sender;
 	bool self = false;
-	if ((rc = secagg_rb_header(&r, req, req_len, SECAGG_UNMASK, c->p.round, &sender,
-				   "the unmasking request")) < 0 ||
+	if ((rc = server_header(c, &r, req, req_len, SECAGG_UNMASK, "the unmasking request")) <
+		0 ||
 	    (rc = mark_list(c, &r, 1, &self)) < 0 || (rc = mark_list(c, &r, 2, &self)) < 0 ||
 	    (rc = secagg_rb_end(&r, "the unmasking request")) < 0)
 		return rc;

@@ -98,6 +98,9 @@ uint32_t secagg_graph_degree(const struct secagg_graph *g);
 
 /* ---- prg.c: key agreement, key derivation, masks ------------------------ */
 
+/* Whether pk is an X25519 key outside the small subgroup (one inside it
+ * agrees with any key on the identity: a secret everyone knows). */
+bool secagg_key_ok(const uint8_t pk[32]);
 /* X25519 (RFC 7748) of our secret and their public key; FEDRUN_EINVAL for
  * a public key of small order (an all-zero secret). */
 int secagg_agree(uint8_t out[32], const uint8_t sk[32], const uint8_t pk[32]);

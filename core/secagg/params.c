@@ -2,6 +2,7 @@
 /* What every party of a secure-aggregation round agrees on, checked once
  * for all of them. */
 #include "config.h"
+#include <stdint.h>
 #include "fedrun/error.h"
 #include "internal.h"
 
@@ -19,6 +20,11 @@ int secagg_params_check(const struct secagg_params *p)
 	/* The keystream of one mask: at most 2^32 ChaCha20 blocks. */
 	if (p->dim == 0 || p->dim > ((uint64_t)1 << 34))
 		return fedrun_error(FEDRUN_EINVAL, "secagg: an input of %llu elements (1 to 2^34)",
+				    (unsigned long long)p->dim);
+	/* The sum and every unpacked input are dim 64-bit words in memory. */
+	if (p->dim > SIZE_MAX / sizeof(uint64_t))
+		return fedrun_error(FEDRUN_EINVAL,
+				    "secagg: an input of %llu elements does not fit in memory here",
 				    (unsigned long long)p->dim);
 	if (p->graph == SECAGG_COMPLETE) {
 		if (p->num_shares != p->n)

@@ -19,6 +19,18 @@ int secagg_agree(uint8_t out[32], const uint8_t sk[32], const uint8_t pk[32])
 	return 0;
 }
 
+bool secagg_key_ok(const uint8_t pk[32])
+{
+	/* crypto_scalarmult clamps the scalar to a multiple of 8, so a point
+	 * of order 1, 2, 4 or 8 (the whole small subgroup) gives the
+	 * identity, which it refuses; any other key gives a point. */
+	static const uint8_t probe[32] = {9};
+	uint8_t out[32];
+	const bool ok = crypto_scalarmult(out, probe, pk) == 0;
+	sodium_memzero(out, sizeof out);
+	return ok;
+}
+
 void secagg_kdf(uint8_t out[32], const char *label, uint32_t round, const uint8_t secret[32],
 		const uint8_t *pk_a, const uint8_t *pk_b)
 {

@@ -139,6 +139,13 @@ static int recv_advertise(struct secagg_server *s, struct secagg_rbuf *r, uint32
 	int rc = secagg_rb_end(r, "advertised keys");
 	if (rc < 0)
 		return rc;
+	/* Refused here rather than by each neighbour later: a key of small
+	 * order would make u's shares (or its masks) readable by anyone. */
+	if (!secagg_key_ok(cpk) || !secagg_key_ok(spk))
+		return fedrun_error(FEDRUN_EINVAL,
+				    "secagg: client %u advertised a public key of small order: "
+				    "refused",
+				    u);
 	memcpy(s->cpk[u], cpk, 32);
 	memcpy(s->spk[u], spk, 32);
 	s->in[u] |= IN_U1;

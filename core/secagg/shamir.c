@@ -21,6 +21,17 @@ int secagg_shamir_init(struct secagg_shamir *s)
 	return 0;
 }
 
+/* Overwrites every limb v has allocated (not only those of its current
+ * value: a smaller value leaves a larger one's high limbs behind), then
+ * sets it to 0. mpz_set_ui(v, 0) alone leaves the limbs as they were.
+ * GMP's own scratch space inside mpz_mul and mpz_mod is not reached:
+ * secrets may stay there until it is reused. */
+static void wipe(mpz_t v)
+{
+	sodium_memzero(v->_mp_d, (size_t)v->_mp_alloc * sizeof *v->_mp_d);
+	v->_mp_size = 0;
+}
+
 static void forget_lambda(struct secagg_shamir *s)
 {
 	for (uint32_t i = 0; i < s->nl; i++)
@@ -35,6 +46,8 @@ static void forget_lambda(struct secagg_shamir *s)
 void secagg_shamir_fini(struct secagg_shamir *s)
 {
 	forget_lambda(s);
+	wipe(s->tmp);
+	wipe(s->acc);
 	mpz_clears(s->p, s->tmp, s->acc, NULL);
 }
 
@@ -81,10 +94,10 @@ int secagg_shamir_split(struct secagg_shamir *s, const uint8_t secret[32], uint3
 	}
 	/* GMP's limbs of the coefficients are overwritten before they go. */
 	for (uint32_t i = 0; i < t; i++) {
-		mpz_set_ui(a[i], 0);
+		wipe(a[i]);
 		mpz_clear(a[i]);
 	}
-	mpz_set_ui(s->acc, 0);
+	wipe(s->acc);
 	free(a);
 	return 0;
 }
@@ -155,17 +168,22 @@ int secagg_shamir_combine(struct secagg_shamir *s, uint32_t t, const uint32_t *x
 	mpz_set_ui(s->acc, 0);
 	for (uint32_t i = 0; i < t; i++) {
 		mpz_import(s->tmp, SECAGG_SHARE_BYTES, 1, 1, 1, 0, shares[i]);
-		if (mpz_cmp(s->tmp, s->p) >= 0)
+		if (mpz_cmp(s->tmp, s->p) >= 0) {
+			wipe(s->tmp);
+			wipe(s->acc);
 			return fedrun_error(FEDRUN_EINVAL, "secagg: a share outside the field");
+		}
 		mpz_addmul(s->acc, s->tmp, s->lambda[i]);
 	}
 	mpz_mod(s->acc, s->acc, s->p);
-	mpz_set_ui(s->tmp, 0);
-	if (mpz_sizeinbase(s->acc, 2) > 256)
+	wipe(s->tmp);
+	if (mpz_sizeinbase(s->acc, 2) > 256) {
+		wipe(s->acc);
 		return fedrun_error(
 		    FEDRUN_EINVAL,
 		    "secagg: the shares do not interpolate to a 32-byte secret (corrupt shares)");
+	}
 	to_bytes(s->acc, secret, 32);
-	mpz_set_ui(s->acc, 0);
+	wipe(s->acc);
 	return 0;
 }
