@@ -87,23 +87,134 @@ static void *pfor_thread(void *p)
 	return NULL;
 }
 
+/* The threads of workers 1 .. n, started when a phase first needs them and
+ * kept until run_workers_destroy: a run of many small phases (a round of
+ * 30,000 clients trains in chunks of 8) would otherwise start and join a
+ * thread each time, which costs some 90 ms a thread under AddressSanitizer
+ * (its thread set-up and tear-down map and unmap memory). */
+struct run_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	uint32_t n;	      /* threads started: workers 1 .. n */
+	pthread_t *tids;      /* [nworkers] */
+	struct pool_arg *pa;  /* [nworkers] */
+	uint64_t gen;	      /* the phase published last */
+	uint32_t nt;	      /* workers 0 .. nt-1 take part in it */
+	uint32_t busy;	      /* of workers 1 .. nt-1, those not yet done */
+	struct pfor_arg *args; /* the phase's, per worker */
+	bool quit;
+};
+
+struct pool_arg {
+	struct run_pool *pool;
+	uint32_t t;
+	uint64_t seen; /* the last phase it looked at */
+};
+
+static void *pool_thread(void *p)
+{
+	struct pool_arg *a = p;
+	struct run_pool *pool = a->pool;
+	pthread_mutex_lock(&pool->mu);
+	for (;;) {
+		while (!pool->quit && pool->gen == a->seen)
+			pthread_cond_wait(&pool->go, &pool->mu);
+		if (pool->quit)
+			break;
+		a->seen = pool->gen;
+		if (a->t >= pool->nt)
+			continue;
+		struct pfor_arg *arg = &pool->args[a->t];
+		pthread_mutex_unlock(&pool->mu);
+		pfor_thread(arg);
+		pthread_mutex_lock(&pool->mu);
+		if (--pool->busy == 0)
+			pthread_cond_signal(&pool->done);
+	}
+	pthread_mutex_unlock(&pool->mu);
+	return NULL;
+}
+
+static void pool_destroy(struct run *r)
+{
+	struct run_pool *pool = r->pool;
+	if (!pool)
+		return;
+	pthread_mutex_lock(&pool->mu);
+	pool->quit = true;
+	pthread_cond_broadcast(&pool->go);
+	pthread_mutex_unlock(&pool->mu);
+	for (uint32_t t = 1; t <= pool->n; t++)
+		pthread_join(pool->tids[t], NULL);
+	pthread_cond_destroy(&pool->go);
+	pthread_cond_destroy(&pool->done);
+	pthread_mutex_destroy(&pool->mu);
+	free(pool->tids);
+	free(pool->pa);
+	free(pool);
+	r->pool = NULL;
+}
+
+/* Workers 1 .. want-1 started (as many as the system gives); returns the
+ * workers there are, the calling thread's included. */
+static uint32_t pool_grow(struct run *r, uint32_t want)
+{
+	if (want <= 1)
+		return 1;
+	struct run_pool *pool = r->pool;
+	if (!pool) {
+		pool = calloc(1, sizeof *pool);
+		if (!pool)
+			return 1;
+		pool->tids = calloc(r->nworkers, sizeof *pool->tids);
+		pool->pa = calloc(r->nworkers, sizeof *pool->pa);
+		if (!pool->tids || !pool->pa) {
+			free(pool->tids);
+			free(pool->pa);
+			free(pool);
+			return 1;
+		}
+		pthread_mutex_init(&pool->mu, NULL);
+		pthread_cond_init(&pool->go, NULL);
+		pthread_cond_init(&pool->done, NULL);
+		r->pool = pool;
+	}
+	while (pool->n + 1 < want) {
+		uint32_t t = pool->n + 1;
+		/* no phase runs now: gen is stable, and the thread waits for
+		 * the next one */
+		pool->pa[t] = (struct pool_arg){pool, t, pool->gen};
+		if (pthread_create(&pool->tids[t], NULL, pool_thread, &pool->pa[t]) != 0)
+			break;
+		pool->n = t;
+	}
+	return pool->n + 1;
+}
+
 /* Runs items [first, end) of pf on workers 0 .. nt-1, each with `omp`
  * OpenMP threads; the calling thread is worker 0, which runs them all if
  * no other thread starts. The items' errors land in pf->rcs. */
 static void pfor_phase(struct pfor *pf, uint32_t first, uint32_t end, uint32_t nt, uint32_t omp,
-		       pthread_t *tids, struct pfor_arg *args)
+		       struct pfor_arg *args)
 {
+	struct run *r = pf->r;
 	atomic_store(&pf->next, first);
 	pf->n = end;
 	pf->omp_threads = omp;
-	uint32_t started = 0;
-	for (uint32_t t = 0; t < nt; t++) {
-		args[t] = (struct pfor_arg){pf, &pf->r->workers[t]};
-		if (t == 0)
-			continue; /* the calling thread is worker 0 */
-		if (pthread_create(&tids[t], NULL, pfor_thread, &args[t]) != 0)
-			break;
-		started = t;
+	uint32_t have = pool_grow(r, nt);
+	if (nt > have)
+		nt = have;
+	for (uint32_t t = 0; t < nt; t++)
+		args[t] = (struct pfor_arg){pf, &r->workers[t]};
+	struct run_pool *pool = r->pool;
+	if (nt > 1) {
+		pthread_mutex_lock(&pool->mu);
+		pool->args = args;
+		pool->nt = nt;
+		pool->busy = nt - 1;
+		pool->gen++;
+		pthread_cond_broadcast(&pool->go);
+		pthread_mutex_unlock(&pool->mu);
 	}
 #ifdef _OPENMP
 	int saved = omp_get_max_threads();
@@ -112,8 +223,12 @@ static void pfor_phase(struct pfor *pf, uint32_t first, uint32_t end, uint32_t n
 #ifdef _OPENMP
 	omp_set_num_threads(saved);
 #endif
-	for (uint32_t t = 1; t <= started; t++)
-		pthread_join(tids[t], NULL);
+	if (nt > 1) {
+		pthread_mutex_lock(&pool->mu);
+		while (pool->busy > 0)
+			pthread_cond_wait(&pool->done, &pool->mu);
+		pthread_mutex_unlock(&pool->mu);
+	}
 }
 
 int run_parallel_for(struct run *r, uint32_t n,
@@ -127,10 +242,9 @@ int run_parallel_for(struct run *r, uint32_t n,
 	atomic_init(&pf.next, 0);
 	pf.rcs = calloc(n, sizeof *pf.rcs);
 	pf.msgs = calloc(n, sizeof *pf.msgs);
-	pthread_t *tids = calloc(nt, sizeof *tids);
 	struct pfor_arg *args = calloc(nt, sizeof *args);
 	int rc = 0;
-	if (!pf.rcs || !pf.msgs || !tids || !args) {
+	if (!pf.rcs || !pf.msgs || !args) {
 		rc = fedrun_error(FEDRUN_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -141,12 +255,12 @@ int run_parallel_for(struct run *r, uint32_t n,
 	 * worker. Items give the same bits on any number of threads. */
 	uint32_t per = threads / nt ? threads / nt : 1, rest = n % nt;
 	uint32_t split = rest && threads / rest > per ? n - rest : n;
-	pfor_phase(&pf, 0, split, nt, per, tids, args);
+	pfor_phase(&pf, 0, split, nt, per, args);
 	uint32_t bad = 0; /* the first item that failed, or n */
 	while (bad < split && pf.rcs[bad] >= 0)
 		bad++;
 	if (bad == split && split < n) { /* none of the first phase failed */
-		pfor_phase(&pf, split, n, rest, threads / rest, tids, args);
+		pfor_phase(&pf, split, n, rest, threads / rest, args);
 		while (bad < n && pf.rcs[bad] >= 0)
 			bad++;
 	}
@@ -158,7 +272,6 @@ out:
 			free(pf.msgs[i]);
 	free(pf.msgs);
 	free(pf.rcs);
-	free(tids);
 	free(args);
 	return rc;
 }
@@ -203,6 +316,7 @@ int run_workers_create(struct run *r)
 
 void run_workers_destroy(struct run *r)
 {
+	pool_destroy(r); /* its threads use the workers */
 	for (uint32_t i = 0; i < r->nworkers; i++) {
 		struct worker *w = &r->workers[i];
 		if (w->model_worker && r->model_ops->worker_destroy)

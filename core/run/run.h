@@ -107,6 +107,7 @@ struct run {
 
 	struct worker *workers;
 	uint32_t nworkers;
+	struct run_pool *pool; /* run_parallel_for's threads, started on first use */
 
 	struct client_state *cstates; /* sorted by client; only clients that trained */
 	uint32_t ncstates;
@@ -171,7 +172,9 @@ uint32_t run_clients_per_round(const struct run *r);
 int run_workers_create(struct run *r);
 void run_workers_destroy(struct run *r);
 /* Runs fn(i) for i in [0, n) on the workers. On failure returns the error
- * of the lowest failed index, so the message does not depend on timing. */
+ * of the lowest failed index, so the message does not depend on timing.
+ * Not from inside fn: worker k > 0 is one thread kept for the whole run
+ * (joined by run_workers_destroy), which waits between calls. */
 int run_parallel_for(struct run *r, uint32_t n,
 		     int (*fn)(struct run *, struct worker *, uint32_t, void *), void *ctx);
 /* The state the run keeps of `client` across rounds, created on first use. */
