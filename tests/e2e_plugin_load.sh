@@ -7,7 +7,10 @@
 # (LD_DEBUG=files) shows one dlopen of fedavg.so, where it showed one per
 # registry and spelling. A plugin directory that everyone may write to
 # (anyone can put code there) is used with a warning naming it, once per
-# directory; one of mode 0755 gives none.
+# directory; one of mode 0755 gives none. Within a directory the file
+# named after the plugin is searched first and files named for another
+# kind last (fedrun-plugin(7), SEARCH PATH): a search for an aggregator
+# loads neither backend_*.so nor files that sort before its own.
 . "$top_srcdir/tests/lib.sh"
 P=$FEDRUN_PLUGIN_PATH
 # opens LOG: how many times the dynamic linker's log says fedavg.so was
@@ -62,4 +65,36 @@ grep -q '"path"' named.json || die "named.json names no plugin file"
 	{ cat err; die "validate of a pipeline naming ww/fedavg.so failed"; }
 n=$(grep -c "warning: $warning" err)
 [ "$n" -eq 1 ] || { cat err; die "a named file in ww: $n warnings, not 1"; }
+# The search order within a directory. so/ holds fedavg.so twice more:
+# as aaa.so (sorts first) and as backend_zz.so (named for another kind);
+# fedavg is taken from fedavg.so, and the validation of a FedAvg pipeline
+# dlopens neither copy. `fedrun plugins` marks the other two shadowed.
+# fedprox (in fedavg.so, no fedprox.so) is found there, before
+# backend_zz.so. With fedavg.so gone, aaa.so's is taken, then (aaa.so gone
+# too) backend_zz.so's: files named for another kind are still searched.
+mkdir so
+for f in aaa fedavg backend_zz; do cp "$P/fedavg.so" "so/$f.so"; done
+for f in "$P"/*.so; do
+	case $(basename "$f") in fedavg.so) ;; *) ln -s "$f" so/ ;; esac
+done
+FEDRUN_PLUGIN_PATH=$work/so LD_DEBUG=files "$FEDRUN" validate "$toy" >out 2>log ||
+	{ grep -v '^ *[0-9]*:' log; die "validate from so/ failed"; }
+grep -q 'opening file=.*/so/fedavg\.so' log || die "so/fedavg.so was not loaded"
+! grep -q 'opening file=.*/so/\(aaa\|backend_zz\)\.so' log ||
+	die "the search for fedavg loaded aaa.so or backend_zz.so: $(grep -o 'opening file=[^ ]*' log)"
+FEDRUN_PLUGIN_PATH=$work/so "$FEDRUN" plugins >out || die "fedrun plugins from so/ failed"
+grep -q "^fedavg .*/so/fedavg\.so\$" out || die "so/fedavg.so's fedavg is shadowed: $(grep '^fedavg' out)"
+[ "$(grep -c '^fedavg .*(shadowed)' out)" -eq 2 ] || die "not two shadowed fedavg: $(grep '^fedavg' out)"
+sed 's|"plugin": "fedavg"|"plugin": "fedprox", "mu": 0.01|' "$toy" >prox.json
+FEDRUN_PLUGIN_PATH=$work/so LD_DEBUG=files "$FEDRUN" validate prox.json >out 2>log ||
+	{ grep -v '^ *[0-9]*:' log; die "validate of fedprox from so/ failed"; }
+! grep -q 'opening file=.*/so/backend_zz\.so' log || die "the search for fedprox loaded backend_zz.so"
+for gone in fedavg aaa; do
+	rm "so/$gone.so"
+	FEDRUN_PLUGIN_PATH=$work/so LD_DEBUG=files "$FEDRUN" validate "$toy" >out 2>log ||
+		{ grep -v '^ *[0-9]*:' log; die "validate without so/$gone.so failed"; }
+	want=aaa
+	[ $gone = aaa ] && want=backend_zz
+	grep -q "opening file=.*/so/$want\\.so" log || die "without so/$gone.so, so/$want.so was not loaded"
+done
 exit 0

@@ -587,6 +587,55 @@ static void free_list(char **files, uint32_t n)
 	free(files);
 }
 
+/* Where a file comes in the search for plugin (kind, name) within its
+ * directory (fedrun-plugin(7), SEARCH PATH): 0 for the file named after the
+ * plugin (NAME.so or KIND_NAME.so, '-' read as '_': gru_lm.so,
+ * backend_cuda.so), 2 for a file named for another kind (KIND_*.so:
+ * backend_cuda.so when an aggregator is looked for), 1 for the rest; in
+ * name order within each. So a search loads what it needs first, not every
+ * file that sorts before it (a CUDA backend links cuBLAS, half a second to
+ * load). */
+static int file_rank(const char *path, uint32_t kind, const char *name)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	size_t blen = strlen(base);
+	if (blen <= 3)
+		return 1;
+	blen -= 3; /* ".so" */
+	for (uint32_t k = 1; k <= FEDRUN_KIND_MAX_; k++) {
+		const char *kn = fedrun_kind_name(k);
+		size_t kl = strlen(kn);
+		bool prefixed = blen > kl + 1 && strncmp(base, kn, kl) == 0 && base[kl] == '_';
+		if (!prefixed)
+			continue;
+		if (k != kind)
+			return 2;
+		base += kl + 1; /* KIND_NAME.so: compare NAME */
+		blen -= kl + 1;
+		break;
+	}
+	size_t nlen = strlen(name);
+	if (nlen != blen)
+		return 1;
+	for (size_t i = 0; i < nlen; i++)
+		if (base[i] != (name[i] == '-' ? '_' : name[i]))
+			return 1;
+	return 0;
+}
+
+/* files (sorted by name) reordered for the search of (kind, name), into
+ * order[]: by file_rank, then by name. */
+static void search_order(char **files, uint32_t n, uint32_t kind, const char *name,
+			 uint32_t *order)
+{
+	uint32_t m = 0;
+	for (int rank = 0; rank <= 2; rank++)
+		for (uint32_t f = 0; f < n; f++)
+			if (file_rank(files[f], kind, name) == rank)
+				order[m++] = f;
+}
+
 /* The section keys that name code a plugin runs, besides "path": a plugin
  * here reads them knowing nothing of --allow-plugin-paths (the host table
  * does not say), so the core refuses them for it. */
@@ -660,7 +709,14 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 		rc = list_dir(reg->dirs[d], &files, &nf);
 		if (rc < 0)
 			return rc;
-		for (uint32_t f = 0; f < nf; f++) {
+		uint32_t *order = malloc((nf ? nf : 1) * sizeof *order);
+		if (!order) {
+			free_list(files, nf);
+			return fedrun_error(FEDRUN_ENOMEM, "out of memory");
+		}
+		search_order(files, nf, kind, name, order);
+		for (uint32_t o = 0; o < nf; o++) {
+			const uint32_t f = order[o];
 			if (fedrun_registry_open(reg, files[f], &list, &n) < 0) {
 				if (rlen < sizeof refused - 1)
 					rlen += snprintf(refused + rlen, sizeof refused - rlen,
@@ -672,6 +728,7 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 					*plugin = list[i];
 					if (found_file)
 						*found_file = find_loaded(reg, files[f])->file;
+					free(order);
 					free_list(files, nf);
 					return 0;
 				}
@@ -679,6 +736,7 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 					suggest_add(&near, list[i]->name);
 			}
 		}
+		free(order);
 		free_list(files, nf);
 	}
 	char path[1024] = "";
@@ -692,11 +750,27 @@ int fedrun_registry_find(struct fedrun_registry *reg, uint32_t kind, const char 
 			    near.best ? near.best : "", near.best ? "'? " : "", refused);
 }
 
+/* Whether `file` (loaded, or refused: 0) holds a plugin of p's kind and name. */
+static int provides(struct fedrun_registry *reg, const char *file, const struct fedrun_plugin *p)
+{
+	const struct fedrun_plugin *const *list;
+	uint32_t n;
+	if (fedrun_registry_open(reg, file, &list, &n) < 0) {
+		fedrun_error_clear();
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (list[i]->kind == p->kind && strcmp(list[i]->name, p->name) == 0)
+			return 1;
+	return 0;
+}
+
 int fedrun_registry_scan(struct fedrun_registry *reg, fedrun_registry_visit_fn visit, void *ud)
 {
 	struct seen {
 		uint32_t kind;
 		const char *name;
+		int rank; /* of its file, for it (file_rank) */
 	} *seen = NULL;
 	uint32_t nseen = 0;
 	int rc = 0;
@@ -704,6 +778,10 @@ int fedrun_registry_scan(struct fedrun_registry *reg, fedrun_registry_visit_fn v
 		char **files;
 		uint32_t nf;
 		rc = list_dir(reg->dirs[d], &files, &nf);
+		/* seen[first_here ..]: this directory's plugins, with their
+		 * files; within it the search's order decides which one of a
+		 * (kind, name) wins (search_order) */
+		const uint32_t first_here = nseen;
 		for (uint32_t f = 0; f < nf && rc == 0; f++) {
 			const struct fedrun_plugin *const *list;
 			uint32_t n;
@@ -713,9 +791,18 @@ int fedrun_registry_scan(struct fedrun_registry *reg, fedrun_registry_visit_fn v
 			}
 			for (uint32_t i = 0; i < n; i++) {
 				int shadowed = 0;
-				for (uint32_t s = 0; s < nseen; s++)
-					shadowed |= seen[s].kind == list[i]->kind &&
-						    strcmp(seen[s].name, list[i]->name) == 0;
+				const int rank = file_rank(files[f], list[i]->kind, list[i]->name);
+				for (uint32_t s = 0; s < nseen; s++) {
+					if (seen[s].kind != list[i]->kind ||
+					    strcmp(seen[s].name, list[i]->name) != 0)
+						continue;
+					/* an earlier directory's, or one this
+					 * directory's search visits first */
+					shadowed |= s < first_here || seen[s].rank <= rank;
+				}
+				for (uint32_t g = f + 1; g < nf && !shadowed; g++)
+					if (file_rank(files[g], list[i]->kind, list[i]->name) < rank)
+						shadowed = provides(reg, files[g], list[i]);
 				visit(ud, files[f], list[i], NULL, shadowed);
 				struct seen *bigger = realloc(seen, (nseen + 1) * sizeof *seen);
 				if (!bigger) {
@@ -725,6 +812,7 @@ int fedrun_registry_scan(struct fedrun_registry *reg, fedrun_registry_visit_fn v
 				seen = bigger;
 				seen[nseen].kind = list[i]->kind;
 				seen[nseen].name = list[i]->name;
+				seen[nseen].rank = rank;
 				nseen++;
 			}
 		}
