@@ -123,6 +123,16 @@ example_target() {
 	fi
 }
 
+# sanitized: true in a build with the sanitizers (CFLAGS -fsanitize=...).
+# There the tests skip what only checks that a model learns (a training run
+# to convergence, ten to forty times slower than plain): the code it runs
+# is the same as in their shorter runs, which stay; the plain build runs
+# everything.
+sanitized() {
+	case "${FEDRUN_CFLAGS-}" in *-fsanitize=*) return 0 ;; esac
+	return 1
+}
+
 # mpi_env: for the tests of runs over several processes. Skips (77) without
 # mpirun or without the MPI transport plugin (configure --with-mpi); lets
 # Open MPI run as root, oversubscribe the cores and keep to shared memory
