@@ -125,8 +125,9 @@ example_target() {
 
 # sanitized: true in a build with the sanitizers (CFLAGS -fsanitize=...).
 # There the tests skip what only checks that a model learns (a training run
-# to convergence, ten to forty times slower than plain): the code it runs
-# is the same as in their shorter runs, which stay; the plain build runs
+# to convergence, ten to forty times slower than plain: the code it runs is
+# the same as in their shorter runs, which stay) and what measures memory
+# (AddressSanitizer's quarantine keeps freed memory); the plain build runs
 # everything.
 sanitized() {
 	case "${FEDRUN_CFLAGS-}" in *-fsanitize=*) return 0 ;; esac
