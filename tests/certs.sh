@@ -109,6 +109,9 @@ ok "the list is the CA's" openssl crl -in "$ca/crl.pem" -noout -CAfile "$ca/ca.c
 # verification of the other's chain is in its output.
 handshake() { # CLIENT-CERT-BASE: status of an s_client session
 	port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
+	# not the last session's output: the wait below reads this file
+	# before the background job's redirection empties it
+	rm -f server.out
 	openssl s_server -quiet -naccept 1 -accept "127.0.0.1:$port" -cert "$ca/server.crt" \
 		-key "$ca/server.key" -CAfile "$ca/ca.crt" -Verify 1 -verify_return_error \
 		>server.out 2>&1 &

@@ -113,9 +113,17 @@ grep -q 'model.tokenizer.key_bits: expected an integer in \[2048, 8192\], got 16
 # that it lands in the key generation however fast the machine is; the
 # KILL guard only ends a fedrun that ignores it (status 137).
 sigterm_in_keygen() {
+	# A fresh file, emptied before the job starts: the job's own 2>err
+	# truncates it only once the forked shell runs, and until then the
+	# loop below could read the previous call's "makes a Paillier key"
+	# (7 times in 300 here, unloaded) and signal timeout before fedrun
+	# had its handler: exit 143. The likely cause of CI's failure of
+	# this test on 2026-12-07, whose log was not kept.
+	rm -f err
+	: >err
 	# --foreground: timeout passes the signal on to fedrun once (without it
 	# it signals its whole process group too, and fedrun gets two)
-	timeout --foreground -s KILL 60 "$FEDRUN" "$@" >/dev/null 2>err &
+	timeout --foreground -s KILL 60 "$FEDRUN" "$@" >/dev/null 2>>err &
 	pid=$!
 	i=0
 	while ! grep -q "makes a Paillier key of 8192 bits" err && kill -0 $pid 2>/dev/null &&
