@@ -44,10 +44,6 @@ echo "(a) bf16: --threads 1 and 2 give the same $(wc -c <t1/final.safetensors) b
 
 # (b) SIGTERM once a checkpoint of round 3 or later exists (older ones are
 # pruned), then --resume with the original rounds.
-newest() {
-	ls "$1/checkpoints" 2>/dev/null | sed -n 's/^round-0*\([0-9][0-9]*\)\.safetensors$/\1/p' |
-		sort -n | tail -n 1 | grep . || echo 0
-}
 "$FEDRUN" -q --threads 2 "$q" $short $bf16 --set output.dir=term --set rounds=400 >/dev/null 2>term.err &
 pid=$!
 i=0

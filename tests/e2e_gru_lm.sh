@@ -30,7 +30,7 @@ done
 "$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=400 >/dev/null 2>term.err &
 pid=$!
 i=0
-while [ ! -e term/checkpoints/round-000003.safetensors ] && [ $i -lt 6000 ]; do
+while [ "$(newest term)" -lt 3 ] && kill -0 $pid 2>/dev/null && [ $i -lt 6000 ]; do
 	sleep 0.01; i=$((i + 1))
 done
 kill -s TERM $pid

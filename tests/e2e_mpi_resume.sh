@@ -59,18 +59,18 @@ done
 
 # A worker rank killed: the job ends with a non-zero status and a message
 # naming the rank; the checkpoints are whole and the run resumes.
-newest() {
-	ls "$1/checkpoints" 2>/dev/null | sed -n 's/^round-0*\([0-9][0-9]*\)\.safetensors$/\1/p' |
-		sort -n | tail -n 1 | grep . || echo 0
-}
-mpirun $mpi_x -np 3 "$FEDRUN" -q "$p" --set output.dir=k --set rounds=100000 --set eval.every=0 \
-	--set model.dim=20000 >k.out 2>&1 &
+# (timeout: a job that goes on regardless ends after 300 s, status 124;
+# the wait for its second checkpoint allows for a slow start, as under
+# the sanitizers on a loaded machine, and stops if the job ended)
+timeout -k 10 300 mpirun $mpi_x -np 3 "$FEDRUN" -q "$p" --set output.dir=k --set rounds=100000 \
+	--set eval.every=0 --set model.dim=20000 >k.out 2>&1 &
 job=$!
 i=0
-while [ "$(newest k)" -lt 2 ] && [ $i -lt 600 ]; do
+while [ "$(newest k)" -lt 2 ] && [ $i -lt 2400 ] && kill -0 $job 2>/dev/null; do
 	sleep 0.05
 	i=$((i + 1))
 done
+[ "$(newest k)" -ge 2 ] || { kill $job; cat k.out; die "the job did not reach its second checkpoint"; }
 victim=
 for pid in $(pgrep -f "output.dir=k --set rounds=100000"); do
 	grep -qz '^OMPI_COMM_WORLD_RANK=1$' /proc/"$pid"/environ 2>/dev/null && victim=$pid

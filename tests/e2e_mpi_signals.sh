@@ -16,11 +16,6 @@ p="$top_srcdir/tests/pipelines/dp_greater.json"
 # Long enough that no job ends by itself while the test waits on it.
 long="--set rounds=100000 --set eval.every=0 --set model.dim=20000"
 
-newest() {
-	ls "$1/checkpoints" 2>/dev/null | sed -n 's/^round-0*\([0-9][0-9]*\)\.safetensors$/\1/p' |
-		sort -n | tail -n 1 | grep . || echo 0
-}
-
 # start DIR NP [ARGS...]: starts the long job in the background and waits
 # for its second checkpoint. $job is the pid of timeout(1), which ends a job
 # that goes on regardless after 120 s (status 124), so that no test hangs.

@@ -57,7 +57,7 @@ cmp ref/final.safetensors early/final.safetensors || die "stop after round 4 + r
 "$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=1000000 >/dev/null 2>term.err &
 pid=$!
 i=0
-while [ ! -e term/checkpoints/round-000003.safetensors ] && [ $i -lt 1200 ]; do
+while [ "$(newest term)" -lt 3 ] && kill -0 $pid 2>/dev/null && [ $i -lt 1200 ]; do
 	sleep 0.05
 	i=$((i + 1))
 done

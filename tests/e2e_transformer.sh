@@ -53,7 +53,7 @@ cmp three1/final.safetensors three2/final.safetensors || die "three clients: --t
 	--set output.checkpoint_every=1 >/dev/null 2>term.err &
 pid=$!
 i=0
-while [ ! -e term/checkpoints/round-000002.safetensors ] && [ $i -lt 6000 ]; do
+while [ "$(newest term)" -lt 2 ] && kill -0 $pid 2>/dev/null && [ $i -lt 6000 ]; do
 	sleep 0.02; i=$((i + 1))
 done
 kill -s TERM $pid

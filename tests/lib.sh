@@ -30,6 +30,15 @@ run_ok() {
 	}
 }
 
+# newest DIR: the round of the newest checkpoint in DIR/checkpoints (0 if
+# none). Waits poll this rather than one file's name: older checkpoints
+# are pruned (output.keep), and a poll that missed round N's file while it
+# existed would wait to its limit while the run went on.
+newest() {
+	ls "$1/checkpoints" 2>/dev/null | sed -n 's/^round-0*\([0-9][0-9]*\)\.safetensors$/\1/p' |
+		sort -n | tail -n 1 | grep . || echo 0
+}
+
 # metric FILE METRIC SPLIT: the value of the last server event.
 metric() {
 	grep "\"client\":null,\"split\":\"$3\",\"metric\":\"$2\"" "$1" | tail -n 1 |
