@@ -19,6 +19,7 @@ for d in results results-h100 results-sizes; do
 	chmod -R u+w "$tmp/$d"
 	check "the committed $d/ recomputes" "$check" "$tmp/$d/results.md"
 done
+recompute_only repro_ji2019_results
 
 # results/: a cell and a verdict of results.md, a mean of table2.tsv, a
 # seed's gain in gain.tsv, an attention summary, a point of a curve
