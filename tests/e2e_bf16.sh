@@ -46,10 +46,7 @@ echo "(a) bf16: --threads 1 and 2 give the same $(wc -c <t1/final.safetensors) b
 # pruned), then --resume with the original rounds.
 "$FEDRUN" -q --threads 2 "$q" $short $bf16 --set output.dir=term --set rounds=400 >/dev/null 2>term.err &
 pid=$!
-i=0
-while [ "$(newest term)" -lt 3 ] && [ $i -lt 6000 ]; do
-	sleep 0.01; i=$((i + 1))
-done
+await_checkpoint term 3 $pid
 kill -s TERM $pid
 st=0; wait $pid || st=$?
 [ "$st" -eq 130 ] || { cat term.err; die "(b) SIGTERM: exit $st, expected 130"; }

@@ -29,10 +29,7 @@ done
 # rounds: the same model as the uninterrupted run.
 "$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=400 >/dev/null 2>term.err &
 pid=$!
-i=0
-while [ "$(newest term)" -lt 3 ] && kill -0 $pid 2>/dev/null && [ $i -lt 6000 ]; do
-	sleep 0.01; i=$((i + 1))
-done
+await_checkpoint term 3 $pid
 kill -s TERM $pid
 wait $pid
 st=$?

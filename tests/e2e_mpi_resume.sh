@@ -65,11 +65,7 @@ done
 timeout -k 10 300 mpirun $mpi_x -np 3 "$FEDRUN" -q "$p" --set output.dir=k --set rounds=100000 \
 	--set eval.every=0 --set model.dim=20000 >k.out 2>&1 &
 job=$!
-i=0
-while [ "$(newest k)" -lt 2 ] && [ $i -lt 2400 ] && kill -0 $job 2>/dev/null; do
-	sleep 0.05
-	i=$((i + 1))
-done
+await_checkpoint k 2 $job
 [ "$(newest k)" -ge 2 ] || { kill $job; cat k.out; die "the job did not reach its second checkpoint"; }
 victim=
 for pid in $(pgrep -f "output.dir=k --set rounds=100000"); do

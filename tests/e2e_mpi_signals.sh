@@ -25,11 +25,7 @@ start() {
 	shift 2
 	timeout -k 10 120 mpirun $mpi_x -np "$np" "$FEDRUN" -q "$@" "$p" --set output.dir="$work/$dir" $long >"$dir.out" 2>&1 &
 	job=$!
-	i=0
-	while [ "$(newest "$dir")" -lt 2 ] && [ $i -lt 1200 ] && kill -0 $job 2>/dev/null; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	await_checkpoint "$dir" 2 $job
 	[ "$(newest "$dir")" -ge 2 ] || { kill $job; cat "$dir.out"; die "$dir: the job did not start"; }
 }
 

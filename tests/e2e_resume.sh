@@ -16,10 +16,7 @@ run_ok --threads 2 "$p" --set output.dir=ref
 interrupt() {
 	"$FEDRUN" -q --threads 2 "$p" --set output.dir="$2" --set rounds=400 >/dev/null 2>"$2.err" &
 	pid=$!
-	i=0
-	while [ "$(newest "$2")" -lt 3 ] && [ $i -lt 600 ]; do
-		sleep 0.05; i=$((i + 1))
-	done
+	await_checkpoint "$2" 3 $pid
 	kill -s "$1" $pid
 	wait $pid
 	echo $?

@@ -56,11 +56,7 @@ cmp ref/final.safetensors early/final.safetensors || die "stop after round 4 + r
 # afterwards with as many rounds as it did plus 5, so no timing matters.
 "$FEDRUN" -q --threads 2 "$p" --set output.dir=term --set rounds=1000000 >/dev/null 2>term.err &
 pid=$!
-i=0
-while [ "$(newest term)" -lt 3 ] && kill -0 $pid 2>/dev/null && [ $i -lt 1200 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+await_checkpoint term 3 $pid
 kill -s TERM $pid
 wait $pid
 st=$?

@@ -52,10 +52,7 @@ cmp three1/final.safetensors three2/final.safetensors || die "three clients: --t
 "$FEDRUN" -q --threads 2 "$p" $short --set output.dir=term --set rounds=400 \
 	--set output.checkpoint_every=1 >/dev/null 2>term.err &
 pid=$!
-i=0
-while [ "$(newest term)" -lt 2 ] && kill -0 $pid 2>/dev/null && [ $i -lt 6000 ]; do
-	sleep 0.02; i=$((i + 1))
-done
+await_checkpoint term 2 $pid
 kill -s TERM $pid
 wait $pid
 st=$?

@@ -39,6 +39,18 @@ newest() {
 		sort -n | tail -n 1 | grep . || echo 0
 }
 
+# await_checkpoint DIR ROUND PID: waits until DIR has a checkpoint of
+# ROUND or later (polled every 10 ms: some runs checkpoint every few tens
+# of ms, and a test may allow two rounds past ROUND), until process PID has
+# ended, or 120 s at most; the caller then signals PID and checks.
+await_checkpoint() {
+	ac_i=0
+	while [ "$(newest "$1")" -lt "$2" ] && kill -0 "$3" 2>/dev/null && [ $ac_i -lt 12000 ]; do
+		sleep 0.01
+		ac_i=$((ac_i + 1))
+	done
+}
+
 # metric FILE METRIC SPLIT: the value of the last server event.
 metric() {
 	grep "\"client\":null,\"split\":\"$3\",\"metric\":\"$2\"" "$1" | tail -n 1 |
